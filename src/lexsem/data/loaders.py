@@ -1,0 +1,162 @@
+"""Loaders: public benchmark files -> typed items.
+
+Structural problems (undecodable bytes, malformed JSON/TSV, missing fields or columns) always
+raise a `DataError` naming the file and the line, row or item. Empty or whitespace-only texts
+raise too when `strict` (evaluation); `lexsem validate` loads with `strict=False` and reports them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from lexsem.data.items import PairItem, TripletItem
+from lexsem.errors import DataError
+
+
+def read_text(path: Path) -> str:
+    """Read a UTF-8 file (a BOM is accepted); undecodable bytes name their line and column."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read file: {exc.strerror or exc}", file=path) from exc
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col})", file=path, line=line
+        ) from exc
+
+
+def read_json(path: Path) -> Any:
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"malformed JSON: {exc.msg} (column {exc.colno}); the file may be truncated",
+            file=path,
+            line=exc.lineno,
+        ) from exc
+
+
+def _text_field(
+    record: dict[str, Any], key: str, *, path: Path, item: str, strict: bool, line: int | None = None
+) -> str:
+    if key not in record:
+        raise DataError(f"missing field {key!r}", file=path, line=line, item=item)
+    value = record[key]
+    if not isinstance(value, str):
+        raise DataError(
+            f"field {key!r} must be a string, got {type(value).__name__}",
+            file=path,
+            line=line,
+            item=item,
+        )
+    if strict and not value.strip():
+        raise DataError(
+            f"field {key!r} is empty; run `lexsem validate` for a full report",
+            file=path,
+            line=line,
+            item=item,
+        )
+    return value
+
+
+def load_sugarcrepe_json(path: Path, subset: str, *, strict: bool = True) -> list[PairItem]:
+    """SugarCrepe: `{"0": {"filename", "caption", "negative_caption"}, ...}`."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise DataError(f"expected a JSON object of items, got {type(data).__name__}", file=path)
+    items = []
+    for key, rec in data.items():
+        if not isinstance(rec, dict):
+            raise DataError("item is not a JSON object", file=path, item=key)
+        f = {k: _text_field(rec, k, path=path, item=key, strict=strict)
+             for k in ("filename", "caption", "negative_caption")}
+        items.append(PairItem(str(key), subset, f["filename"], f["caption"], f["negative_caption"]))
+    return items
+
+
+def load_scpp_json(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
+    """SugarCrepe++: `[{"id", "filename", "caption", "caption2", "negative_caption"}, ...]`."""
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise DataError(f"expected a JSON list of items, got {type(data).__name__}", file=path)
+    items = []
+    for pos, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise DataError(f"item #{pos} is not a JSON object", file=path, item=str(pos))
+        if "id" not in rec:
+            raise DataError(f"item #{pos}: missing field 'id'", file=path, item=str(pos))
+        key = str(rec["id"])
+        f = {k: _text_field(rec, k, path=path, item=key, strict=strict)
+             for k in ("filename", "caption", "caption2", "negative_caption")}
+        items.append(TripletItem(key, subset, f["filename"], f["caption"], f["caption2"],
+                                 f["negative_caption"]))
+    return items
+
+
+def read_tsv(path: Path, columns: list[str]) -> list[tuple[int, dict[str, str]]]:
+    """Rows of a tab-separated file with a header, as (line number, {column: value}).
+
+    Quotes are literal (no CSV quoting), as in the public files. Every row must have exactly as
+    many fields as the header; the named `columns` must be present.
+    """
+    text = read_text(path)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise DataError("empty file (no header row)", file=path, line=1) from None
+    header = [h.strip() for h in header]
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise DataError(
+            f"missing column(s) {missing}; header has {header}", file=path, line=1
+        )
+    rows = []
+    for row in reader:
+        line = reader.line_num
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue  # blank line
+        if len(row) != len(header):
+            raise DataError(
+                f"expected {len(header)} tab-separated fields, found {len(row)}",
+                file=path,
+                line=line,
+            )
+        rows.append((line, dict(zip(header, row, strict=True))))
+    return rows
+
+
+def _tsv_triplets(
+    path: Path, subset: str, cols: tuple[str, str, str, str], *, strict: bool
+) -> list[TripletItem]:
+    image, c1, c2, cn = cols
+    items = []
+    for idx, (line, row) in enumerate(read_tsv(path, list(cols))):
+        key = str(idx)
+        f = {k: _text_field(row, k, path=path, item=key, strict=strict, line=line)
+             for k in (c1, c2, cn)}
+        items.append(TripletItem(key, subset, row[image] or None, f[c1], f[c2], f[cn]))
+    return items
+
+
+VISLA_GENERIC_COLUMNS = ("filename", "caption", "second positive", "negative_caption")
+VISLA_SPATIAL_COLUMNS = ("image", "sent1", "sent2", "Best reference (Semantically close)")
+
+
+def load_visla_generic_tsv(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
+    """VISLA generic: columns filename, caption (P1), second positive (P2), negative_caption (N)."""
+    return _tsv_triplets(path, subset, VISLA_GENERIC_COLUMNS, strict=strict)
+
+
+def load_visla_spatial_tsv(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
+    """VISLA spatial: image, sent1 (P1), sent2 (P2), Best reference (N); Reference-2 is unused."""
+    return _tsv_triplets(path, subset, VISLA_SPATIAL_COLUMNS, strict=strict)

@@ -1,0 +1,35 @@
+"""The small protocols every model backend implements.
+
+Metric and engine code only ever sees these: which library produced a vector or a score does
+not matter to them. A *fingerprint* is a JSON-able dict describing everything that changes the
+model's output (weights and their revision, pooling, prefix/template, max length, normalisation,
+dtype); its canonical hash keys the embedding cache. It must be computable without loading the
+weights, so that a warm rerun never loads the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+
+@runtime_checkable
+class TextEncoder(Protocol):
+    """Maps texts to float32 embeddings of shape (len(texts), dim)."""
+
+    name: str
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray: ...
+
+
+def fingerprint_key(fingerprint: dict[str, Any]) -> str:
+    """Stable hex digest of a fingerprint (canonical JSON, sorted keys)."""
+    blob = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
