@@ -3,6 +3,9 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The public benchmark files for tests and benchmarks (never committed; see README).
+LEXSEM_TEST_DATA ?= $(abspath ../shared/data)
+export LEXSEM_TEST_DATA
 
 .PHONY: demo test bench lint clean
 

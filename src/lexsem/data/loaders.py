@@ -46,7 +46,13 @@ def read_json(path: Path) -> Any:
 
 
 def _text_field(
-    record: dict[str, Any], key: str, *, path: Path, item: str, strict: bool, line: int | None = None
+    record: dict[str, Any],
+    key: str,
+    *,
+    path: Path,
+    item: str,
+    strict: bool,
+    line: int | None = None,
 ) -> str:
     if key not in record:
         raise DataError(f"missing field {key!r}", file=path, line=line, item=item)
@@ -77,8 +83,10 @@ def load_sugarcrepe_json(path: Path, subset: str, *, strict: bool = True) -> lis
     for key, rec in data.items():
         if not isinstance(rec, dict):
             raise DataError("item is not a JSON object", file=path, item=key)
-        f = {k: _text_field(rec, k, path=path, item=key, strict=strict)
-             for k in ("filename", "caption", "negative_caption")}
+        f = {
+            k: _text_field(rec, k, path=path, item=key, strict=strict)
+            for k in ("filename", "caption", "negative_caption")
+        }
         items.append(PairItem(str(key), subset, f["filename"], f["caption"], f["negative_caption"]))
     return items
 
@@ -95,10 +103,15 @@ def load_scpp_json(path: Path, subset: str, *, strict: bool = True) -> list[Trip
         if "id" not in rec:
             raise DataError(f"item #{pos}: missing field 'id'", file=path, item=str(pos))
         key = str(rec["id"])
-        f = {k: _text_field(rec, k, path=path, item=key, strict=strict)
-             for k in ("filename", "caption", "caption2", "negative_caption")}
-        items.append(TripletItem(key, subset, f["filename"], f["caption"], f["caption2"],
-                                 f["negative_caption"]))
+        f = {
+            k: _text_field(rec, k, path=path, item=key, strict=strict)
+            for k in ("filename", "caption", "caption2", "negative_caption")
+        }
+        items.append(
+            TripletItem(
+                key, subset, f["filename"], f["caption"], f["caption2"], f["negative_caption"]
+            )
+        )
     return items
 
 
@@ -117,9 +130,7 @@ def read_tsv(path: Path, columns: list[str]) -> list[tuple[int, dict[str, str]]]
     header = [h.strip() for h in header]
     missing = [c for c in columns if c not in header]
     if missing:
-        raise DataError(
-            f"missing column(s) {missing}; header has {header}", file=path, line=1
-        )
+        raise DataError(f"missing column(s) {missing}; header has {header}", file=path, line=1)
     rows = []
     for row in reader:
         line = reader.line_num
@@ -142,8 +153,10 @@ def _tsv_triplets(
     items = []
     for idx, (line, row) in enumerate(read_tsv(path, list(cols))):
         key = str(idx)
-        f = {k: _text_field(row, k, path=path, item=key, strict=strict, line=line)
-             for k in (c1, c2, cn)}
+        f = {
+            k: _text_field(row, k, path=path, item=key, strict=strict, line=line)
+            for k in (c1, c2, cn)
+        }
         items.append(TripletItem(key, subset, row[image] or None, f[c1], f[c2], f[cn]))
     return items
 

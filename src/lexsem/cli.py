@@ -1,0 +1,226 @@
+"""Command line: a thin layer over the Python API (`lexsem --help`)."""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lexsem.errors import LexsemError
+
+app = typer.Typer(
+    help="Do models understand meaning or only words? SugarCrepe++, VISLA, SugarCrepe, ...",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+DataDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        envvar="LEXSEM_DATA_DIR",
+        help="Offline folder holding the benchmark files (same names as downloads).",
+    ),
+]
+CacheDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        envvar="LEXSEM_CACHE_DIR",
+        help="Cache folder for downloads and embeddings [default: ~/.cache/lexsem].",
+    ),
+]
+
+
+def _friendly(fn):
+    """Turn LexsemError into one clear line on stderr and exit status 2."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except LexsemError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+class TieChoice(str, Enum):
+    strict = "strict"
+    lenient = "lenient"
+
+
+class Format(str, Enum):
+    md = "md"
+    csv = "csv"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "run"
+
+
+@app.command("eval")
+@_friendly
+def eval_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Alias or BACKEND:NAME[?opts].")],
+    benchmark: Annotated[
+        list[str], typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET[,SUBSET]; repeat.")
+    ],
+    task: Annotated[list[str] | None, typer.Option("--task", "-t", help="e.g. tot, t2t.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder to write.")] = None,
+    data_dir: DataDir = None,
+    cache_dir: CacheDir = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore the embedding cache.")] = (
+        False
+    ),
+    offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
+    tie_policy: Annotated[TieChoice, typer.Option("--tie-policy")] = TieChoice.strict,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples (0: none).")] = 1000,
+    batch_size: Annotated[int, typer.Option("--batch-size")] = 64,
+    device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N, mps.")] = "auto",
+    dtype: Annotated[str, typer.Option(help="auto, fp32, fp16, bf16.")] = "auto",
+    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table."""
+    from lexsem.evaluate import evaluate
+    from lexsem.report.tables import build_tables, to_markdown
+
+    if out is None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        out = Path("runs") / f"{stamp}-{_slug(model)}"
+    run = evaluate(
+        model,
+        benchmark,
+        tasks=task or None,
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+        use_cache=not no_cache,
+        offline=True if offline else None,
+        tie_policy=tie_policy.value,
+        seed=seed,
+        n_boot=n_boot,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        out=out,
+        progress=not quiet and sys.stderr.isatty(),
+    )
+    t = run.record.timings
+    if not quiet:
+        typer.echo(to_markdown(build_tables([run.record], ci=ci)))
+        typer.echo(
+            f"{t.n_texts_unique} unique texts ({t.n_texts_cached} cached, "
+            f"{t.n_texts_encoded} encoded) in {t.total_s:.1f} s; run written to {out}",
+            err=True,
+        )
+
+
+@app.command()
+@_friendly
+def download(
+    benchmark: Annotated[list[str] | None, typer.Argument(help="Benchmarks [default: all].")] = (
+        None
+    ),
+    cache_dir: CacheDir = None,
+) -> None:
+    """Download benchmark files into the cache, verified by sha256."""
+    from lexsem.data import download as dl
+    from lexsem.data import registry
+    from lexsem.paths import cache_dir as resolve_cache
+
+    root = resolve_cache(cache_dir)
+    for name in benchmark or registry.names():
+        spec, _ = registry.parse_selector(name)
+        if not spec.sources:
+            typer.echo(f"{spec.name}: generated locally, nothing to download")
+        for src in spec.sources:
+            path = dl.resolve_source(src, data_dir=None, cache_root=root, offline=False)
+            typer.echo(f"{spec.name}: {path} sha256={src.sha256[:12]}… ok")
+
+
+@app.command()
+@_friendly
+def validate(
+    benchmark: Annotated[str, typer.Argument(help="NAME or NAME/SUBSET.")],
+    data_dir: DataDir = None,
+    cache_dir: CacheDir = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write JSON here.")] = None,
+) -> None:
+    """Health report of a benchmark: counts vs paper, duplicates, P==N, empty/long/odd texts."""
+    import json
+
+    from lexsem.atomic import atomic_open
+    from lexsem.data.load import load_benchmark
+    from lexsem.data.validate import render_report, validate_items
+
+    loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir, strict=False)
+    report = validate_items(loaded.spec, {s.spec.name: s.items for s in loaded.subsets})
+    typer.echo(render_report(report))
+    if json_out is not None:
+        with atomic_open(json_out, "w", encoding="utf-8") as fh:
+            json.dump(report.to_dict(), fh, indent=2)
+
+
+@app.command()
+@_friendly
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders or run.json files.")],
+    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.md,
+    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here.")] = None,
+) -> None:
+    """Paper-style tables (rows: models; columns: subsets or metrics) from run folders."""
+    from lexsem.atomic import atomic_open
+    from lexsem.report.tables import build_tables, to_csv, to_markdown
+    from lexsem.results.store import load_run
+
+    tables = build_tables([load_run(r) for r in runs], ci=ci)
+    text = to_markdown(tables) if fmt is Format.md else to_csv(tables)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        with atomic_open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+
+
+class ListWhat(str, Enum):
+    benchmarks = "benchmarks"
+    models = "models"
+    tasks = "tasks"
+
+
+@app.command("list")
+@_friendly
+def list_cmd(what: Annotated[ListWhat, typer.Argument()] = ListWhat.benchmarks) -> None:
+    """List benchmarks (with subsets and tasks), model aliases, or tasks."""
+    if what is ListWhat.benchmarks:
+        from lexsem.data import registry
+
+        for name in registry.names():
+            spec = registry.get(name)
+            subs = ", ".join(f"{s.name} ({s.expected_items})" for s in spec.subsets)
+            tasks = ", ".join(spec.text_tasks + spec.image_tasks)
+            typer.echo(f"{name}: {spec.description}\n  subsets: {subs}\n  tasks: {tasks}")
+    elif what is ListWhat.models:
+        from lexsem.models.aliases import list_aliases
+
+        for alias, spec_str in list_aliases().items():
+            typer.echo(f"{alias:16s} {spec_str}")
+    else:
+        from lexsem.metrics.tasks import TASKS
+
+        for t in TASKS.values():
+            typer.echo(f"{t.name:6s} {t.description} (metrics: {', '.join(t.metrics)})")
+
+
+def main() -> None:  # pragma: no cover
+    app()

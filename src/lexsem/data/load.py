@@ -1,0 +1,59 @@
+"""Load a benchmark selection: resolve its files (offline folder, cache or download), verify,
+parse into typed items, and record what was read (sha256) for the results file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lexsem.data import download, registry, synthetic
+from lexsem.data.items import Item
+from lexsem.data.registry import BenchmarkSpec, SubsetSpec
+
+
+@dataclass
+class LoadedSubset:
+    spec: SubsetSpec
+    items: list[Item]
+    file: str | None  # the SourceFile name, None for generated data
+    sha256: str
+
+
+@dataclass
+class LoadedBenchmark:
+    spec: BenchmarkSpec
+    subsets: list[LoadedSubset]
+
+    @property
+    def items(self) -> list[Item]:
+        return [it for s in self.subsets for it in s.items]
+
+    def files(self) -> list[dict[str, str | None]]:
+        return [{"subset": s.spec.name, "file": s.file, "sha256": s.sha256} for s in self.subsets]
+
+
+def load_benchmark(
+    selector: str,
+    *,
+    data_dir: str | Path | None = None,
+    cache_root: str | Path | None = None,
+    offline: bool | None = None,
+    strict: bool = True,
+) -> LoadedBenchmark:
+    spec, subsets = registry.parse_selector(selector)
+    loaded = []
+    for sub in subsets:
+        if sub.source is None:
+            items = spec.loader(None, sub.name, strict=strict)
+            digest = synthetic.content_sha256(synthetic.DEFAULT_SEED, synthetic.DEFAULT_PER_SUBSET)
+            loaded.append(LoadedSubset(sub, items, None, digest))
+            continue
+        path = download.resolve_source(
+            sub.source,
+            data_dir=Path(data_dir) if data_dir is not None else None,
+            cache_root=Path(cache_root) if cache_root is not None else None,
+            offline=offline,
+        )
+        items = spec.loader(path, sub.name, strict=strict)
+        loaded.append(LoadedSubset(sub, items, sub.source.name, download.sha256_file(path)))
+    return LoadedBenchmark(spec, loaded)

@@ -1,0 +1,94 @@
+"""The run record (run.json): a versioned, validated schema.
+
+Bump SCHEMA_VERSION on any incompatible change; `load_run` refuses versions it does not know.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelInfo(_Model):
+    spec: str
+    name: str
+    fingerprint: dict[str, Any]
+    fingerprint_key: str
+    device: str | None = None
+    dtype: str | None = None
+    batch_size: int
+
+
+class FileInfo(_Model):
+    subset: str
+    file: str | None
+    sha256: str
+
+
+class BenchmarkInfo(_Model):
+    name: str
+    subsets: list[str]
+    items: dict[str, int]
+    files: list[FileInfo]
+
+
+class MetricResult(_Model):
+    benchmark: str
+    task: str
+    metric: str
+    subset: str  # a subset name, "_micro" or "_macro"
+    n: int
+    hits: int
+    ties: int
+    accuracy: float  # percent
+    ci_low: float | None
+    ci_high: float | None
+
+
+class Config(_Model):
+    tasks: list[str]
+    tie_policy: str
+    seed: int
+    n_boot: int
+    confidence: float
+
+
+class Timings(_Model):
+    total_s: float
+    load_data_s: float
+    encode_s: float
+    cache_s: float
+    metrics_s: float
+    n_texts_unique: int
+    n_texts_cached: int
+    n_texts_encoded: int
+
+
+class RunRecord(_Model):
+    schema_version: int = SCHEMA_VERSION
+    lexsem_version: str
+    run_id: str
+    created_at: str
+    model: ModelInfo
+    benchmarks: list[BenchmarkInfo]
+    config: Config
+    results: list[MetricResult]
+    timings: Timings
+    environment: dict[str, str] = Field(default_factory=dict)
+
+    def result(
+        self, benchmark: str, metric: str, subset: str, task: str | None = None
+    ) -> MetricResult:
+        for r in self.results:
+            if (r.benchmark, r.metric, r.subset) == (benchmark, metric, subset) and (
+                task is None or r.task == task
+            ):
+                return r
+        raise KeyError(f"no result for {benchmark}/{subset} {metric}")
