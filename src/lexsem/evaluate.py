@@ -211,6 +211,7 @@ def evaluate(
             subsets=[s.spec.name for s in b.subsets],
             items={s.spec.name: len(s.items) for s in b.subsets},
             files=[FileInfo(**f) for f in b.files()],
+            dropped=b.dropped(),
         )
         for b in loaded
     ]

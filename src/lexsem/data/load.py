@@ -3,7 +3,7 @@ parse into typed items, and record what was read (sha256) for the results file."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lexsem.data import download, registry, synthetic
@@ -17,6 +17,7 @@ class LoadedSubset:
     items: list[Item]
     file: str | None  # the SourceFile name, None for generated data
     sha256: str
+    dropped: list[str] = field(default_factory=list)  # ids of incomplete items left out
 
 
 @dataclass
@@ -54,6 +55,14 @@ def load_benchmark(
             cache_root=Path(cache_root) if cache_root is not None else None,
             offline=offline,
         )
-        items = spec.loader(path, sub.name, strict=strict)
-        loaded.append(LoadedSubset(sub, items, sub.source.name, download.sha256_file(path)))
+        dropped: list[str] = []
+        if spec.drop_incomplete and strict:
+            items = []
+            for it in spec.loader(path, sub.name, strict=False):
+                (items if all(t.strip() for t in it.texts()) else dropped).append(it)
+            dropped = [it.id for it in dropped]
+        else:
+            items = spec.loader(path, sub.name, strict=strict)
+        digest = download.sha256_file(path)
+        loaded.append(LoadedSubset(sub, items, sub.source.name, digest, dropped))
     return LoadedBenchmark(spec, loaded)

@@ -48,6 +48,9 @@ class BenchmarkSpec:
     image_tasks: tuple[str, ...] = ()  # tasks that need images (vision issue)
     paper: str = ""
     images: str = ""
+    # Items with an empty text are dropped (and recorded) instead of being an error: only for
+    # pinned public files with known incomplete rows (see docs/fidelity.md).
+    drop_incomplete: bool = False
 
     def subset(self, name: str) -> SubsetSpec:
         for s in self.subsets:

@@ -37,6 +37,7 @@ class BenchmarkInfo(_Model):
     subsets: list[str]
     items: dict[str, int]
     files: list[FileInfo]
+    dropped: dict[str, list[str]] = Field(default_factory=dict)  # incomplete items left out
 
 
 class MetricResult(_Model):

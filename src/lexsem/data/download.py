@@ -1,0 +1,308 @@
+"""Fetch the public benchmark files, verified by sha256, and find them offline.
+
+`resolve_source` is what the loaders call: it looks in the offline data folder, then in the
+download cache, then (unless offline) downloads. `download` fetches one file robustly: retries
+with exponential backoff, resumes partial transfers with HTTP Range requests, verifies the
+checksum and only then moves the file into place, under a file lock so that concurrent
+processes do not collide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+import httpx
+from filelock import FileLock
+
+from lexsem import paths
+from lexsem._version import __version__
+from lexsem.data.registry import SourceFile
+from lexsem.errors import DataError, DownloadError
+
+__all__ = ["cache_path", "download", "resolve_source", "sha256_file"]
+
+_CHUNK = 1 << 20  # 1 MiB
+_MAX_BACKOFF = 30.0  # seconds; cap on one sleep between attempts
+_RETRY_STATUS = frozenset({408, 425, 429})  # retried besides every 5xx
+
+# (resolved path, size, mtime_ns) -> sha256 hex digest, for files hashed in this process.
+_hash_memo: dict[tuple[str, int, int], str] = {}
+_hash_memo_lock = threading.Lock()
+
+
+def _hash_stream(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 hex digest of the file at `path`, read in 1 MiB chunks.
+
+    Results are memoised for the life of the process, keyed on the resolved path, size and
+    modification time (ns), so re-hashing an unchanged file is free.
+    """
+    path = Path(path)
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    with _hash_memo_lock:
+        cached = _hash_memo.get(key)
+    if cached is not None:
+        return cached
+    digest = _hash_stream(path)
+    with _hash_memo_lock:
+        _hash_memo[key] = digest
+    return digest
+
+
+def _remember(path: Path, digest: str) -> None:
+    st = path.stat()
+    with _hash_memo_lock:
+        _hash_memo[(str(path.resolve()), st.st_size, st.st_mtime_ns)] = digest
+
+
+def _matches(path: Path, expected: str, *, memo: bool = True) -> tuple[bool, str]:
+    actual = sha256_file(path) if memo else _hash_stream(path)
+    return actual == expected.strip().lower(), actual
+
+
+def cache_path(source: SourceFile, cache_root: Path) -> Path:
+    """Where `download` puts `source` under `cache_root`: `<cache_root>/data/<source.name>`."""
+    return Path(cache_root) / "data" / source.name
+
+
+def _part_path(dest: Path) -> Path:
+    """The partial-download file beside `dest` (fixed name, so an interrupted fetch resumes)."""
+    return dest.with_name(f".{dest.name}.download.part")
+
+
+def _offline_hint(source: SourceFile) -> str:
+    return (
+        f"offline? put the file at <data folder>/{source.name} and pass --data-dir "
+        "or set LEXSEM_DATA_DIR"
+    )
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+class _Retry(Exception):
+    """A transient failure of one attempt (5xx, short body, unusable range reply)."""
+
+
+def _content_range_start(value: str | None) -> int | None:
+    """The first byte of a `Content-Range: bytes a-b/total` header, or None if unparsable."""
+    if not value:
+        return None
+    unit, _, rng = value.strip().partition(" ")
+    if unit.lower() != "bytes":
+        return None
+    start, _, _ = rng.partition("-")
+    try:
+        return int(start)
+    except ValueError:
+        return None
+
+
+def _attempt(client: httpx.Client, url: str, part: Path) -> None:
+    """One GET of `url` into `part`, resuming from its current size when it already exists.
+
+    Returns once `part` holds a complete response body. Raises `_Retry` or an httpx transport
+    error for transient failures, `DownloadError` for permanent ones (e.g. 404).
+    """
+    offset = part.stat().st_size if part.exists() else 0
+    headers = {"Range": f"bytes={offset}-"} if offset else {}
+    with client.stream("GET", url, headers=headers) as resp:
+        status = resp.status_code
+        if status == 416 and offset:
+            _unlink(part)  # the partial file is longer than the remote one: start over
+            raise _Retry(f"HTTP 416 for a resume from byte {offset}; restarting")
+        if status >= 500 or status in _RETRY_STATUS:
+            raise _Retry(f"HTTP {status} {resp.reason_phrase}")
+        if status == 206 and offset:
+            if _content_range_start(resp.headers.get("content-range")) != offset:
+                _unlink(part)
+                raise _Retry(f"server answered the range request badly ({resp.headers!r})")
+            mode = "ab"
+        elif status == 200:
+            mode = "wb"  # no resume support (or nothing to resume): full restart
+        else:
+            raise DownloadError(f"HTTP {status} {resp.reason_phrase}")
+        encoded = resp.headers.get("content-encoding", "identity").lower() != "identity"
+        length_header = resp.headers.get("content-length")
+        expected_len = int(length_header) if length_header and length_header.isdigit() else None
+        try:
+            with open(part, mode) as fh:
+                for chunk in resp.iter_bytes():  # as received: keep partial data
+                    fh.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except (httpx.TransportError, OSError):
+            if encoded:
+                _unlink(part)  # decoded bytes do not line up with byte ranges: no resume
+            raise
+        received = resp.num_bytes_downloaded
+        if expected_len is not None and received < expected_len:
+            if encoded:
+                _unlink(part)
+            raise _Retry(f"incomplete read: got {received} of {expected_len} bytes")
+
+
+def _fetch(source: SourceFile, part: Path, *, retries: int, timeout: float, backoff: float) -> None:
+    """Fill `part` with the body of `source.url`, retrying transient failures."""
+    attempts = max(1, retries)
+    last_error: BaseException | None = None
+    headers = {"User-Agent": f"lexsem/{__version__}", "Accept-Encoding": "identity"}
+    with httpx.Client(
+        follow_redirects=True, timeout=httpx.Timeout(timeout), headers=headers
+    ) as client:
+        for attempt in range(attempts):
+            if attempt:
+                time.sleep(min(_MAX_BACKOFF, backoff * 2 ** (attempt - 1)))
+            try:
+                _attempt(client, source.url, part)
+                return
+            except DownloadError as exc:
+                _unlink(part)
+                raise DownloadError(
+                    f"could not download {source.url}: {exc}; {_offline_hint(source)}"
+                ) from None
+            except (_Retry, httpx.TransportError, OSError) as exc:
+                last_error = exc
+    _unlink(part)
+    detail = f"{type(last_error).__name__}: {last_error}" if last_error else "unknown error"
+    raise DownloadError(
+        f"could not download {source.url} after {attempts} attempt(s); last error: {detail}; "
+        f"{_offline_hint(source)}"
+    )
+
+
+def download(
+    source: SourceFile,
+    cache_root: Path,
+    *,
+    retries: int = 4,
+    timeout: float = 60.0,
+    backoff: float = 0.5,
+) -> Path:
+    """Download `source` into `<cache_root>/data/<source.name>` and return that path.
+
+    `retries` is the total number of attempts; between attempts the wait doubles, starting at
+    `backoff` seconds. Connection errors, timeouts, short bodies and 5xx answers are retried; a
+    partial file is resumed with a Range request (a 200 answer restarts from scratch). The file
+    appears at the destination only once complete and matching `source.sha256`; on failure
+    nothing is left there (nor any temporary file). A lock on `<dest>.lock` serialises
+    concurrent downloads of the same file; a valid file already present is returned as is.
+    """
+    dest = cache_path(source, cache_root)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = _part_path(dest)
+    with FileLock(f"{dest}.lock"):
+        if dest.is_file():
+            if _matches(dest, source.sha256)[0]:
+                return dest
+            _unlink(dest)  # stale or corrupted copy
+        resumed = part.exists()
+        _fetch(source, part, retries=retries, timeout=timeout, backoff=backoff)
+        ok, actual = _matches(part, source.sha256, memo=False)
+        if not ok and resumed:
+            # The partial file may have come from an older version of the file: start over once.
+            _unlink(part)
+            _fetch(source, part, retries=retries, timeout=timeout, backoff=backoff)
+            ok, actual = _matches(part, source.sha256, memo=False)
+        if not ok:
+            _unlink(part)
+            raise DownloadError(
+                f"checksum mismatch for {source.url}: expected sha256 {source.sha256}, "
+                f"got {actual}; nothing was saved (the file may have changed upstream)"
+            )
+        os.replace(part, dest)
+        _remember(dest, actual)
+        with contextlib.suppress(OSError):  # make the rename durable where the OS allows it
+            dir_fd = os.open(dest.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+    return dest
+
+
+def resolve_source(
+    source: SourceFile,
+    *,
+    data_dir: Path | None = None,
+    cache_root: Path | None = None,
+    offline: bool | None = None,
+    verify: bool = True,
+) -> Path:
+    """The local path of `source`: from the data folder, the cache, or a fresh download.
+
+    1. A data folder (`data_dir`, else $LEXSEM_DATA_DIR) is authoritative: the file must be at
+       `<data_dir>/<source.name>` (DataError if missing) and, with `verify`, match the pinned
+       sha256 (DataError otherwise).
+    2. Else a cached copy under `<cache_root>/data/` that verifies is used; a corrupted one is
+       deleted (and re-downloaded unless offline).
+    3. Else, when offline (`offline`, else $LEXSEM_OFFLINE / $HF_HUB_OFFLINE), DownloadError
+       explains how to provide the file.
+    4. Else the file is downloaded (see `download`).
+
+    `cache_root` defaults to `paths.cache_dir()`.
+    """
+    folder = data_dir if data_dir is not None else paths.data_dir()
+    if folder is not None:
+        folder = Path(folder)
+        local = folder / source.name
+        if not local.is_file():
+            raise DataError(
+                f"{source.name} is missing from the data folder {folder} "
+                f"(expected it at {local}; the data folder uses the same names as the downloads)",
+                file=local,
+            )
+        if verify:
+            ok, actual = _matches(local, source.sha256)
+            if not ok:
+                raise DataError(
+                    f"sha256 {actual} does not match the expected {source.sha256}: the file "
+                    f"differs from the pinned public version ({source.url})",
+                    file=local,
+                )
+        return local
+
+    root = Path(cache_root) if cache_root is not None else paths.cache_dir()
+    cached = cache_path(source, root)
+    is_offline = paths.offline() if offline is None else offline
+    corrupted = False
+    if cached.is_file():
+        if not verify or _matches(cached, source.sha256)[0]:
+            return cached
+        corrupted = True
+        if is_offline:
+            with FileLock(f"{cached}.lock"):
+                if cached.is_file() and not _matches(cached, source.sha256)[0]:
+                    _unlink(cached)
+                elif cached.is_file():
+                    return cached  # another process replaced it meanwhile
+
+    if is_offline:
+        why = (
+            f"the cached copy {cached} failed its sha256 check and was removed"
+            if corrupted
+            else f"{source.name} is not in the cache ({cached})"
+        )
+        raise DownloadError(
+            f"{why}, and lexsem is offline (LEXSEM_OFFLINE / HF_HUB_OFFLINE), so it cannot be "
+            f"downloaded from {source.url}. Either run `lexsem download <benchmark>` on a "
+            f"connected machine (it fills {root / 'data'}; copy that folder into this machine's "
+            f"cache, or point LEXSEM_CACHE_DIR / --cache-dir at it), or pass --data-dir DIR "
+            f"(or set LEXSEM_DATA_DIR=DIR) with the file at DIR/{source.name}"
+        )
+    return download(source, root)
