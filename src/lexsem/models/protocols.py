@@ -33,3 +33,54 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
     """Stable hex digest of a fingerprint (canonical JSON, sorted keys)."""
     blob = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@runtime_checkable
+class ImageEncoder(Protocol):
+    """Maps images to float32 embeddings of shape (n, dim), in the same space as its texts.
+
+    `preprocess` turns one decoded RGB PIL image into the model's input tensor; it runs inside
+    DataLoader workers, so it must be picklable and must not touch the GPU. `encode_images`
+    takes a stacked batch of preprocessed inputs.
+    """
+
+    name: str
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def preprocess(self, image: Any) -> Any: ...
+
+    def encode_images(self, batch: Any) -> np.ndarray: ...
+
+
+@runtime_checkable
+class PairScorer(Protocol):
+    """Scores (image, text) pairs directly (ITM heads, VQAScore): higher = better match.
+
+    `score(images, texts)` returns one float per pair (images[i], texts[i]); images are
+    preprocessed inputs as from `preprocess`.
+    """
+
+    name: str
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def preprocess(self, image: Any) -> Any: ...
+
+    def score(self, images: Any, texts: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class TextScorer(Protocol):
+    """A blind per-text score (perplexity, plausibility, grammar). `lower_is_better` says which
+    way it points: perplexity is lower-better, plausibility higher-better."""
+
+    name: str
+    lower_is_better: bool
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray: ...
