@@ -44,4 +44,42 @@ class PairItem:
         return (self.pos, self.neg)
 
 
-Item = TripletItem | PairItem
+@dataclass(frozen=True, slots=True)
+class QuadItem:
+    """BiVLC / Winoground: (image0, caption0) is a positive pair, (image1, caption1) the other.
+
+    For BiVLC, image1/caption1 are the generated negative image and negative caption.
+    `group` holds the item's category labels (BiVLC type/subtype, Winoground tag).
+    """
+
+    id: str
+    subset: str
+    image0: str
+    caption0: str
+    image1: str
+    caption1: str
+    group: tuple[tuple[str, str], ...] = ()
+
+    def texts(self) -> tuple[str, str]:
+        return (self.caption0, self.caption1)
+
+
+@dataclass(frozen=True, slots=True)
+class MultiCaptionItem:
+    """ARO: one image, the true caption first, then one or more false captions.
+
+    `label` is the relation or attribute (VG-Relation / VG-Attribution) used by the macro
+    aggregate; empty for the order benchmarks.
+    """
+
+    id: str
+    subset: str
+    image: str | None
+    captions: tuple[str, ...]  # captions[0] is the true caption
+    label: str = ""
+
+    def texts(self) -> tuple[str, ...]:
+        return self.captions
+
+
+Item = TripletItem | PairItem | QuadItem | MultiCaptionItem
