@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from lexsem._version import __version__
 
 if TYPE_CHECKING:
-    from lexsem.evaluate import evaluate
+    from lexsem.api import evaluate
     from lexsem.results.run import Run
 
 __all__ = ["Run", "__version__", "evaluate"]
@@ -15,7 +15,7 @@ __all__ = ["Run", "__version__", "evaluate"]
 
 def __getattr__(name: str) -> Any:  # lazy: `import lexsem` stays light
     if name == "evaluate":
-        from lexsem.evaluate import evaluate
+        from lexsem.api import evaluate
 
         return evaluate
     if name == "Run":

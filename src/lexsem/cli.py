@@ -91,7 +91,7 @@ def eval_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table."""
-    from lexsem.evaluate import evaluate
+    from lexsem.api import evaluate
     from lexsem.report.tables import build_tables, to_markdown
 
     if out is None:

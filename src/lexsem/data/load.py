@@ -32,6 +32,10 @@ class LoadedBenchmark:
     def files(self) -> list[dict[str, str | None]]:
         return [{"subset": s.spec.name, "file": s.file, "sha256": s.sha256} for s in self.subsets]
 
+    def dropped(self) -> dict[str, list[str]]:
+        """Ids of incomplete items left out, per subset (only for `drop_incomplete` specs)."""
+        return {s.spec.name: s.dropped for s in self.subsets if s.dropped}
+
 
 def load_benchmark(
     selector: str,
