@@ -1,0 +1,58 @@
+"""`st:` backend: a sentence-transformers model, loaded lazily on the first `encode`.
+
+The model's own pipeline (pooling, Dense, Normalize modules, default prompt) comes from its
+files, which the fingerprint identifies. A `prefix` is passed as sentence-transformers' `prompt`
+(prepended to every text; a model whose pooling excludes prompt tokens keeps doing so); a
+`template` is filled in before encoding. `max_length` sets the model's `max_seq_length`;
+`normalize` (default false) is `encode(normalize_embeddings=...)`. The weights are loaded from the
+resolved local folder only (`local_files_only=True`), in the requested dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lexsem.models.base import LazyTextEncoder
+from lexsem.models.device import torch_dtype
+
+
+class SentenceTransformerEncoder(LazyTextEncoder):
+    """TextEncoder over `sentence_transformers.SentenceTransformer` (lazy)."""
+
+    backend = "st"
+
+    def _load(self) -> Any:
+        from sentence_transformers import SentenceTransformer
+
+        dtype = torch_dtype(self.dtype)
+        try:
+            model = SentenceTransformer(
+                str(self.source.path),
+                device=self.device,
+                trust_remote_code=self.spec.trust_remote_code,
+                local_files_only=True,
+                model_kwargs={"dtype": dtype},
+            )
+        except (OSError, ValueError, KeyError, ImportError) as exc:
+            raise self._load_error(exc) from exc
+        if self.dtype != "fp32":
+            model.to(dtype=dtype)  # modules outside the transformer (Dense, ...) as well
+        if self.max_length is not None:
+            model.max_seq_length = self.max_length
+        model.eval()
+        return model
+
+    def _encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:
+        if self.spec.template is not None:
+            texts = [self.spec.format_text(t) for t in texts]
+        out = self._model.encode(
+            texts,
+            prompt=self.spec.prefix,
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=self.normalize,
+            show_progress_bar=False,
+        )
+        return np.asarray(out, dtype=np.float32)

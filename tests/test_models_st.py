@@ -1,0 +1,175 @@
+"""The `st:` backend against `SentenceTransformer(folder).encode` on tiny random models, lazy
+loading (a warm rerun from the cache never loads weights), and the real MiniLM alias."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import pytest
+import sentence_transformers
+from sentence_transformers import SentenceTransformer
+
+from lexsem.engine.cache import EmbeddingCache
+from lexsem.engine.embed import embed_texts
+from lexsem.models.protocols import TextEncoder, fingerprint_key
+from lexsem.models.registry import describe, load_text_encoder
+from lexsem.models.st_backend import SentenceTransformerEncoder
+from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_st
+
+RTOL = 1e-5
+ATOL = 1e-6
+
+
+@pytest.fixture(scope="module")
+def st_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("st")
+    return write_tiny_st(root / "st", write_tiny_bert(root / "bert"))
+
+
+@pytest.fixture(scope="module")
+def reference(st_model: Path) -> SentenceTransformer:
+    return SentenceTransformer(str(st_model), device="cpu")
+
+
+def spec(folder: Path, **options: str) -> str:
+    query = "&".join(f"{k}={quote(v, safe='')}" for k, v in options.items())
+    return f"st:{folder}" + (f"?{query}" if query else "")
+
+
+@pytest.mark.parametrize("batch_size", [2, 64])
+def test_matches_sentence_transformers(
+    st_model: Path, reference: SentenceTransformer, batch_size: int
+) -> None:
+    enc = load_text_encoder(spec(st_model), device="cpu")
+    assert isinstance(enc, TextEncoder) and isinstance(enc, SentenceTransformerEncoder)
+    got = enc.encode(TEXTS, batch_size=batch_size)
+    assert got.dtype == np.float32 and got.flags.c_contiguous and got.shape == (len(TEXTS), 32)
+    want = reference.encode(TEXTS, batch_size=batch_size)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_prefix_template_normalize(st_model: Path, reference: SentenceTransformer) -> None:
+    enc = load_text_encoder(spec(st_model, prefix="query : "), device="cpu")
+    want = reference.encode(["query : " + t for t in TEXTS])
+    np.testing.assert_allclose(enc.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+
+    tmpl = "instruct : retrieve similar text .\nquery : {text}"
+    enc = load_text_encoder(spec(st_model, template=tmpl), device="cpu")
+    want = reference.encode([tmpl.replace("{text}", t) for t in TEXTS])
+    np.testing.assert_allclose(enc.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+
+    enc = load_text_encoder(spec(st_model, normalize="true"), device="cpu")
+    got = enc.encode(TEXTS)
+    want = reference.encode(TEXTS, normalize_embeddings=True)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-6)
+    raw = load_text_encoder(spec(st_model), device="cpu").encode(TEXTS)
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0)  # default: not normalised
+
+
+def test_max_length(st_model: Path) -> None:
+    ref = SentenceTransformer(str(st_model), device="cpu")
+    ref.max_seq_length = 5
+    enc = load_text_encoder(spec(st_model, max_length="5"), device="cpu")
+    got = enc.encode(TEXTS)
+    np.testing.assert_allclose(got, ref.encode(TEXTS), rtol=RTOL, atol=ATOL)
+    full = load_text_encoder(spec(st_model), device="cpu").encode(TEXTS)
+    assert not np.allclose(got[1], full[1])  # the long text was cut
+
+
+def test_fingerprint(st_model: Path, tmp_path: Path) -> None:
+    def key(s: str, **kw: object) -> str:
+        return fingerprint_key(load_text_encoder(s, **kw).fingerprint)  # type: ignore[arg-type]
+
+    base = key(spec(st_model))
+    assert key(spec(st_model)) == base
+    assert key(spec(st_model, normalize="false", dtype="fp32")) == base  # the defaults
+    changed = {
+        key(spec(st_model, prefix="query : ")),
+        key(spec(st_model, normalize="true")),
+        key(spec(st_model, max_length="7")),
+        key(spec(st_model), dtype="fp16"),
+        key(spec(write_tiny_st(tmp_path / "cls", st_model.parent / "bert", pooling="cls"))),
+    }
+    assert base not in changed and len(changed) == 5
+    fp = load_text_encoder(spec(st_model)).fingerprint
+    assert fp["backend"] == "st" and fp["normalize"] is False and fp["dtype"] == "fp32"
+    assert "pooling" not in fp  # an st model's pooling is in its files (the identity)
+
+
+def test_lazy_and_warm_rerun_never_loads(
+    st_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cold = load_text_encoder(spec(st_model), device="cpu")
+    with EmbeddingCache(tmp_path, fingerprint_key(cold.fingerprint)) as cache:
+        first, _ = embed_texts(cold, TEXTS, cache)
+    assert cold.loaded
+
+    def refuse(self: SentenceTransformerEncoder) -> None:
+        raise AssertionError("weights loaded")
+
+    monkeypatch.setattr(SentenceTransformerEncoder, "_load", refuse)
+    warm = load_text_encoder(spec(st_model), device="cpu")
+    assert not warm.loaded and warm._model is None
+    with EmbeddingCache(tmp_path, fingerprint_key(warm.fingerprint)) as cache:
+        again, stats = embed_texts(warm, TEXTS, cache)
+    assert stats.n_encoded == 0 and not warm.loaded
+    np.testing.assert_array_equal(first, again)
+    with pytest.raises(AssertionError, match="weights loaded"):
+        warm.encode(["a new text"])
+
+
+def test_trust_remote_code_is_off_by_default(
+    st_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[object] = []
+
+    class Spy(SentenceTransformer):
+        def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append(kwargs.get("trust_remote_code"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", Spy)
+    load_text_encoder(spec(st_model), device="cpu").encode(["a cat"])
+    load_text_encoder(spec(st_model, trust_remote_code="true"), device="cpu").encode(["a cat"])
+    assert seen == [False, True]
+
+
+def test_minilm_alias_is_the_offline_copy(minilm_path: Path) -> None:
+    info = describe("minilm", device="cpu")
+    assert info["source"]["kind"] == "packaged"
+    assert info["source"]["path"] == str(minilm_path)
+    assert info["alias"] == "minilm"
+    assert info["fingerprint"]["model"]["id"] == "sentence-transformers/all-MiniLM-L6-v2"
+    explicit = load_text_encoder("st:sentence-transformers/all-MiniLM-L6-v2")
+    assert fingerprint_key(explicit.fingerprint) == fingerprint_key(info["fingerprint"])
+
+    texts = ["A cat chases a dog.", "A dog is chased by a cat.", "A dog chases a cat."]
+    got = load_text_encoder("minilm", device="cpu").encode(texts)
+    want = SentenceTransformer(str(minilm_path), device="cpu").encode(texts)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the no-torch path is Linux's")
+def test_fingerprint_does_not_import_torch(minilm_path: Path, tmp_path: Path) -> None:
+    """A warm rerun never pays for torch: building the encoder + fingerprint stays torch-free."""
+    import glob
+
+    if glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd"):
+        pytest.skip("a GPU machine: device auto must ask torch")
+    code = (
+        "import sys\n"
+        "from lexsem.models.registry import load_text_encoder\n"
+        "enc = load_text_encoder('minilm')\n"
+        "enc.fingerprint\n"
+        "assert enc.device == 'cpu'\n"
+        "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') "
+        "if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, timeout=120)
