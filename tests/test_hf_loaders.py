@@ -1,0 +1,506 @@
+"""HF-hosted benchmarks (BiVLC, Winoground, ARO) from small parquet fixtures written here.
+
+The fixtures mimic what `datasets` writes: Image columns are structs {bytes, path} holding PNG
+bytes, and the schema carries the `huggingface` features metadata. No Hub access.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from lexsem.data import hf_loaders as hf
+from lexsem.data.items import MultiCaptionItem, QuadItem
+from lexsem.errors import DataError, LexsemError
+
+REAL_STORED_TOKEN = hf.stored_token
+IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+
+
+def png(color: tuple[int, int, int], size: tuple[int, int] = (8, 6)) -> bytes:
+    buf = io.BytesIO()
+    Image.new("RGB", size, color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def image_cell(data: bytes | None, path: str | None = None) -> dict[str, Any]:
+    return {"bytes": data, "path": path}
+
+
+def hf_feature(t: pa.DataType) -> Any:
+    """The `datasets` feature JSON of a plain Arrow type (what it stores in parquet metadata)."""
+    if pa.types.is_struct(t):
+        return {t.field(i).name: hf_feature(t.field(i).type) for i in range(t.num_fields)}
+    if pa.types.is_list(t):
+        return {"feature": hf_feature(t.value_type), "_type": "List"}
+    dtype = {"float": "float32", "double": "float64"}.get(str(t), str(t))
+    return {"dtype": dtype, "_type": "Value"}
+
+
+def write_parquet(path: Path, columns: dict[str, list[Any]], *, row_group_size: int = 2) -> None:
+    """A parquet file the way `datasets` writes one (Image columns as {bytes, path} structs)."""
+    arrays, features = {}, {}
+    for name, values in columns.items():
+        first = next((v for v in values if v is not None), None)
+        if isinstance(first, dict) and set(first) == {"bytes", "path"}:
+            arrays[name] = pa.array(values, type=IMAGE_TYPE)
+            features[name] = {"_type": "Image"}
+        else:
+            arrays[name] = pa.array(values)
+            features[name] = hf_feature(arrays[name].type)
+    table = pa.table(arrays)
+    meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+    table = table.replace_schema_metadata(meta)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, row_group_size=row_group_size)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixtures in the formats of BiVLC, Winoground and ARO
+
+BIVLC_ROWS = [
+    ("A man throwing a ball.", "A ball throwing a man.", "swap", "obj"),
+    ("A red car.", "A blue car.", "replace", "att"),
+    ("A dog on a sofa.", "A dog and a cat on a sofa.", "add", "obj"),
+    ("A cup on a table.", "A cup under a table.", "replace", "rel"),
+    ("Two kids.", "Two kids and a kite.", "add", "att"),
+]
+
+
+def bivlc_columns(rows=BIVLC_ROWS) -> dict[str, list[Any]]:
+    n = len(rows)
+    return {
+        "image": [image_cell(png((10 * k, 0, 0))) for k in range(n)],
+        "caption": [r[0] for r in rows],
+        "negative_caption": [r[1] for r in rows],
+        "negative_image": [image_cell(png((0, 10 * k, 0), (5, 5))) for k in range(n)],
+        "type": [r[2] for r in rows],
+        "subtype": [r[3] for r in rows],
+    }
+
+
+def write_bivlc(root: Path) -> dict[str, list[Any]]:
+    """Two shards of the test split (3 + 2 rows, row groups of 2) and a train-split decoy."""
+    cols = bivlc_columns()
+    first = {k: v[:3] for k, v in cols.items()}
+    second = {k: v[3:] for k, v in cols.items()}
+    write_parquet(root / "data" / "test-00000-of-00002.parquet", first)
+    write_parquet(root / "data" / "test-00001-of-00002.parquet", second)
+    decoy = {k: v[:1] for k, v in bivlc_columns([("x", "y", "add", "obj")]).items()}
+    write_parquet(root / "data" / "train-00000-of-00001.parquet", decoy)
+    return cols
+
+
+def winoground_columns() -> dict[str, list[Any]]:
+    return {
+        "id": [0, 1, 2],
+        "image_0": [image_cell(png((1, 2, k))) for k in range(3)],
+        "image_1": [image_cell(png((3, 4, k))) for k in range(3)],
+        "caption_0": ["an old person kisses a young person", "the dog bit the man", "a b c"],
+        "caption_1": ["a young person kisses an old person", "the man bit the dog", "c b a"],
+        "tag": ["Noun", "Relation", "Object"],
+        "secondary_tag": ["", "Symbolic", "Pragmatics"],
+        "num_main_preds": [1, 1, 2],
+        "collapsed_tag": ["Object", "Relation", "Both"],
+    }
+
+
+def vg_relation_columns() -> dict[str, list[Any]]:
+    big = [png((k, 100, 200), (40, 30)) for k in range(3)]
+    return {
+        "image": [image_cell(b) for b in big],
+        "true_caption": ["the horse is eating the grass", "the cup is on the table", "x on y"],
+        "false_caption": ["the grass is eating the horse", "the table is on the cup", "y on x"],
+        "relation_name": ["eating", "on", "on"],
+        "bbox": [
+            {"x": 2.0, "y": 3.0, "w": 10.0, "h": 7.0},
+            {"x": 0.0, "y": 0.0, "w": 40.0, "h": 30.0},
+            {"x": 5.4, "y": 1.6, "w": 9.0, "h": 20.0},  # PIL rounds the float box
+        ],
+    }
+
+
+def vg_attribution_columns() -> dict[str, list[Any]]:
+    cols = vg_relation_columns()
+    del cols["relation_name"]
+    cols["true_caption"] = ["the white dog and the black cat"] * 3
+    cols["false_caption"] = ["the black dog and the white cat"] * 3
+    cols["attributes"] = [["white", "black"], ["red", "blue"], ["white", "black"]]
+    return cols
+
+
+def order_columns(n: int = 4) -> dict[str, list[Any]]:
+    return {
+        "images": [image_cell(png((k, k, k))) for k in range(n)],
+        "correct_caption": [f"a man riding a horse {k}" for k in range(n)],
+        **{
+            f"hard_text_{j}": [f"horse a riding man a {k} {j}" for k in range(n)]
+            for j in (1, 2, 3, 4)
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# BiVLC
+
+
+def test_bivlc_items_and_image_bytes_round_trip(tmp_path: Path) -> None:
+    cols = write_bivlc(tmp_path)
+    res = hf.load_bivlc(data_dir=tmp_path)
+    assert [p.name for p in res.files] == [
+        "test-00000-of-00002.parquet",
+        "test-00001-of-00002.parquet",
+    ]
+    items = res.items
+    assert len(items) == 5 and all(isinstance(it, QuadItem) for it in items)
+    it = items[3]
+    assert it.id == "3"
+    assert it.subset == "replace_rel"
+    assert it.caption0 == "A cup on a table." and it.caption1 == "A cup under a table."
+    assert it.group == (("type", "replace"), ("subtype", "rel"))
+    assert it.image0 == "mem:bivlc/test/3/image"
+    assert it.image1 == "mem:bivlc/test/3/negative_image"
+    assert [i.subset for i in items] == [
+        "swap_obj",
+        "replace_att",
+        "add_obj",
+        "replace_rel",
+        "add_att",
+    ]
+    # every ref resolves to the stored bytes (row groups of 2 over two shards)
+    store = res.images
+    assert len(store) == 10
+    assert list(store)[:2] == ["mem:bivlc/test/0/image", "mem:bivlc/test/0/negative_image"]
+    for k, item in enumerate(items):
+        assert store[item.image0] == cols["image"][k]["bytes"]
+        assert store[item.image1] == cols["negative_image"][k]["bytes"]
+    assert store.open(items[4].image1).size == (5, 5)
+    assert hf.image_bytes("mem:bivlc/test/2/image") == cols["image"][2]["bytes"]
+    assert "mem:bivlc/test/9/image" not in store
+    with pytest.raises(KeyError):
+        store["mem:bivlc/test/9/image"]
+
+
+def test_bivlc_random_access_order_does_not_matter(tmp_path: Path) -> None:
+    cols = write_bivlc(tmp_path)
+    store = hf.load_bivlc(data_dir=tmp_path).images
+    for k in (4, 0, 3, 1, 2, 0):
+        assert store[f"mem:bivlc/test/{k}/negative_image"] == cols["negative_image"][k]["bytes"]
+
+
+def test_missing_field_names_dataset_row_and_field(tmp_path: Path) -> None:
+    cols = bivlc_columns()
+    del cols["negative_caption"]
+    write_parquet(tmp_path / "test.parquet", cols)
+    with pytest.raises(DataError) as exc:
+        hf.load_bivlc(data_dir=tmp_path)
+    msg = str(exc.value)
+    assert "bivlc" in msg and "row 0" in msg and "'negative_caption'" in msg
+    assert "test.parquet" in msg
+
+
+def test_missing_image_column(tmp_path: Path) -> None:
+    cols = bivlc_columns()
+    del cols["negative_image"]
+    write_parquet(tmp_path / "test.parquet", cols)
+    with pytest.raises(DataError, match="missing field 'negative_image'"):
+        hf.load_bivlc(data_dir=tmp_path)
+
+
+def test_null_and_empty_captions(tmp_path: Path) -> None:
+    cols = bivlc_columns()
+    cols["caption"][2] = None
+    write_parquet(tmp_path / "a" / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"row 2.*'caption' is null"):
+        hf.load_bivlc(data_dir=tmp_path / "a")
+    cols = bivlc_columns()
+    cols["negative_caption"][1] = "  "
+    write_parquet(tmp_path / "b" / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"row 1.*'negative_caption' is empty"):
+        hf.load_bivlc(data_dir=tmp_path / "b")
+    assert hf.load_bivlc(data_dir=tmp_path / "b", strict=False).items[1].caption1 == "  "
+
+
+def test_image_without_bytes_errors_on_access_or_reads_its_path(tmp_path: Path) -> None:
+    cols = bivlc_columns()
+    cols["image"][1] = image_cell(None, None)
+    side = png((9, 9, 9))
+    (tmp_path / "side.png").write_bytes(side)
+    cols["image"][2] = image_cell(None, "side.png")  # relative to the parquet file
+    write_parquet(tmp_path / "test.parquet", cols)
+    store = hf.load_bivlc(data_dir=tmp_path).images  # loading the items reads no image
+    assert store["mem:bivlc/test/2/image"] == side
+    with pytest.raises(DataError, match=r"row 1.*image field 'image' is empty"):
+        store["mem:bivlc/test/1/image"]
+
+
+def test_parquet_export_layout_and_env_data_dir(tmp_path: Path, monkeypatch) -> None:
+    cols = bivlc_columns()
+    base = tmp_path / "lexsem-data"
+    write_parquet(base / "hf" / "imirandam" / "BiVLC" / "default" / "test" / "0000.parquet", cols)
+    monkeypatch.setenv("LEXSEM_DATA_DIR", str(base))
+    res = hf.load_bivlc()  # offline in tests: found via $LEXSEM_DATA_DIR/hf/<repo>
+    assert len(res.items) == 5
+    assert res.images[res.items[0].image0] == cols["image"][0]["bytes"]
+
+
+def test_offline_without_data_dir_says_how(monkeypatch) -> None:
+    monkeypatch.setenv("LEXSEM_OFFLINE", "1")
+    with pytest.raises(LexsemError, match="data_dir"):
+        hf.load_bivlc()
+
+
+def test_no_parquet_files(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match=r"no \.parquet files"):
+        hf.load_bivlc(data_dir=tmp_path)
+    with pytest.raises(DataError, match="does not exist"):
+        hf.load_bivlc(data_dir=tmp_path / "nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# Winoground
+
+
+def test_winoground_items(tmp_path: Path) -> None:
+    cols = winoground_columns()
+    write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet", cols)
+    res = hf.load_winoground(data_dir=tmp_path)  # local files: no token needed
+    items = res.items
+    assert [i.id for i in items] == ["0", "1", "2"]
+    it = items[1]
+    assert it.subset == "all"
+    assert it.caption0 == "the dog bit the man" and it.caption1 == "the man bit the dog"
+    assert dict(it.group) == {
+        "tag": "Relation",
+        "secondary_tag": "Symbolic",
+        "num_main_preds": "1",
+        "collapsed_tag": "Relation",
+    }
+    assert res.images[it.image0] == cols["image_0"][1]["bytes"]
+    assert res.images[it.image1] == cols["image_1"][1]["bytes"]
+    assert it.image1 == "mem:winoground/test/1/image_1"
+
+
+def _no_network(monkeypatch) -> None:
+    monkeypatch.delenv("LEXSEM_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
+    monkeypatch.setattr(hf, "stored_token", lambda: None)
+
+
+def test_gated_without_token_explains(monkeypatch) -> None:
+    _no_network(monkeypatch)
+
+    def never(*a, **k):
+        raise AssertionError("must not reach the Hub without a token")
+
+    with pytest.raises(LexsemError) as exc:
+        hf.load_winoground(load_dataset=never)
+    msg = str(exc.value)
+    assert "gated" in msg and "HF_TOKEN" in msg and "accept its terms" in msg
+    assert "huggingface.co/datasets/facebook/winoground" in msg
+
+
+def test_gated_refusal_from_the_hub_explains(monkeypatch) -> None:
+    _no_network(monkeypatch)
+
+    def refuse(repo, **kwargs):
+        raise RuntimeError(
+            f"Dataset '{repo}' is a gated dataset on the Hub. You must be authenticated"
+        )
+
+    with pytest.raises(LexsemError, match="HF_TOKEN"):
+        hf.load_winoground(load_dataset=refuse, token="hf_x")
+
+
+def test_token_from_environment(monkeypatch) -> None:
+    _no_network(monkeypatch)
+    monkeypatch.setenv("HF_TOKEN", "hf_from_env")
+    monkeypatch.setattr(hf, "stored_token", REAL_STORED_TOKEN)  # reads $HF_TOKEN first
+    seen = {}
+
+    def fake(repo, **kwargs):
+        seen.update(kwargs, repo=repo)
+        raise RuntimeError("stop here")
+
+    with pytest.raises(LexsemError, match="cannot load facebook/winoground"):
+        hf.load_winoground(load_dataset=fake)
+    assert seen["token"] == "hf_from_env" and seen["split"] == "test"
+
+
+# ---------------------------------------------------------------------------------------------
+# The Hub path, through a real `datasets.Dataset` built from the fixture files
+
+
+def _parquet_loader(files: list[Path], cache: Path, calls: list[dict[str, Any]]):
+    datasets = pytest.importorskip("datasets")
+
+    def load(repo, **kwargs):
+        calls.append({"repo": repo, **kwargs})
+        return datasets.load_dataset(
+            "parquet", data_files=[str(f) for f in files], split="train", cache_dir=str(cache)
+        )
+
+    return load
+
+
+def test_hub_path_matches_local_files(tmp_path: Path, monkeypatch) -> None:
+    _no_network(monkeypatch)
+    cols = write_bivlc(tmp_path / "snap")
+    local = hf.load_bivlc(data_dir=tmp_path / "snap")
+    calls: list[dict[str, Any]] = []
+    load = _parquet_loader(list(local.files), tmp_path / "hf-cache", calls)
+    hub = hf.load_bivlc(load_dataset=load)
+    assert calls == [{"repo": "imirandam/BiVLC", "split": "test", "token": None}]
+    assert hub.items == local.items
+    assert hub.source == "hf:imirandam/BiVLC[test]" and hub.files == ()
+    for k, item in enumerate(hub.items):
+        assert hub.images[item.image0] == cols["image"][k]["bytes"]
+        assert hub.images[item.image1] == cols["negative_image"][k]["bytes"]
+
+
+def test_hub_path_missing_field(tmp_path: Path, monkeypatch) -> None:
+    _no_network(monkeypatch)
+    cols = bivlc_columns()
+    del cols["subtype"]
+    write_parquet(tmp_path / "test.parquet", cols)
+    load = _parquet_loader([tmp_path / "test.parquet"], tmp_path / "hf-cache", [])
+    with pytest.raises(DataError) as exc:
+        hf.load_bivlc(load_dataset=load)
+    msg = str(exc.value)
+    assert "hf:imirandam/BiVLC[test]" in msg and "row 0" in msg and "'subtype'" in msg
+
+
+def test_script_dataset_falls_back_to_parquet_export(tmp_path: Path, monkeypatch) -> None:
+    _no_network(monkeypatch)
+    write_parquet(tmp_path / "test.parquet", winoground_columns())
+    calls: list[dict[str, Any]] = []
+    inner = _parquet_loader([tmp_path / "test.parquet"], tmp_path / "hf-cache", calls)
+
+    def load(repo, **kwargs):
+        if "revision" not in kwargs:
+            calls.append({"repo": repo, **kwargs})
+            raise RuntimeError("Dataset scripts are no longer supported, but found winoground.py")
+        return inner(repo, **kwargs)
+
+    res = hf.load_winoground(load_dataset=load, token="hf_x")
+    assert [c.get("revision") for c in calls] == [None, "refs/convert/parquet"]
+    assert len(res.items) == 3 and res.items[2].caption1 == "c b a"
+
+
+# ---------------------------------------------------------------------------------------------
+# ARO
+
+
+def test_vg_relation_items_and_crops(tmp_path: Path) -> None:
+    cols = vg_relation_columns()
+    write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet", cols)
+    res = hf.load_aro("vg_relation", data_dir=tmp_path)
+    items = res.items
+    assert all(isinstance(i, MultiCaptionItem) for i in items)
+    it = items[0]
+    assert it.subset == "vg_relation" and it.label == "eating" and it.id == "0"
+    assert it.captions == ("the horse is eating the grass", "the grass is eating the horse")
+    assert it.image == "mem:aro_vg_relation/test/0/image"
+    assert [i.label for i in items] == ["eating", "on", "on"]
+    # the store crops like the reference: Image.open(...).convert("RGB").crop((x, y, x+w, y+h))
+    for k, item in enumerate(items):
+        b = cols["bbox"][k]
+        want = (
+            Image.open(io.BytesIO(cols["image"][k]["bytes"]))
+            .convert("RGB")
+            .crop((b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"]))
+        )
+        got = res.images.open(item.image)
+        assert got.size == want.size
+        assert got.tobytes() == want.tobytes()
+        assert res.images.crop_box(item.image) == (b["x"], b["y"], b["w"], b["h"])
+    assert res.images.open(items[0].image).size == (10, 7)
+    # crop=False: the stored bytes as they are
+    raw = hf.load_aro("vg_relation", data_dir=tmp_path, crop=False)
+    assert raw.images[items[0].image] == cols["image"][0]["bytes"]
+    assert raw.images.crop_box(items[0].image) is None
+
+
+def test_vg_relation_missing_bbox_and_bad_bbox(tmp_path: Path) -> None:
+    cols = vg_relation_columns()
+    del cols["bbox"]
+    write_parquet(tmp_path / "a" / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"'bbox'.*crop=False"):
+        hf.load_aro("vg_relation", data_dir=tmp_path / "a")
+    assert len(hf.load_aro("vg_relation", data_dir=tmp_path / "a", crop=False).items) == 3
+    cols = vg_relation_columns()
+    cols["bbox"] = [[1, 2, 3, 4], [1, 2], [0, 0, 1, 1]]
+    write_parquet(tmp_path / "b" / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"row 1.*'bbox' must be a box"):
+        hf.load_aro("vg_relation", data_dir=tmp_path / "b")
+
+
+def test_vg_relation_missing_label(tmp_path: Path) -> None:
+    cols = vg_relation_columns()
+    del cols["relation_name"]
+    write_parquet(tmp_path / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"row 0: aro_vg_relation: missing field 'relation_name'"):
+        hf.load_aro("vg_relation", data_dir=tmp_path)
+
+
+def test_vg_attribution_labels_join_the_attribute_pair(tmp_path: Path) -> None:
+    write_parquet(tmp_path / "test.parquet", vg_attribution_columns())
+    items = hf.load_aro("vg_attribution", data_dir=tmp_path).items
+    assert [i.label for i in items] == ["white_black", "red_blue", "white_black"]
+    assert items[0].subset == "vg_attribution"
+
+
+@pytest.mark.parametrize(
+    ("subset", "key"),
+    [("coco_order", "aro_coco_order"), ("flickr30k_order", "aro_flickr30k_order")],
+)
+def test_order_benchmarks(tmp_path: Path, subset: str, key: str) -> None:
+    cols = order_columns()
+    write_parquet(tmp_path / "test-00000-of-00001.parquet", cols, row_group_size=3)
+    res = hf.load_aro(subset, data_dir=tmp_path)
+    assert len(res.items) == 4
+    it = res.items[3]
+    assert it.subset == subset and it.label == ""
+    assert it.captions[0] == "a man riding a horse 3"
+    assert it.captions[1:] == tuple(f"horse a riding man a 3 {j}" for j in (1, 2, 3, 4))
+    assert it.image == f"mem:{key}/test/3/images"
+    assert res.images[it.image] == cols["images"][3]["bytes"]
+
+
+def test_order_missing_hard_text(tmp_path: Path) -> None:
+    cols = order_columns()
+    del cols["hard_text_3"]
+    write_parquet(tmp_path / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"row 0: aro_coco_order: missing field 'hard_text_3'"):
+        hf.load_aro("coco_order", data_dir=tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small pieces
+
+
+def test_refs_and_registry() -> None:
+    ref = hf.image_ref("bivlc", "test", 12, "negative_image")
+    assert ref == "mem:bivlc/test/12/negative_image"
+    assert hf.parse_image_ref(ref) == ("bivlc", "test", 12, "negative_image")
+    for bad in ("bivlc/test/1/image", "mem:bivlc/test/x/image", "mem:a/b/c"):
+        with pytest.raises(ValueError):
+            hf.parse_image_ref(bad)
+    with pytest.raises(LexsemError, match="unknown Hugging Face benchmark"):
+        hf.load_hf_benchmark("nope")
+    with pytest.raises(LexsemError, match="unknown ARO subset"):
+        hf.load_aro("nope")
+    assert set(hf.ARO_SUBSETS.values()) <= set(hf.HF_DATASETS)
+    assert hf.HF_DATASETS["winoground"].gated and not hf.HF_DATASETS["bivlc"].gated
+    assert hf.HF_DATASETS["bivlc"].image_columns == ("image", "negative_image")
+    bivlc = hf.HF_DATASETS["bivlc"]
+    assert sum(n for _, n in bivlc.expected_subsets) == bivlc.expected_rows == 2933
