@@ -87,7 +87,94 @@ def register_fixture_benchmark(
         subsets=tuple(subsets),
         loader=loaders.load_scpp_json,
         text_tasks=("tot",),
+        image_tasks=("itt",),
     )
     registry.names()  # make sure the built-ins are registered first
     monkeypatch.setitem(registry._REGISTRY, name, spec)
     return data, spec
+
+
+def _pixels_key(image: Any) -> bytes:
+    import hashlib as _h
+
+    return _h.sha256(image.convert("RGB").resize((16, 16)).tobytes()).digest()
+
+
+def tiny_preprocess(image: Any) -> Any:
+    """Module-level (picklable) preprocess: 4x4 RGB thumbnail as a float tensor."""
+    import torch
+
+    arr = np.asarray(image.convert("RGB").resize((4, 4)), dtype=np.float32) / 255.0
+    return torch.from_numpy(arr.reshape(-1).copy())
+
+
+class TinyDualEncoder(BagOfWordsEncoder):
+    """Bag-of-words texts and 4x4-thumbnail images projected into the same 64-d space."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=64, name="tiny-dual")
+        self.proj = np.random.default_rng(0).standard_normal((48, 64)).astype(np.float32)
+        self.image_calls = 0
+        self.images_encoded = 0
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": "test-dual", "dim": 64}
+
+    def preprocess(self, image: Any) -> Any:
+        return tiny_preprocess(image)
+
+    def encode_images(self, batch: Any) -> np.ndarray:
+        self.image_calls += 1
+        x = np.asarray(batch, dtype=np.float32)
+        self.images_encoded += len(x)
+        return x @ self.proj
+
+
+def oracle_key(image: Any) -> Any:
+    """Picklable preprocess for the oracle: the image's pixel hash as a uint8 tensor."""
+    import torch
+
+    return torch.tensor(list(_pixels_key(image)), dtype=torch.uint8)
+
+
+class OraclePairScorer:
+    """Knows which (image, text) pairs are true: scores 1 for those, 0 otherwise."""
+
+    name = "oracle"
+
+    def __init__(self, true_pairs: dict[bytes, set[str]]) -> None:
+        self.true_pairs = true_pairs
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": "test-oracle", "n": len(self.true_pairs)}
+
+    def preprocess(self, image: Any) -> Any:
+        return oracle_key(image)
+
+    def score(self, images: Any, texts: Sequence[str]) -> np.ndarray:
+        keys = [bytes(np.asarray(im, dtype=np.uint8).tolist()) for im in images]
+        return np.array(
+            [float(t in self.true_pairs.get(k, ())) for k, t in zip(keys, texts, strict=True)]
+        )
+
+
+class ConstantPairScorer(OraclePairScorer):
+    name = "constant"
+
+    def __init__(self) -> None:
+        super().__init__({})
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": "test-constant"}
+
+
+def image_key_of(data: bytes) -> bytes:
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        return _pixels_key(im)

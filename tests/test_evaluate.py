@@ -90,6 +90,7 @@ def test_run_files_and_reproducibility(tmp_path: Path, monkeypatch: pytest.Monke
     assert raw["lexsem_version"]
     assert raw["config"] == {
         "tasks": ["tot"],
+        "images": {},
         "tie_policy": "strict",
         "seed": 5,
         "n_boot": 300,
@@ -143,7 +144,9 @@ def test_text_encoder_on_pair_benchmark_is_refused(test_data_dir: Path) -> None:
 
 def test_unknown_task_and_duplicates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
-    with pytest.raises(LexsemError, match="does not support task 'itt'"):
+    with pytest.raises(LexsemError, match="does not support task 'bivlc'"):
+        evaluate(BagOfWordsEncoder(), ["fixture_pp"], data_dir=data, tasks=["bivlc"])
+    with pytest.raises(LexsemError, match="this model cannot run task 'itt'"):
         evaluate(BagOfWordsEncoder(), ["fixture_pp"], data_dir=data, tasks=["itt"])
     with pytest.raises(LexsemError, match="given more than once"):
         evaluate(

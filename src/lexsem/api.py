@@ -1,7 +1,9 @@
 """The Python API: `lexsem.evaluate(model, benchmarks, ...)` -> Run.
 
 This module is the only place that ties the layers together: data -> models -> engine ->
-metrics -> results.
+metrics -> results. One plan covers every requested benchmark and task: the unique texts are
+embedded once, the unique images (by content) are embedded once (dual encoders) or the unique
+(image, text) pairs scored once (pair scorers), all through the model's cache.
 """
 
 from __future__ import annotations
@@ -10,26 +12,34 @@ import contextlib
 import hashlib
 import platform
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from lexsem._version import __version__
-from lexsem.data.items import TripletItem
+from lexsem.data.items import Item
 from lexsem.data.load import LoadedBenchmark, load_benchmark
 from lexsem.engine.cache import EmbeddingCache
 from lexsem.engine.embed import embed_texts
-from lexsem.engine.plan import triplet_text_index, unique_texts
+from lexsem.engine.pairs import column_pairs, is_image_column
+from lexsem.engine.plan import triplet_text_index
 from lexsem.engine.similarity import l2_normalize, row_cosine
 from lexsem.errors import LexsemError
 from lexsem.metrics import tasks as T
-from lexsem.metrics.accuracy import summarize
+from lexsem.metrics.accuracy import MACRO, MICRO, summarize
 from lexsem.metrics.ties import Hits, check_policy
-from lexsem.models.protocols import TextEncoder, fingerprint_key
+from lexsem.models.protocols import (
+    ImageEncoder,
+    PairScorer,
+    TextEncoder,
+    fingerprint_key,
+)
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results.run import Run
 from lexsem.results.schema import (
@@ -42,17 +52,39 @@ from lexsem.results.schema import (
     Timings,
 )
 
-# VISLA calls the text-only triplet task T2T, SugarCrepe++ calls it TOT: either name selects it.
-_SYNONYMS = {"tot": "t2t", "t2t": "tot"}
+# VISLA calls the text-only triplet task T2T, SugarCrepe++ calls it TOT (and ITT / I2T for the
+# image task): either name selects the same task of a triplet benchmark.
+_SYNONYMS = {"tot": "t2t", "t2t": "tot", "itt": "i2t", "i2t": "itt"}
 
 
-def _select_tasks(bench: LoadedBenchmark, requested: Sequence[str] | None) -> list[str]:
-    supported = list(bench.spec.text_tasks)
+def _capabilities(model: object) -> set[str]:
+    caps = set()
+    if isinstance(model, TextEncoder):
+        caps.add("text")
+        if isinstance(model, ImageEncoder):
+            caps.add("image")
+    if isinstance(model, PairScorer):
+        caps.add("pair")
+    return caps
+
+
+def _select_tasks(
+    bench: LoadedBenchmark, requested: Sequence[str] | None, caps: set[str]
+) -> list[str]:
+    spec = bench.spec
+    supported = list(spec.text_tasks) if "text" in caps else []
+    if caps & {"image", "pair"}:
+        supported += list(spec.image_tasks)
     if not supported:
-        needs = ", ".join(bench.spec.image_tasks) or "none"
+        if "text" in caps and spec.image_tasks:
+            raise LexsemError(
+                f"benchmark {spec.name!r} has no text-only task (its tasks need images: "
+                f"{', '.join(spec.image_tasks)}); a text encoder cannot be evaluated on it"
+            )
         raise LexsemError(
-            f"benchmark {bench.spec.name!r} has no text-only task (its tasks need images: "
-            f"{needs}); a text encoder cannot be evaluated on it"
+            f"this model cannot run any task of benchmark {spec.name!r} "
+            f"(text tasks: {', '.join(spec.text_tasks) or 'none'}; image tasks: "
+            f"{', '.join(spec.image_tasks) or 'none'})"
         )
     if not requested:
         return supported
@@ -62,38 +94,106 @@ def _select_tasks(bench: LoadedBenchmark, requested: Sequence[str] | None) -> li
             chosen.append(t)
         elif _SYNONYMS.get(t) in supported:
             chosen.append(_SYNONYMS[t])
+        elif t in spec.text_tasks + spec.image_tasks:
+            raise LexsemError(f"this model cannot run task {t!r} of benchmark {spec.name!r}")
         else:
             raise LexsemError(
-                f"benchmark {bench.spec.name!r} does not support task {t!r} "
-                f"(supported: {', '.join(supported)})"
+                f"benchmark {spec.name!r} does not support task {t!r} "
+                f"(supported: {', '.join(spec.text_tasks + spec.image_tasks)})"
             )
     return list(dict.fromkeys(chosen))
 
 
 def _environment() -> dict[str, str]:
     env = {"python": platform.python_version(), "platform": platform.platform()}
-    for pkg in ("numpy", "torch", "transformers", "sentence-transformers"):
+    for pkg in ("numpy", "torch", "transformers", "sentence-transformers", "open_clip_torch"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             env[pkg] = metadata.version(pkg)
     return env
 
 
-def _columns(
-    task: T.TaskSpec, items: list[TripletItem], unit: np.ndarray, index: dict[str, int]
-) -> dict[str, np.ndarray]:
-    p1, p2, n = triplet_text_index(items, index)
-    cols: dict[str, np.ndarray] = {
-        T.S_P1_P2: row_cosine(unit, p1, p2),
-        T.S_P1_N: row_cosine(unit, p1, n),
-        T.S_P2_N: row_cosine(unit, p2, n),
-    }
+@dataclass
+class _Scores:
+    """Everything encoded or scored for the run, indexed for column lookups."""
+
+    text_unit: np.ndarray | None = None
+    text_index: dict[str, int] = field(default_factory=dict)
+    image_unit: np.ndarray | None = None
+    image_index: dict[str, int] = field(default_factory=dict)
+    pair_scores: np.ndarray | None = None
+    pair_index: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def text_column(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        assert self.text_unit is not None
+        return row_cosine(self.text_unit, a, b)
+
+    def image_column(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        if self.pair_scores is not None:
+            idx = np.fromiter((self.pair_index[p] for p in pairs), np.int64, len(pairs))
+            return self.pair_scores[idx].astype(np.float32, copy=False)
+        assert self.image_unit is not None and self.text_unit is not None
+        ii = np.fromiter((self.image_index[r] for r, _ in pairs), np.int64, len(pairs))
+        ti = np.fromiter((self.text_index[t] for _, t in pairs), np.int64, len(pairs))
+        return np.einsum("ij,ij->i", self.image_unit[ii], self.text_unit[ti], dtype=np.float32)
+
+
+def _columns(task: T.TaskSpec, items: list[Any], scores: _Scores) -> dict[str, np.ndarray]:
+    cols: dict[str, np.ndarray] = {}
+    if task.modality == "text":
+        p1, p2, n = triplet_text_index(items, scores.text_index)
+        cols[T.S_P1_P2] = scores.text_column(p1, p2)
+        cols[T.S_P1_N] = scores.text_column(p1, n)
+        cols[T.S_P2_N] = scores.text_column(p2, n)
+    for col in task.columns:
+        if is_image_column(col):
+            cols[col] = scores.image_column(column_pairs(items, col))
     if T.SWAP in task.columns:
         cols[T.SWAP] = np.fromiter((it.p2_closer_to_n() for it in items), bool, len(items))
     return {k: cols[k] for k in task.columns}
 
 
+def _group_results(bench: LoadedBenchmark, by_subset: dict[str, Hits], **boot: Any) -> list:
+    """Extra aggregates over named groups of subsets (SugarCrepe REPLACE/SWAP/ADD, BiVLC types)."""
+    out = []
+    which = MICRO if bench.spec.group_mean == "micro" else MACRO
+    for name, members in bench.spec.subset_groups:
+        if not all(m in by_subset for m in members):
+            continue
+        sub = {m: by_subset[m] for m in members}
+        if len(sub) == 1:
+            (acc,) = summarize(sub, **boot)
+        else:
+            acc = next(a for a in summarize(sub, **boot) if a.subset == which)
+        out.append(acc.__class__(**{**acc.to_dict(), "subset": f"_{name}"}))
+    return out
+
+
+def _image_store(
+    images: Any,
+    coco_val2017: Any,
+    coco_train2017: Any,
+    image_root: Any,
+    cache_root: Path,
+    loaded: Iterable[LoadedBenchmark],
+):
+    from lexsem.data import hf_loaders
+    from lexsem.data.images import ImageStore
+
+    store = images or ImageStore(
+        coco_val2017=coco_val2017,
+        coco_train2017=coco_train2017,
+        image_root=image_root,
+        cache_root=cache_root,
+    )
+    for bench in loaded:
+        if bench.spec.origin == "hf":
+            for hf_store in hf_loaders._STORES.values():
+                store.add_mapping(hf_store)
+    return store
+
+
 def evaluate(
-    model: str | TextEncoder,
+    model: str | object,
     benchmarks: Sequence[str] | str,
     *,
     tasks: Sequence[str] | None = None,
@@ -108,14 +208,26 @@ def evaluate(
     batch_size: int = 64,
     device: str | None = None,
     dtype: str | None = None,
+    images: Any = None,
+    coco_val2017: str | Path | None = None,
+    coco_train2017: str | Path | None = None,
+    image_root: str | Path | None = None,
+    skip_bad_images: bool = False,
+    exif_transpose: bool = False,
+    num_workers: int | None = None,
     out: str | Path | None = None,
     progress: bool = False,
 ) -> Run:
-    """Evaluate a text encoder on one or more benchmarks (`NAME` or `NAME/SUBSET`).
+    """Evaluate a model on one or more benchmarks (`NAME` or `NAME/SUBSET[,SUBSET]`).
 
-    Every unique text of all benchmarks is encoded once (cached across runs per model
-    fingerprint); per-item similarities, hits and ties are kept in the returned `Run`, which is
-    also written to `out` when given.
+    `model`: a spec string (`lexsem list models`) or an object implementing the text-encoder,
+    image-encoder (with text encoder: a dual encoder) or pair-scorer protocol. Without `tasks`
+    every task of each benchmark that the model can run is run. Per-item scores, hits and ties
+    are kept in the returned `Run`, which is also written to `out` when given.
+
+    Images: `images` (an `ImageStore`) or the COCO folders / image root (see docs/images.md);
+    `skip_bad_images` skips (and records) items whose image is missing or undecodable instead
+    of failing; `exif_transpose` applies EXIF orientation (off: as the reference scripts).
     """
     t_start = time.perf_counter()
     policy = check_policy(tie_policy)
@@ -126,10 +238,13 @@ def evaluate(
     if isinstance(model, str):
         from lexsem.models.registry import load_text_encoder
 
-        encoder: TextEncoder = load_text_encoder(model, device=device, dtype=dtype)
+        encoder: Any = load_text_encoder(model, device=device, dtype=dtype, offline=offline)
         spec_str = model
     else:
         encoder, spec_str = model, getattr(model, "name", type(model).__name__)
+    caps = _capabilities(encoder)
+    if not caps:
+        raise LexsemError(f"{spec_str!r} implements none of the model protocols")
 
     t0 = time.perf_counter()
     loaded = [
@@ -143,67 +258,164 @@ def evaluate(
             f"benchmark {dup[0]!r} given more than once; select several subsets as "
             f"{dup[0]}/SUBSET1,SUBSET2"
         )
-    chosen = [_select_tasks(b, tasks) for b in loaded]
+    chosen = [[T.get_task(t) for t in _select_tasks(b, tasks, caps)] for b in loaded]
     load_s = time.perf_counter() - t0
 
     fp = encoder.fingerprint
     fkey = fingerprint_key(fp)
-    texts = unique_texts(b.items for b in loaded)
-    cache = EmbeddingCache(default_cache_dir(cache_dir), fkey) if use_cache else None
+    root = default_cache_dir(cache_dir)
+    cache = EmbeddingCache(root, fkey) if use_cache else None
+    use_pairs = "pair" in caps
+    scores = _Scores()
+    image_cfg: dict[str, Any] = {}
+    timing: dict[str, Any] = {
+        "encode_s": 0.0,
+        "cache_s": 0.0,
+        "image_s": 0.0,
+        "n_texts_unique": 0,
+        "n_texts_cached": 0,
+        "n_texts_encoded": 0,
+    }
     try:
-        emb, stats = embed_texts(encoder, texts, cache, batch_size=batch_size, progress=progress)
+        # plan: every text and (image, text) pair of every task, each once
+        text_lists: list[list[str]] = []
+        pairs: dict[tuple[str, str], None] = {}
+        labels: dict[str, str] = {}
+        for bench, bench_tasks in zip(loaded, chosen, strict=True):
+            items = bench.items
+            for task in bench_tasks:
+                if task.modality == "text":
+                    text_lists.append([t for it in items for t in it.texts()])
+                for col in task.columns:
+                    if is_image_column(col):
+                        for it, p in zip(items, column_pairs(items, col), strict=True):
+                            pairs.setdefault(p, None)
+                            labels.setdefault(p[0], f"{bench.spec.name}/{it.subset}#{it.id}")
+        if pairs and not use_pairs:
+            text_lists.append([t for _, t in pairs])
+        if text_lists:
+            texts = list(dict.fromkeys(t for lst in text_lists for t in lst))
+            emb, st = embed_texts(encoder, texts, cache, batch_size=batch_size, progress=progress)
+            scores.text_unit = l2_normalize(emb)
+            scores.text_index = {t: i for i, t in enumerate(texts)}
+            timing.update(
+                encode_s=st.encode_s,
+                cache_s=st.cache_s,
+                n_texts_unique=st.n_unique,
+                n_texts_cached=st.n_cached,
+                n_texts_encoded=st.n_encoded,
+            )
+        if pairs:
+            from lexsem.engine.images import embed_images, pair_scores
+
+            store = _image_store(images, coco_val2017, coco_train2017, image_root, root, loaded)
+            on_error = "skip" if skip_bad_images else "raise"
+            image_cfg = {
+                "store": store.describe(),
+                "on_error": on_error,
+                "exif_transpose": exif_transpose,
+            }
+            t1 = time.perf_counter()
+            if use_pairs:
+                pair_list = list(pairs)
+                vals, pst, _ = pair_scores(
+                    encoder,
+                    pair_list,
+                    store,
+                    cache,
+                    batch_size=batch_size,
+                    num_workers=num_workers,
+                    on_error=on_error,
+                    labels=labels,
+                    exif_transpose=exif_transpose,
+                    progress=progress,
+                )
+                scores.pair_scores = vals
+                scores.pair_index = {p: i for i, p in enumerate(pair_list)}
+                timing.update(
+                    n_pairs_unique=pst.n_unique,
+                    n_pairs_cached=pst.n_cached,
+                    n_pairs_scored=pst.n_scored,
+                    n_images_unique=pst.n_images,
+                    n_images_skipped=pst.n_skipped,
+                )
+            else:
+                refs = list(dict.fromkeys(r for r, _ in pairs))
+                img, ist, _ = embed_images(
+                    encoder,
+                    refs,
+                    store,
+                    cache,
+                    batch_size=batch_size,
+                    num_workers=num_workers,
+                    on_error=on_error,
+                    labels=labels,
+                    exif_transpose=exif_transpose,
+                    progress=progress,
+                )
+                scores.image_unit = l2_normalize(img)
+                scores.image_index = {r: i for i, r in enumerate(refs)}
+                timing.update(
+                    n_images_unique=ist.n_unique,
+                    n_images_cached=ist.n_cached,
+                    n_images_encoded=ist.n_encoded,
+                    n_images_skipped=ist.n_skipped,
+                )
+            timing["image_s"] = time.perf_counter() - t1
     finally:
         if cache is not None:
             cache.close()
 
-    t1 = time.perf_counter()
-    unit = l2_normalize(emb)
-    index = {t: i for i, t in enumerate(texts)}
+    t2 = time.perf_counter()
     results: list[MetricResult] = []
     tables: list[pa.Table] = []
+    skipped: list[dict[str, list[str]]] = []
     for b_i, (bench, bench_tasks) in enumerate(zip(loaded, chosen, strict=True)):
-        items: list[TripletItem] = bench.items  # type: ignore[assignment]
-        subset_of = np.array([it.subset for it in items])
-        for task_name in bench_tasks:
-            task = T.get_task(task_name)
-            cols = _columns(task, items, unit, index)
-            per_metric = task.compute(cols, policy)
-            for m_i, (metric, hits) in enumerate(per_metric.items()):
+        all_items: list[Item] = bench.items
+        bench_skipped: dict[str, list[str]] = {}
+        for task in bench_tasks:
+            cols = _columns(task, all_items, scores)
+            valid = np.logical_and.reduce([np.isfinite(v) for k, v in cols.items() if k != T.SWAP])
+            for it in (it for it, ok in zip(all_items, valid, strict=True) if not ok):
+                bench_skipped.setdefault(it.subset, []).append(it.id)
+            items = [it for it, ok in zip(all_items, valid, strict=True) if ok]
+            cols = {k: v[valid] for k, v in cols.items()}
+            subset_of = np.array([it.subset for it in items])
+            for m_i, (metric, hits) in enumerate(task.compute(cols, policy).items()):
                 by_subset = {
                     s.spec.name: Hits(
                         hits.hits[subset_of == s.spec.name], hits.ties[subset_of == s.spec.name]
                     )
                     for s in bench.subsets
                 }
-                for acc in summarize(
-                    by_subset,
-                    n_boot=n_boot,
-                    seed=seed + 7919 * b_i + 104729 * m_i,
-                    confidence=confidence,
-                ):
-                    results.append(
-                        MetricResult(
-                            benchmark=bench.spec.name,
-                            task=task_name,
-                            metric=metric,
-                            **acc.to_dict(),
-                        )
+                boot = {
+                    "n_boot": n_boot,
+                    "seed": seed + 7919 * b_i + 104729 * m_i,
+                    "confidence": confidence,
+                }
+                accs = summarize(by_subset, **boot) + _group_results(bench, by_subset, **boot)
+                results += [
+                    MetricResult(
+                        benchmark=bench.spec.name, task=task.name, metric=metric, **a.to_dict()
                     )
+                    for a in accs
+                ]
                 tables.append(
                     pa.table(
                         {
                             "benchmark": pa.array([bench.spec.name] * len(items)),
-                            "subset": pa.array(subset_of.tolist()),
-                            "item_id": pa.array([it.id for it in items]),
-                            "task": pa.array([task_name] * len(items)),
-                            "metric": pa.array([metric] * len(items)),
-                            "hit": pa.array(hits.hits),
-                            "tie": pa.array(hits.ties),
+                            "subset": pa.array(subset_of.tolist(), pa.string()),
+                            "item_id": pa.array([it.id for it in items], pa.string()),
+                            "task": pa.array([task.name] * len(items), pa.string()),
+                            "metric": pa.array([metric] * len(items), pa.string()),
+                            "hit": pa.array(hits.hits, pa.bool_()),
+                            "tie": pa.array(hits.ties, pa.bool_()),
                             **{k: pa.array(v) for k, v in cols.items()},
                         }
                     )
                 )
-    metrics_s = time.perf_counter() - t1
+        skipped.append({k: sorted(set(v), key=v.index) for k, v in bench_skipped.items()})
+    metrics_s = time.perf_counter() - t2
 
     bench_infos = [
         BenchmarkInfo(
@@ -212,11 +424,13 @@ def evaluate(
             items={s.spec.name: len(s.items) for s in b.subsets},
             files=[FileInfo(**f) for f in b.files()],
             dropped=b.dropped(),
+            skipped=sk,
         )
-        for b in loaded
+        for b, sk in zip(loaded, skipped, strict=True)
     ]
     config = Config(
-        tasks=sorted({t for ts in chosen for t in ts}),
+        tasks=sorted({t.name for ts in chosen for t in ts}),
+        images={k: v for k, v in image_cfg.items() if k != "store"},
         tie_policy=policy,
         seed=seed,
         n_boot=n_boot,
@@ -242,14 +456,7 @@ def evaluate(
         config=config,
         results=results,
         timings=Timings(
-            total_s=time.perf_counter() - t_start,
-            load_data_s=load_s,
-            encode_s=stats.encode_s,
-            cache_s=stats.cache_s,
-            metrics_s=metrics_s,
-            n_texts_unique=stats.n_unique,
-            n_texts_cached=stats.n_cached,
-            n_texts_encoded=stats.n_encoded,
+            total_s=time.perf_counter() - t_start, load_data_s=load_s, metrics_s=metrics_s, **timing
         ),
         environment=_environment(),
     )

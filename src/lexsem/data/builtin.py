@@ -3,7 +3,13 @@ paper reports a different number (see docs/fidelity.md)."""
 
 from __future__ import annotations
 
-from lexsem.data import loaders, synthetic
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+from lexsem.data import hf_loaders, loaders, synthetic, synthetic_images
+from lexsem.data.items import Item
 from lexsem.data.registry import _SC, _SCPP, _VISLA, BenchmarkSpec, SourceFile, SubsetSpec, register
 
 _SC_SHA = {
@@ -55,7 +61,13 @@ register(
         ),
         loader=loaders.load_sugarcrepe_json,
         text_tasks=(),
-        image_tasks=("itt",),
+        image_tasks=("pair",),
+        subset_groups=(
+            ("replace", ("replace_obj", "replace_att", "replace_rel")),
+            ("swap", ("swap_obj", "swap_att")),
+            ("add", ("add_obj", "add_att")),
+        ),
+        group_mean="macro",
         paper="Hsieh et al., SugarCrepe, NeurIPS 2023",
         images="COCO val2017",
     )
@@ -146,8 +158,137 @@ register(
         ),
         loader=synthetic.load_synthetic,
         text_tasks=("tot",),
-        image_tasks=(),
+        image_tasks=("itt",),
+        origin="generated",
         paper="lexsem (generated; no paper)",
-        images="rendered procedurally (vision issue)",
+        images="rendered procedurally (synthetic:<scene id>)",
+    )
+)
+
+register(
+    BenchmarkSpec(
+        name="synthetic_bi",
+        description="lexsem's synthetic scenes as BiVLC-style quads (positive and negative images)",
+        item_kind="quad",
+        subsets=tuple(
+            SubsetSpec(name, None, expected_items=synthetic.DEFAULT_PER_SUBSET)
+            for name in synthetic.SUBSETS
+        ),
+        loader=synthetic_images.load_synthetic_bidirectional,
+        text_tasks=(),
+        image_tasks=("bivlc",),
+        origin="generated",
+        paper="lexsem (generated; BiVLC protocol)",
+        images="rendered procedurally (synthetic:<scene id>)",
+    )
+)
+
+
+# --- Hugging Face datasets (images embedded) ---------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16)
+def _hf_result(key: str, data_dir: str | None, strict: bool) -> hf_loaders.HFLoadResult:
+    folder = Path(data_dir) / "hf" / hf_loaders.HF_DATASETS[key].repo if data_dir else None
+    if folder is not None and not folder.is_dir():
+        folder = None  # fall back to $LEXSEM_DATA_DIR/hf/... or the Hub
+    return hf_loaders.load_hf_benchmark(key, data_dir=folder, strict=strict)
+
+
+def _digest(result: hf_loaders.HFLoadResult) -> str:
+    h = hashlib.sha256()
+    if result.files:
+        for f in result.files:
+            h.update(hashlib.sha256(f.read_bytes()).hexdigest().encode())
+    else:  # from the Hub: hash what was read (texts, labels, image refs)
+        for it in result.items:
+            h.update(json.dumps(repr(it)).encode())
+    return h.hexdigest()
+
+
+def _hf_loader(key_of_subset: dict[str, str] | str):
+    def load(path: Path | None, subset: str, *, strict: bool = True) -> tuple[list[Item], str, str]:
+        key = key_of_subset if isinstance(key_of_subset, str) else key_of_subset[subset]
+        res = _hf_result(key, str(path) if path is not None else None, strict)
+        items = [it for it in res.items if it.subset == subset]
+        return items, res.source, _digest(res)
+
+    return load
+
+
+_BIVLC = hf_loaders.HF_DATASETS["bivlc"]
+register(
+    BenchmarkSpec(
+        name="bivlc",
+        description="BiVLC: image-to-text and text-to-image with generated negative images",
+        item_kind="quad",
+        subsets=tuple(SubsetSpec(n, None, expected_items=c) for n, c in _BIVLC.expected_subsets),
+        loader=_hf_loader("bivlc"),
+        text_tasks=(),
+        image_tasks=("bivlc",),
+        origin="hf",
+        subset_groups=(
+            ("replace", ("replace_obj", "replace_att", "replace_rel")),
+            ("swap", ("swap_obj", "swap_att")),
+            ("add", ("add_obj", "add_att")),
+        ),
+        group_mean="micro",
+        paper="Miranda et al., BiVLC, NeurIPS 2024 Datasets & Benchmarks",
+        images="embedded (HF imirandam/BiVLC)",
+    )
+)
+
+register(
+    BenchmarkSpec(
+        name="winoground",
+        description="Winoground (gated on the Hub: set HF_TOKEN and accept the terms)",
+        item_kind="quad",
+        subsets=(SubsetSpec("all", None, expected_items=400),),
+        loader=_hf_loader("winoground"),
+        text_tasks=(),
+        image_tasks=("winoground",),
+        origin="hf",
+        paper="Thrush et al., Winoground, CVPR 2022",
+        images="embedded (HF facebook/winoground)",
+    )
+)
+
+register(
+    BenchmarkSpec(
+        name="aro_vg",
+        description="ARO VG-Relation and VG-Attribution (image + true + false caption)",
+        item_kind="multi",
+        subsets=(
+            SubsetSpec("vg_relation", None, expected_items=23937),
+            SubsetSpec("vg_attribution", None, expected_items=28748),
+        ),
+        loader=_hf_loader(
+            {"vg_relation": "aro_vg_relation", "vg_attribution": "aro_vg_attribution"}
+        ),
+        text_tasks=(),
+        image_tasks=("aro_vg",),
+        origin="hf",
+        paper="Yuksekgonul et al., When and why VLMs behave like bags-of-words, ICLR 2023",
+        images="embedded (HF mirrors of the ARO files)",
+    )
+)
+
+register(
+    BenchmarkSpec(
+        name="aro_order",
+        description="ARO COCO-Order and Flickr30k-Order (image + true + 4 shuffled captions)",
+        item_kind="multi",
+        subsets=(
+            SubsetSpec("coco_order", None, expected_items=25010),
+            SubsetSpec("flickr30k_order", None, expected_items=5000),
+        ),
+        loader=_hf_loader(
+            {"coco_order": "aro_coco_order", "flickr30k_order": "aro_flickr30k_order"}
+        ),
+        text_tasks=(),
+        image_tasks=("aro_order",),
+        origin="hf",
+        paper="Yuksekgonul et al., When and why VLMs behave like bags-of-words, ICLR 2023",
+        images="embedded (HF mirrors of the ARO files)",
     )
 )

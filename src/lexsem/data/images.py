@@ -39,7 +39,7 @@ import stat
 import tempfile
 import threading
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -49,7 +49,7 @@ from filelock import FileLock
 from lexsem import paths
 from lexsem.data import download as dl
 from lexsem.data.registry import SourceFile
-from lexsem.errors import DataError, DownloadError
+from lexsem.errors import DataError, DownloadError, LexsemError
 
 __all__ = [
     "COCO_TRAIN_ENV",
@@ -273,6 +273,8 @@ class ImageStore:
         }
         self._mem: dict[str, bytes] = {}
         self._mappings: list[Mapping[str, bytes]] = []
+        # roots whose bytes are made by a function (e.g. lexsem's rendered synthetic scenes)
+        self._providers: dict[str, Callable[[str], bytes]] = {"synthetic": _synthetic_bytes}
         self._mem_sha: dict[str, str] = {}
         for name, folders in (roots or {}).items():
             self.add_root(name, folders)
@@ -281,6 +283,11 @@ class ImageStore:
         self.default_root = default_root
 
     # ------------------------------------------------------------------ configuration
+
+    def add_provider(self, name: str, make: Callable[[str], bytes]) -> None:
+        """Serve references `name:...` with `make(ref) -> bytes` (generated images)."""
+        with self._lock:
+            self._providers[name] = make
 
     def add_root(self, name: str, folders: str | Path | Sequence[str | Path]) -> None:
         """Add (or replace) the named root `name`, searched in the order of `folders`."""
@@ -380,8 +387,8 @@ class ImageStore:
             if name == MEM:
                 return MEM, rest
             with self._lock:
-                known = name in self._roots
-                names = sorted(self._roots)
+                known = name in self._roots or name in self._providers
+                names = sorted({*self._roots, *self._providers})
             if known:
                 return name, rest
             raise ImageError(
@@ -417,6 +424,12 @@ class ImageStore:
                 ref=ref,
                 reason="missing",
             )
+        provider = self._providers.get(root)
+        if provider is not None:
+            try:
+                return ResolvedImage(ref, data=provider(ref))
+            except LexsemError as exc:
+                raise ImageError(str(exc), ref=ref, reason="missing") from exc
         why = _unsafe_reason(rel)
         if why is not None:
             raise ImageError(
@@ -495,6 +508,12 @@ class ImageStore:
     def __repr__(self) -> str:
         roots = ", ".join(f"{k}={[str(p) for p in v]}" for k, v in self.roots.items())
         return f"ImageStore({roots}, memory={len(self._mem)})"
+
+
+def _synthetic_bytes(ref: str) -> bytes:
+    from lexsem.data.synthetic_images import synthetic_image_bytes
+
+    return synthetic_image_bytes(ref)
 
 
 def decode_image(data: bytes, *, exif_transpose: bool = True) -> Any:

@@ -37,6 +37,15 @@ class LoadedBenchmark:
         return {s.spec.name: s.dropped for s in self.subsets if s.dropped}
 
 
+def generated_sha256(name: str) -> str:
+    """Content hash of a generated benchmark (its generator version, seed and items)."""
+    if name == "synthetic_bi":
+        from lexsem.data import synthetic_images
+
+        return synthetic_images.bidirectional_content_sha256()
+    return synthetic.content_sha256(synthetic.DEFAULT_SEED, synthetic.DEFAULT_PER_SUBSET)
+
+
 def load_benchmark(
     selector: str,
     *,
@@ -48,10 +57,14 @@ def load_benchmark(
     spec, subsets = registry.parse_selector(selector)
     loaded = []
     for sub in subsets:
+        if spec.origin == "hf":
+            folder = Path(data_dir) if data_dir is not None else None
+            items, label, digest = spec.loader(folder, sub.name, strict=strict)
+            loaded.append(LoadedSubset(sub, items, label, digest))
+            continue
         if sub.source is None:
             items = spec.loader(None, sub.name, strict=strict)
-            digest = synthetic.content_sha256(synthetic.DEFAULT_SEED, synthetic.DEFAULT_PER_SUBSET)
-            loaded.append(LoadedSubset(sub, items, None, digest))
+            loaded.append(LoadedSubset(sub, items, None, generated_sha256(spec.name)))
             continue
         path = download.resolve_source(
             sub.source,

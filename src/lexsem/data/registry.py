@@ -51,6 +51,13 @@ class BenchmarkSpec:
     # Items with an empty text are dropped (and recorded) instead of being an error: only for
     # pinned public files with known incomplete rows (see docs/fidelity.md).
     drop_incomplete: bool = False
+    # Where items come from: "files" (pinned public files), "generated" (lexsem's own), "hf"
+    # (a Hugging Face dataset; the loader gets the offline data folder or None).
+    origin: str = "files"
+    # Named groups of subsets reported as extra aggregates, and how: "macro" (mean of the
+    # subsets' accuracies, SugarCrepe's REPLACE/SWAP/ADD) or "micro" (pooled items, BiVLC types).
+    subset_groups: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    group_mean: str = "macro"
 
     def subset(self, name: str) -> SubsetSpec:
         for s in self.subsets:

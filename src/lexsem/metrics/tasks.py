@@ -12,8 +12,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from lexsem.errors import LexsemError
+from lexsem.metrics.multi import S_I_NEG, S_I_POS, multi_caption_hits, pair_hits
+from lexsem.metrics.quad import (
+    BIVLC_METRICS,
+    QUAD_COLUMNS,
+    S_I0_C0,
+    S_I0_C1,
+    S_I1_C0,
+    S_I1_C1,
+    WINOGROUND_METRICS,
+    quad_hits,
+    winoground_hits,
+)
 from lexsem.metrics.ties import Hits, TiePolicy
-from lexsem.metrics.triplet import reordered_negative_hits, text_triplet_hits
+from lexsem.metrics.triplet import image_triplet_hits, reordered_negative_hits, text_triplet_hits
 
 Columns = Mapping[str, np.ndarray]
 
@@ -22,6 +34,12 @@ S_P1_P2 = "s_p1_p2"
 S_P1_N = "s_p1_n"
 S_P2_N = "s_p2_n"
 SWAP = "reorder_swap"  # VISLA reorder flag: P2 is strictly closer to N than P1 (Levenshtein)
+# Score columns of the image triplet tasks: s(I, P1), s(I, P2), s(I, N).
+S_I_P1 = "s_i_p1"
+S_I_P2 = "s_i_p2"
+S_I_N = "s_i_n"
+# ARO: s(I, caption_j), caption 0 the true one.
+ARO_COLUMNS = tuple(f"s_i_c{j}" for j in range(5))
 
 
 @dataclass(frozen=True)
@@ -48,6 +66,31 @@ def _t2t(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
     }
 
 
+def _itt(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
+    both, p1, p2 = image_triplet_hits(c[S_I_P1], c[S_I_P2], c[S_I_N], policy)
+    return {"itt": both, "itt_p1n": p1, "itt_p2n": p2}
+
+
+def _i2t(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
+    swap = np.asarray(c[SWAP], dtype=bool)  # P1 = the positive lexically closest to N
+    si1 = np.where(swap, c[S_I_P2], c[S_I_P1])
+    si2 = np.where(swap, c[S_I_P1], c[S_I_P2])
+    both, p1, p2 = image_triplet_hits(si1, si2, c[S_I_N], policy)
+    return {"i2t": both, "i2t_p1n": p1, "i2t_p2n": p2}
+
+
+def _quad(c: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return c[S_I0_C0], c[S_I0_C1], c[S_I1_C0], c[S_I1_C1]
+
+
+def _aro(k: int) -> Callable[[Columns, TiePolicy], dict[str, Hits]]:
+    def compute(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
+        scores = np.stack([c[col] for col in ARO_COLUMNS[:k]], axis=1)
+        return {"acc": multi_caption_hits(scores, policy)}
+
+    return compute
+
+
 TASKS: dict[str, TaskSpec] = {
     t.name: t
     for t in (
@@ -68,6 +111,69 @@ TASKS: dict[str, TaskSpec] = {
             (S_P1_P2, S_P1_N, S_P2_N, SWAP),
             ("t2t", "p1n", "p2n"),
             _t2t,
+        ),
+        TaskSpec(
+            "itt",
+            "SugarCrepe++ image-to-text: s(I,P1) > s(I,N) and s(I,P2) > s(I,N); and each half",
+            "triplet",
+            "image",
+            (S_I_P1, S_I_P2, S_I_N),
+            ("itt", "itt_p1n", "itt_p2n"),
+            _itt,
+        ),
+        TaskSpec(
+            "i2t",
+            "VISLA image-to-text (= ITT) with P1-N / P2-N after the Levenshtein reorder",
+            "triplet",
+            "image",
+            (S_I_P1, S_I_P2, S_I_N, SWAP),
+            ("i2t", "i2t_p1n", "i2t_p2n"),
+            _i2t,
+        ),
+        TaskSpec(
+            "pair",
+            "SugarCrepe: s(I,C+) > s(I,C-)",
+            "pair",
+            "image",
+            (S_I_POS, S_I_NEG),
+            ("acc",),
+            lambda c, p: {"acc": pair_hits(c[S_I_POS], c[S_I_NEG], p)},
+        ),
+        TaskSpec(
+            "bivlc",
+            "BiVLC: I2T, T2I, Group and the four directional comparisons",
+            "quad",
+            "image",
+            QUAD_COLUMNS,
+            BIVLC_METRICS,
+            lambda c, p: quad_hits(*_quad(c), p),
+        ),
+        TaskSpec(
+            "winoground",
+            "Winoground: text, image and group scores",
+            "quad",
+            "image",
+            QUAD_COLUMNS,
+            WINOGROUND_METRICS,
+            lambda c, p: winoground_hits(*_quad(c), p),
+        ),
+        TaskSpec(
+            "aro_vg",
+            "ARO VG-Relation / VG-Attribution: the true caption beats the false one",
+            "multi",
+            "image",
+            ARO_COLUMNS[:2],
+            ("acc",),
+            _aro(2),
+        ),
+        TaskSpec(
+            "aro_order",
+            "ARO COCO/Flickr30k-Order: the true caption beats its 4 shuffles",
+            "multi",
+            "image",
+            ARO_COLUMNS,
+            ("acc",),
+            _aro(5),
         ),
     )
 }

@@ -38,6 +38,7 @@ class BenchmarkInfo(_Model):
     items: dict[str, int]
     files: list[FileInfo]
     dropped: dict[str, list[str]] = Field(default_factory=dict)  # incomplete items left out
+    skipped: dict[str, list[str]] = Field(default_factory=dict)  # items with a skipped image
 
 
 class MetricResult(_Model):
@@ -55,6 +56,7 @@ class MetricResult(_Model):
 
 class Config(_Model):
     tasks: list[str]
+    images: dict[str, Any] = Field(default_factory=dict)  # image roots, skip policy, EXIF
     tie_policy: str
     seed: int
     n_boot: int
@@ -70,6 +72,14 @@ class Timings(_Model):
     n_texts_unique: int
     n_texts_cached: int
     n_texts_encoded: int
+    image_s: float = 0.0  # reading, decoding and encoding/scoring images
+    n_images_unique: int = 0
+    n_images_cached: int = 0
+    n_images_encoded: int = 0
+    n_images_skipped: int = 0
+    n_pairs_unique: int = 0  # (image, text) pairs, for pair scorers
+    n_pairs_cached: int = 0
+    n_pairs_scored: int = 0
 
 
 class RunRecord(_Model):
