@@ -33,7 +33,7 @@ CacheDir = Annotated[
     typer.Option(
         "--cache-dir",
         envvar="LEXSEM_CACHE_DIR",
-        help="Cache folder for downloads and embeddings [default: ~/.cache/lexsem].",
+        help="Cache folder for downloads and embeddings (default: ~/.cache/lexsem).",
     ),
 ]
 
@@ -87,6 +87,39 @@ def eval_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size")] = 64,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N, mps.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto, fp32, fp16, bf16.")] = "auto",
+    coco_val2017: Annotated[
+        Path | None,
+        typer.Option("--coco-val2017", envvar="LEXSEM_COCO_VAL2017", help="COCO val2017 folder."),
+    ] = None,
+    coco_train2017: Annotated[
+        Path | None,
+        typer.Option(
+            "--coco-train2017",
+            envvar="LEXSEM_COCO_TRAIN2017",
+            help="COCO train2017 folder (VISLA spatial).",
+        ),
+    ] = None,
+    image_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--image-root",
+            envvar="LEXSEM_IMAGE_ROOT",
+            help="Base folder of downloaded images [default: <cache>/images].",
+        ),
+    ] = None,
+    skip_bad_images: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad-images",
+            help="Skip (and record) items whose image is missing or undecodable.",
+        ),
+    ] = False,
+    exif_transpose: Annotated[
+        bool, typer.Option("--exif-transpose", help="Apply EXIF orientation when decoding.")
+    ] = False,
+    num_workers: Annotated[
+        int | None, typer.Option("--num-workers", help="Image decoding workers.")
+    ] = None,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
@@ -111,6 +144,12 @@ def eval_cmd(
         batch_size=batch_size,
         device=device,
         dtype=dtype,
+        coco_val2017=coco_val2017,
+        coco_train2017=coco_train2017,
+        image_root=image_root,
+        skip_bad_images=skip_bad_images,
+        exif_transpose=exif_transpose,
+        num_workers=num_workers,
         out=out,
         progress=not quiet and sys.stderr.isatty(),
     )
@@ -127,18 +166,34 @@ def eval_cmd(
 @app.command()
 @_friendly
 def download(
-    benchmark: Annotated[list[str] | None, typer.Argument(help="Benchmarks [default: all].")] = (
+    benchmark: Annotated[list[str] | None, typer.Argument(help="Benchmarks (default: all).")] = (
         None
     ),
     cache_dir: CacheDir = None,
+    from_zip: Annotated[
+        Path | None,
+        typer.Option("--from-zip", help="Install COCO images from an already downloaded zip."),
+    ] = None,
 ) -> None:
-    """Download benchmark files into the cache, verified by sha256."""
+    """Download benchmark files (or `coco-val2017` / `coco-train2017` images) into the cache."""
     from lexsem.data import download as dl
-    from lexsem.data import registry
+    from lexsem.data import images, registry
     from lexsem.paths import cache_dir as resolve_cache
 
     root = resolve_cache(cache_dir)
     for name in benchmark or registry.names():
+        if name.startswith("coco-"):
+            if name not in images.IMAGE_ARCHIVES:
+                raise LexsemError(
+                    f"unknown image archive {name!r}; known: {', '.join(images.IMAGE_ARCHIVES)}"
+                )
+            got = images.download_coco(name, cache_root=root, archive_file=from_zip, offline=False)
+            typer.echo(f"{name}: {got.n_files} images in {got.folder}")
+            continue
+        spec, _ = registry.parse_selector(name)
+        if spec.origin == "hf":
+            typer.echo(f"{spec.name}: a Hugging Face dataset, fetched on first use (see README)")
+            continue
         spec, _ = registry.parse_selector(name)
         if not spec.sources:
             typer.echo(f"{spec.name}: generated locally, nothing to download")
