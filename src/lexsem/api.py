@@ -38,6 +38,7 @@ from lexsem.models.protocols import (
     ImageEncoder,
     PairScorer,
     TextEncoder,
+    TextScorer,
     fingerprint_key,
 )
 from lexsem.paths import cache_dir as default_cache_dir
@@ -65,13 +66,50 @@ def _capabilities(model: object) -> set[str]:
             caps.add("image")
     if isinstance(model, PairScorer):
         caps.add("pair")
+    if isinstance(model, TextScorer):
+        caps.add("scorer")
     return caps
+
+
+class _ScoresAsVectors:
+    """A text scorer seen as a 1-d text encoder, so its scores go through the same cache."""
+
+    def __init__(self, scorer: Any) -> None:
+        self.scorer = scorer
+        self.name = scorer.name
+
+    def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        scores = self.scorer.score_texts(list(texts), batch_size=batch_size)
+        return np.asarray(scores, dtype=np.float32).reshape(-1, 1)
+
+
+def _blind_columns(
+    task: T.TaskSpec, items: list[Any], score: dict[str, float], sign: float
+) -> dict[str, np.ndarray]:
+    def col(texts: Iterable[str]) -> np.ndarray:
+        return np.fromiter((sign * score[t] for t in texts), np.float64, len(items))
+
+    if task.item_kind == "triplet":
+        return {
+            T.V_P1: col(it.p1 for it in items),
+            T.V_P2: col(it.p2 for it in items),
+            T.V_N: col(it.n for it in items),
+        }
+    if task.item_kind == "pair":
+        return {T.V_POS: col(it.pos for it in items), T.V_NEG: col(it.neg for it in items)}
+    return {c: col(it.captions[j] for it in items) for j, c in enumerate(task.columns)}
 
 
 def _select_tasks(
     bench: LoadedBenchmark, requested: Sequence[str] | None, caps: set[str]
 ) -> list[str]:
     spec = bench.spec
+    if "scorer" in caps:
+        if spec.item_kind == "quad":
+            raise LexsemError(f"no blind baseline is defined for {spec.name!r} (quad items)")
+        if requested and set(requested) != {"blind"}:
+            raise LexsemError("a blind text scorer runs the task 'blind' only")
+        return ["blind"]
     supported = list(spec.text_tasks) if "text" in caps else []
     if caps & {"image", "pair"}:
         supported += list(spec.image_tasks)
@@ -258,7 +296,15 @@ def evaluate(
             f"benchmark {dup[0]!r} given more than once; select several subsets as "
             f"{dup[0]}/SUBSET1,SUBSET2"
         )
-    chosen = [[T.get_task(t) for t in _select_tasks(b, tasks, caps)] for b in loaded]
+    chosen = [
+        [
+            T.blind_task(b.spec.item_kind, max((len(it.texts()) for it in b.items), default=0))
+            if t == "blind"
+            else T.get_task(t)
+            for t in _select_tasks(b, tasks, caps)
+        ]
+        for b in loaded
+    ]
     load_s = time.perf_counter() - t0
 
     fp = encoder.fingerprint
@@ -267,6 +313,8 @@ def evaluate(
     cache = EmbeddingCache(root, fkey) if use_cache else None
     use_pairs = "pair" in caps
     scores = _Scores()
+    text_score: dict[str, float] = {}
+    sign = -1.0 if getattr(encoder, "lower_is_better", False) else 1.0
     image_cfg: dict[str, Any] = {}
     timing: dict[str, Any] = {
         "encode_s": 0.0,
@@ -284,7 +332,7 @@ def evaluate(
         for bench, bench_tasks in zip(loaded, chosen, strict=True):
             items = bench.items
             for task in bench_tasks:
-                if task.modality == "text":
+                if task.modality in ("text", "blind"):
                     text_lists.append([t for it in items for t in it.texts()])
                 for col in task.columns:
                     if is_image_column(col):
@@ -295,9 +343,21 @@ def evaluate(
             text_lists.append([t for _, t in pairs])
         if text_lists:
             texts = list(dict.fromkeys(t for lst in text_lists for t in lst))
-            emb, st = embed_texts(encoder, texts, cache, batch_size=batch_size, progress=progress)
-            scores.text_unit = l2_normalize(emb)
-            scores.text_index = {t: i for i, t in enumerate(texts)}
+            if "scorer" in caps:  # blind: one score per text, cached like an embedding
+                emb, st = embed_texts(
+                    _ScoresAsVectors(encoder),
+                    texts,
+                    cache,
+                    batch_size=batch_size,
+                    progress=progress,
+                )
+                text_score = dict(zip(texts, emb[:, 0].astype(np.float64).tolist(), strict=True))
+            else:
+                emb, st = embed_texts(
+                    encoder, texts, cache, batch_size=batch_size, progress=progress
+                )
+                scores.text_unit = l2_normalize(emb)
+                scores.text_index = {t: i for i, t in enumerate(texts)}
             timing.update(
                 encode_s=st.encode_s,
                 cache_s=st.cache_s,
@@ -374,7 +434,10 @@ def evaluate(
         all_items: list[Item] = bench.items
         bench_skipped: dict[str, list[str]] = {}
         for task in bench_tasks:
-            cols = _columns(task, all_items, scores)
+            if task.modality == "blind":
+                cols = _blind_columns(task, all_items, text_score, sign)
+            else:
+                cols = _columns(task, all_items, scores)
             valid = np.logical_and.reduce([np.isfinite(v) for k, v in cols.items() if k != T.SWAP])
             for it in (it for it, ok in zip(all_items, valid, strict=True) if not ok):
                 bench_skipped.setdefault(it.subset, []).append(it.id)

@@ -24,7 +24,7 @@ from lexsem.metrics.quad import (
     quad_hits,
     winoground_hits,
 )
-from lexsem.metrics.ties import Hits, TiePolicy
+from lexsem.metrics.ties import Hits, TiePolicy, all_of, beats
 from lexsem.metrics.triplet import image_triplet_hits, reordered_negative_hits, text_triplet_hits
 
 Columns = Mapping[str, np.ndarray]
@@ -177,6 +177,65 @@ TASKS: dict[str, TaskSpec] = {
         ),
     )
 }
+
+
+# Blind (text-only) baselines: one per-text score V, oriented so that higher = more plausible.
+V_P1, V_P2, V_N = "v_p1", "v_p2", "v_n"
+V_POS, V_NEG = "v_pos", "v_neg"
+V_CAPTIONS = tuple(f"v_c{j}" for j in range(5))
+
+
+def _blind_triplet(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
+    # solved when N gets the worst score of the three (random: 33.3%)
+    return {"blind": all_of(beats(c[V_P1], c[V_N], policy), beats(c[V_P2], c[V_N], policy))}
+
+
+def _blind_multi(k: int) -> Callable[[Columns, TiePolicy], dict[str, Hits]]:
+    def compute(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
+        scores = np.stack([c[col] for col in V_CAPTIONS[:k]], axis=1)
+        return {"blind": multi_caption_hits(scores, policy)}
+
+    return compute
+
+
+BLIND_TASKS: dict[str, TaskSpec] = {
+    "triplet": TaskSpec(
+        "blind",
+        "blind baseline: N gets the worst text score of the three (random 33.3%)",
+        "triplet",
+        "blind",
+        (V_P1, V_P2, V_N),
+        ("blind",),
+        _blind_triplet,
+    ),
+    "pair": TaskSpec(
+        "blind",
+        "blind baseline: C+ gets a better text score than C- (random 50%)",
+        "pair",
+        "blind",
+        (V_POS, V_NEG),
+        ("blind",),
+        lambda c, p: {"blind": beats(c[V_POS], c[V_NEG], p)},
+    ),
+}
+
+
+def blind_task(item_kind: str, n_captions: int = 0) -> TaskSpec:
+    """The blind task for an item kind (multi-caption: for `n_captions` captions)."""
+    if item_kind == "multi":
+        return TaskSpec(
+            "blind",
+            "blind baseline: the true caption gets the best text score",
+            "multi",
+            "blind",
+            V_CAPTIONS[:n_captions],
+            ("blind",),
+            _blind_multi(n_captions),
+        )
+    try:
+        return BLIND_TASKS[item_kind]
+    except KeyError:
+        raise LexsemError(f"no blind baseline is defined for {item_kind} items") from None
 
 
 def get_task(name: str) -> TaskSpec:
