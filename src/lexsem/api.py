@@ -274,9 +274,9 @@ def evaluate(
         raise LexsemError("no benchmark given")
 
     if isinstance(model, str):
-        from lexsem.models.registry import load_text_encoder
+        from lexsem.models.registry import load_model
 
-        encoder: Any = load_text_encoder(model, device=device, dtype=dtype, offline=offline)
+        encoder: Any = load_model(model, device=device, dtype=dtype, offline=offline)
         spec_str = model
     else:
         encoder, spec_str = model, getattr(model, "name", type(model).__name__)

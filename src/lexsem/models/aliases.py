@@ -8,6 +8,12 @@ digest of its weight files), so both share one embedding cache.
 Left out on purpose: INSTRUCTOR models (`hkunlp/instructor-*`) pool without their instruction
 tokens, which a plain `prefix` cannot express. The `e5-*` aliases show a prefix (`query: `, as the
 E5 authors recommend for symmetric tasks), `e5-mistral` a template.
+
+The `clip:` aliases are dual encoders (text and image towers, `hf_dual.py`): `clip-*` (OpenAI
+CLIP), `siglip-*`, `siglip2-b16` (SigLIP 2 FixRes, loaded as model_type siglip) and
+`siglip2-naflex` (SigLIP 2 NaFlex), `align-base`, `altclip`, `flava` (its contrastive
+embeddings), `blip-itc*` (BLIP ITC) and `blip2-itc` (BLIP-2 ITC: a text encoder and a pair
+scorer, see `hf_dual.Blip2ITCScorer`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,31 @@ ALIASES: dict[str, str] = {
         "hf:intfloat/e5-mistral-7b-instruct?pooling=last&normalize=true&template="
         "Instruct:%20Retrieve%20semantically%20similar%20text.%0AQuery:%20%7Btext%7D"
     ),
+    # dual encoders (text + image towers; `clip:` backend, family read from config.json)
+    "clip-b32": "clip:openai/clip-vit-base-patch32",
+    "clip-b16": "clip:openai/clip-vit-base-patch16",
+    "clip-l14": "clip:openai/clip-vit-large-patch14",
+    "clip-l14-336": "clip:openai/clip-vit-large-patch14-336",
+    "siglip-b16": "clip:google/siglip-base-patch16-224",
+    "siglip-so400m": "clip:google/siglip-so400m-patch14-384",
+    "siglip2-b16": "clip:google/siglip2-base-patch16-224",
+    "siglip2-naflex": "clip:google/siglip2-base-patch16-naflex",
+    "align-base": "clip:kakaobrain/align-base",
+    "altclip": "clip:BAAI/AltCLIP",
+    "flava": "clip:facebook/flava-full",
+    "blip-itc": "clip:Salesforce/blip-itm-base-coco",
+    "blip-itc-large": "clip:Salesforce/blip-itm-large-coco",
+    "blip2-itc": "clip:Salesforce/blip2-itm-vit-g",
+    # image-text matching heads (pair scorers)
+    "flava-itm": "itm:facebook/flava-full",
+    "blip-itm": "itm:Salesforce/blip-itm-base-coco",
+    "blip-itm-large": "itm:Salesforce/blip-itm-large-coco",
+    "blip2-itm": "itm:Salesforce/blip2-itm-vit-g",
+    "vilt-itm": "itm:dandelin/vilt-b32-finetuned-coco",
+    # blind text scorers (linguistic-prior baselines)
+    "gpt2": "lm:openai-community/gpt2",
+    "vera": "vera:liujch1998/vera",
+    "cola": "cola:textattack/distilbert-base-uncased-CoLA",
 }
 
 # Hub id → the importable package holding an offline copy (its `get_model_path()` is the folder).

@@ -1,20 +1,22 @@
 """Model spec strings: `BACKEND:NAME[?key=value&key=value]`, or a short alias.
 
-Backends: `st` (sentence-transformers) and `hf` (transformers `AutoModel` + pooling). NAME is a
-Hugging Face Hub id (`org/name`) or a local folder. Options are URL-query style: split on `&`
-and `=`, values URL-decoded (`%26` for a literal `&`, `%3D` for `=`, `+` or `%20` for a space,
+Backends: `st` (sentence-transformers), `hf` (transformers `AutoModel` + pooling) and `clip`
+(transformers dual encoders — CLIP, SigLIP, SigLIP 2, ALIGN, AltCLIP, FLAVA, BLIP/BLIP-2 ITC —
+text and image towers, the family read from config.json; see `hf_dual.py`). NAME is a Hugging
+Face Hub id (`org/name`) or a local folder. Options are URL-query style: split on `&` and `=`,
+values URL-decoded (`%26` for a literal `&`, `%3D` for `=`, `+` or `%20` for a space,
 `%2B` for a literal `+`). Everything after the first `?` is options, so a NAME cannot contain `?`.
 
 | option | values | backends | default |
 |---|---|---|---|
 | pooling | mean, cls, last | hf | mean |
 | normalize | true, false | st, hf | false (the cosine is taken downstream anyway) |
-| max_length | positive int (tokens) | st, hf | the model's own limit |
-| prefix | text prepended to every input (e.g. `query: `) | st, hf | none |
-| template | text with a `{text}` placeholder | st, hf | none |
-| revision | hub branch, tag or commit | st, hf | main |
-| trust_remote_code | true, false | st, hf | false |
-| dtype | auto, fp32, fp16, bf16 | st, hf | auto |
+| max_length | positive int (tokens) | st, hf, clip | the model's own limit (clip: the family's) |
+| prefix | text prepended to every input (e.g. `query: `) | st, hf, clip | none |
+| template | text with a `{text}` placeholder | st, hf, clip | none |
+| revision | hub branch, tag or commit | st, hf, clip | main |
+| trust_remote_code | true, false | st, hf, clip | false |
+| dtype | auto, fp32, fp16, bf16 | st, hf, clip | auto |
 
 A string without a `BACKEND:` prefix is an alias (`lexsem list models`); an alias may carry its
 own `?options`, which override the alias's (`minilm?max_length=128`).
@@ -29,20 +31,35 @@ from urllib.parse import quote
 from lexsem.errors import ModelError
 from lexsem.models.device import DTYPE_CHOICES, normalize_dtype
 
-BACKENDS = {"st": "sentence-transformers", "hf": "transformers AutoModel + pooling"}
+BACKENDS = {
+    "st": "sentence-transformers",
+    "hf": "transformers AutoModel + pooling",
+    "clip": "transformers dual encoders (CLIP, SigLIP, ALIGN, AltCLIP, FLAVA, BLIP/BLIP-2 ITC)",
+    "itm": "transformers image-text matching heads (FLAVA, BLIP, BLIP-2, ViLT): pair scorers",
+    "lm": "causal-LM perplexity (AutoModelForCausalLM): a blind text scorer",
+    "vera": "Vera plausibility (T5 encoder + scalar head): a blind text scorer",
+    "cola": "CoLA grammar classifier (sequence classification): a blind text scorer",
+}
 POOLINGS = ("mean", "cls", "last")
-SYNTAX = "BACKEND:NAME[?key=value&key=value] with BACKEND st or hf, or an alias"
+SYNTAX = (
+    "BACKEND:NAME[?key=value&key=value] with BACKEND st, hf, clip, itm, lm, vera or cola, "
+    "or an alias"
+)
 
 _BOOL = {"true": True, "false": False}
 _OPTION_BACKENDS = {
     "pooling": ("hf",),
     "normalize": ("st", "hf"),
-    "max_length": ("st", "hf"),
-    "prefix": ("st", "hf"),
-    "template": ("st", "hf"),
-    "revision": ("st", "hf"),
-    "trust_remote_code": ("st", "hf"),
-    "dtype": ("st", "hf"),
+    "max_length": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
+    "prefix": ("st", "hf", "clip"),
+    "template": ("st", "hf", "clip"),
+    "revision": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
+    "trust_remote_code": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
+    "dtype": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
+    "score": ("itm",),
+    "add_bos": ("lm",),
+    "calibrate": ("vera",),
+    "label": ("cola",),
 }
 OPTIONS = tuple(_OPTION_BACKENDS)
 # "xx:" at the start: a backend prefix. Two characters at least, so `C:\models` is not one.
@@ -141,7 +158,12 @@ def _check_option(backend: str, key: str, value: str) -> None:
         )
     if key == "pooling" and value not in POOLINGS:
         raise ModelError(f"option pooling={value!r}: expected one of {', '.join(POOLINGS)}")
-    elif key in ("normalize", "trust_remote_code") and value.lower() not in _BOOL:
+    elif key == "score" and value not in ("prob", "logit"):
+        raise ModelError(f"option score={value!r}: expected prob or logit")
+    elif (
+        key in ("normalize", "trust_remote_code", "add_bos", "calibrate")
+        and value.lower() not in _BOOL
+    ):
         raise ModelError(f"option {key}={value!r}: expected true or false")
     elif key == "max_length" and not (value.isascii() and value.isdigit() and int(value) > 0):
         raise ModelError(f"option max_length={value!r}: expected a positive integer")
