@@ -22,6 +22,16 @@ def require(condition: bool, why: str) -> None:
     pytest.skip(why)
 
 
+def require_module(name: str):
+    """Import an optional package a test needs: skip locally, fail in CI, when it is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        require(False, f"the package {name!r} is not installed")
+
+
 @pytest.fixture(scope="session")
 def test_data_dir() -> Path:
     env = os.environ.get("LEXSEM_TEST_DATA")

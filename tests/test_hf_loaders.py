@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from conftest import require_module
 from lexsem.data import hf_loaders as hf
 from lexsem.data.items import MultiCaptionItem, QuadItem
 from lexsem.errors import DataError, LexsemError
@@ -341,7 +342,7 @@ def test_token_from_environment(monkeypatch) -> None:
 
 
 def _parquet_loader(files: list[Path], cache: Path, calls: list[dict[str, Any]]):
-    datasets = pytest.importorskip("datasets")
+    datasets = require_module("datasets")
 
     def load(repo, **kwargs):
         calls.append({"repo": repo, **kwargs})

@@ -11,6 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
+from conftest import require_module
 from lexsem.analysis.parsers import (
     CachingParser,
     ConstituencyParser,
@@ -470,7 +471,7 @@ def test_missing_parser_package_explains_install(
 
 
 def test_stanza_without_models_explains_download(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("stanza")
+    require_module("stanza")
     parser = get_parser("stanza", model_dir=tmp_path)  # an empty model folder
     with pytest.raises(ParserUnavailableError, match=r"stanza\.download"):
         parser.parse(["a cat sits"])

@@ -18,14 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image as PIL_Image
 
-PIL_Image = pytest.importorskip("PIL.Image")
-
-from lexsem.data import synthetic  # noqa: E402
-from lexsem.data import synthetic_images as si  # noqa: E402
-from lexsem.data.items import QuadItem  # noqa: E402
-from lexsem.data.synthetic import Scene, SceneObject  # noqa: E402
-from lexsem.errors import LexsemError  # noqa: E402
+from lexsem.data import synthetic
+from lexsem.data import synthetic_images as si
+from lexsem.data.items import QuadItem
+from lexsem.data.synthetic import Scene, SceneObject
+from lexsem.errors import LexsemError
 
 # Pinned: the default bidirectional generation must not change silently. If you change it on
 # purpose, bump si.BIDIRECTIONAL_VERSION (or synthetic.GENERATOR_VERSION) and update this.
