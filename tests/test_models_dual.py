@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -649,7 +648,21 @@ def test_spec_options_and_aliases() -> None:
         assert ALIASES[alias] == f"clip:{name}"
 
 
-def test_never_imports_torchvision(models: dict[str, Path]) -> None:
-    enc = load_image_encoder(spec(models["flava"]), device="cpu")
+@pytest.mark.parametrize("family", DUAL)
+def test_preprocess_uses_the_pil_image_processor(models: dict[str, Path], family: str) -> None:
+    """Preprocessing never goes through torchvision (transformers' default "fast" processors
+    when it is installed): PIL only, CPU-only and picklable, like the reference pipelines."""
+    enc = load_image_encoder(spec(models[family]), device="cpu")
     ours(enc, images())
-    assert "torchvision" not in sys.modules
+    proc = enc.image_processor
+    assert type(proc).__name__.endswith("Pil"), type(proc).__name__
+    assert "torchvision" not in type(proc).__module__
+    clone = pickle.loads(pickle.dumps(enc.preprocess))
+    a, b = clone(images()[0]), enc.preprocess(images()[0])
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        a, b = [a[k] for k in sorted(a)], [b[k] for k in sorted(b)]
+    else:
+        a, b = [a], [b]
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))

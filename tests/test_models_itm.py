@@ -218,7 +218,9 @@ def direct_logits(variant: str, folder: Path, images: list[Image.Image], texts: 
         "blip-2": (T.Blip2Processor, T.Blip2ForImageTextRetrieval),
         "vilt": (T.ViltProcessor, T.ViltForImageAndTextRetrieval),
     }[family]
-    processor = processor_cls.from_pretrained(folder)
+    # the PIL image processor, as the backend uses (the reference pipelines are PIL-based; the
+    # torchvision one, transformers' default when torchvision is installed, resizes differently)
+    processor = processor_cls.from_pretrained(folder, backend="pil")
     model = model_cls.from_pretrained(folder).eval()
     inputs = processor(images=images, text=texts, padding=True, return_tensors="pt")
     with torch.inference_mode():

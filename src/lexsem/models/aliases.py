@@ -54,6 +54,10 @@ ALIASES: dict[str, str] = {
     "blip-itc": "clip:Salesforce/blip-itm-base-coco",
     "blip-itc-large": "clip:Salesforce/blip-itm-large-coco",
     "blip2-itc": "clip:Salesforce/blip2-itm-vit-g",
+    # open_clip checkpoints (`openclip:` backend; the -quickgelu archs for OpenAI weights)
+    "openclip-b32": "openclip:ViT-B-32-quickgelu/openai",
+    "openclip-b16-datacomp": "openclip:ViT-B-16/datacomp_xl_s13b_b90k",
+    "openclip-l14-laion2b": "openclip:ViT-L-14/laion2b_s32b_b82k",
     # image-text matching heads (pair scorers)
     "flava-itm": "itm:facebook/flava-full",
     "blip-itm": "itm:Salesforce/blip-itm-base-coco",

@@ -17,6 +17,7 @@ from lexsem.errors import ModelError
 from lexsem.models.base import LazyTextEncoder
 from lexsem.models.hf_backend import HFTextEncoder
 from lexsem.models.hf_dual import HFDualEncoder, open_dual_encoder
+from lexsem.models.openclip_backend import OpenClipEncoder
 from lexsem.models.protocols import ImageEncoder, PairScorer
 from lexsem.models.spec import ModelSpec, parse_model_spec
 from lexsem.models.st_backend import SentenceTransformerEncoder
@@ -29,6 +30,7 @@ BACKEND_CLASSES: dict[str, type[LazyTextEncoder]] = {
     "st": SentenceTransformerEncoder,
     "hf": HFTextEncoder,
     "clip": HFDualEncoder,  # BLIP-2 models get a Blip2ITCScorer (see BACKEND_FACTORIES)
+    "openclip": OpenClipEncoder,  # imports open_clip only when built
 }
 # backends whose class depends on the model (read from its config.json, no weights loaded)
 BACKEND_FACTORIES: dict[str, Callable[..., LazyTextEncoder]] = {
@@ -44,8 +46,9 @@ def load_text_encoder(
     max_length: int | None = None,
     offline: bool | None = None,
 ) -> LazyTextEncoder:
-    """A lazy text encoder for `spec` (`st:NAME`, `hf:NAME?pooling=...`, `clip:NAME`, or an
-    alias). A `clip:` encoder is also an `ImageEncoder` (BLIP-2: a `PairScorer`).
+    """A lazy text encoder for `spec` (`st:NAME`, `hf:NAME?pooling=...`, `clip:NAME`,
+    `openclip:ARCH/TAG`, or an alias). A `clip:` or `openclip:` encoder is also an
+    `ImageEncoder` (BLIP-2: a `PairScorer`).
 
     device: `auto`/None, `cpu`, `cuda`, `cuda:N`, `mps` (checked when first needed).
     dtype: `auto`/None, `fp32`, `fp16`, `bf16`; when given it overrides the spec's dtype option.
@@ -138,7 +141,7 @@ def _no_tower(enc: LazyTextEncoder, what: str, other: str) -> str:
     if family is None:
         return (
             f"model {enc.name!r} ({enc.backend}: backend) is text-only, not {what}; image "
-            f"models use the clip: backend"
+            f"models use the clip: or openclip: backend"
         )
     return f"model {enc.name!r} ({family.name}) is not {what}; use {other}"
 

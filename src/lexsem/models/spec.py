@@ -39,10 +39,12 @@ BACKENDS = {
     "lm": "causal-LM perplexity (AutoModelForCausalLM): a blind text scorer",
     "vera": "Vera plausibility (T5 encoder + scalar head): a blind text scorer",
     "cola": "CoLA grammar classifier (sequence classification): a blind text scorer",
+    "openclip": "open_clip models: ARCH/PRETRAINED tag or ARCH@/path/to/checkpoint",
 }
 POOLINGS = ("mean", "cls", "last")
 SYNTAX = (
-    "BACKEND:NAME[?key=value&key=value] with BACKEND st, hf, clip, itm, lm, vera or cola, "
+    "BACKEND:NAME[?key=value&key=value] with BACKEND st, hf, clip, openclip, itm, lm, vera or "
+    "cola, "
     "or an alias"
 )
 
@@ -51,11 +53,12 @@ _OPTION_BACKENDS = {
     "pooling": ("hf",),
     "normalize": ("st", "hf"),
     "max_length": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
-    "prefix": ("st", "hf", "clip"),
-    "template": ("st", "hf", "clip"),
+    "prefix": ("st", "hf", "clip", "openclip"),
+    "template": ("st", "hf", "clip", "openclip"),
     "revision": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
     "trust_remote_code": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
-    "dtype": ("st", "hf", "clip", "itm", "lm", "vera", "cola"),
+    "dtype": ("st", "hf", "clip", "openclip", "itm", "lm", "vera", "cola"),
+    "quick_gelu": ("openclip",),
     "score": ("itm",),
     "add_bos": ("lm",),
     "calibrate": ("vera",),
@@ -161,7 +164,7 @@ def _check_option(backend: str, key: str, value: str) -> None:
     elif key == "score" and value not in ("prob", "logit"):
         raise ModelError(f"option score={value!r}: expected prob or logit")
     elif (
-        key in ("normalize", "trust_remote_code", "add_bos", "calibrate")
+        key in ("normalize", "trust_remote_code", "add_bos", "calibrate", "quick_gelu")
         and value.lower() not in _BOOL
     ):
         raise ModelError(f"option {key}={value!r}: expected true or false")

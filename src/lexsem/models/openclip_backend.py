@@ -1,0 +1,704 @@
+"""`openclip:` backend: open_clip models — one object, text and image towers.
+
+Spec NAME forms (docs/openclip.md has the long version):
+
+- `openclip:ARCH/PRETRAINED` — a tag of open_clip's pretrained registry, e.g.
+  `openclip:ViT-B-32-quickgelu/openai` or `openclip:ViT-B-16/datacomp_xl_s13b_b90k`. The weights
+  are fetched by open_clip (Hugging Face cache, or `~/.cache/clip` for URL-only tags); offline
+  (`LEXSEM_OFFLINE` / `HF_HUB_OFFLINE`) only those caches are looked at. The image preprocessing is
+  the tag's (mean/std, interpolation, resize mode), as open_clip sets it for that tag.
+- `openclip:ARCH@/path/to/checkpoint.pt` — a local checkpoint (a state dict, `.pt`/`.pth`/`.bin`
+  or `.safetensors`) for open_clip architecture ARCH; open_clip's default (OpenAI CLIP)
+  preprocessing, as `create_model_and_transforms(ARCH, pretrained=path)` gives it.
+
+Options (`?key=value&...`): `quick_gelu=true|false`, `dtype`, `prefix`, `template`. open_clip
+text towers take a fixed context length, so `max_length` is not an option.
+
+**QuickGELU.** OpenAI's CLIP weights (and open_clip's `yfcc15m`, `cc12m`, some `laion400m_*` and
+MetaCLIP tags) were trained with QuickGELU; the plain arch configs (`ViT-B-32`) build nn.GELU and
+the `-quickgelu` ones (`ViT-B-32-quickgelu`) QuickGELU. Loading such weights under the other
+activation runs without an error but degrades every embedding. open_clip's registry records what
+each tag was trained with (`quick_gelu`, open_clip ≥ 2.29); lexsem compares it with the arch's
+config when the encoder is built (no weights needed) and
+
+- raises ModelError naming the right arch when they differ and the spec gives no `quick_gelu`;
+- with an explicit `quick_gelu=...` runs that activation (overriding the arch's), warning
+  (`QuickGeluWarning`) when it differs from the tag's training — the way to reproduce an
+  evaluation that had the bug;
+- for a local checkpoint (provenance unknown) uses `quick_gelu` when given, else the arch's own
+  activation with a `QuickGeluWarning`.
+
+The activation actually run is in the fingerprint (`quick_gelu`), next to the arch and tag.
+
+**Identity.** A tag is identified by its registry entry (Hub repo and/or URL, which for the
+OpenAI/mlfoundations URLs carry the file's sha256); a local checkpoint by the digest of its bytes
+(`source.file_digest`), so moving or renaming it keeps its embedding cache.
+
+open_clip (and with it torchvision) is imported only inside functions: lexsem works without it,
+and building this encoder without it raises ModelError saying `pip install "lexsem[openclip]"`.
+Building imports open_clip (for its registry and arch configs) but loads no weights; they are
+loaded on the first `encode`/`encode_images`. `preprocess` needs no weights either: it is
+open_clip's eval transform built from the same preprocessing config (CPU-only, picklable).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import pickle
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import quote, unquote_plus
+
+import numpy as np
+
+from lexsem import paths
+from lexsem.errors import ModelError
+from lexsem.models.base import LazyTextEncoder
+from lexsem.models.device import normalize_dtype
+from lexsem.models.source import file_digest
+
+BACKEND = "openclip"
+INSTALL_HINT = 'pip install "lexsem[openclip]"'
+MIN_OPEN_CLIP = "2.29"  # the first release whose pretrained registry records `quick_gelu`
+OPTIONS = ("quick_gelu", "dtype", "prefix", "template")
+SYNTAX = "openclip:ARCH/PRETRAINED or openclip:ARCH@/path/to/checkpoint.pt[?options]"
+QUICKGELU_SUFFIX = "-quickgelu"
+# the preprocessing keys a pretrained tag may set (open_clip's PreprocessCfg minus the size)
+_TAG_PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
+_BOOL = {"true": True, "false": False}
+
+
+class QuickGeluWarning(UserWarning):
+    """Weights run with an activation other than the one they were trained with, or one that
+    lexsem cannot check (a local checkpoint without `quick_gelu=...`)."""
+
+
+def activation_name(quick_gelu: bool) -> str:
+    return "QuickGELU" if quick_gelu else "GELU"
+
+
+# -- importing open_clip ---------------------------------------------------------------------
+def import_open_clip() -> Any:
+    """The `open_clip` module, or ModelError saying how to install it / why it does not load."""
+    try:
+        import open_clip
+    except ImportError as exc:
+        raise ModelError(
+            f"the {BACKEND}: backend needs open_clip, which is not installed: run "
+            f"`{INSTALL_HINT}` (open_clip_torch>={MIN_OPEN_CLIP} and a torchvision matching "
+            f"your torch). ({exc.__class__.__name__}: {exc})"
+        ) from exc
+    except RuntimeError as exc:
+        if "torchvision::" not in str(exc):
+            raise
+        raise ModelError(_torchvision_mismatch(exc)) from exc
+    return open_clip
+
+
+def _torchvision_mismatch(exc: Exception) -> str:
+    try:
+        import torch
+
+        have = f"torch {torch.__version__} (CUDA: {torch.version.cuda or 'none, a CPU build'})"
+    except Exception:  # pragma: no cover - torch itself broken
+        have = "your torch"
+    try:
+        from importlib.metadata import version
+
+        tv = f"torchvision {version('torchvision')}"
+    except Exception:  # pragma: no cover
+        tv = "torchvision"
+    return (
+        f"open_clip cannot be imported: {tv} does not match {have} — its compiled operators "
+        f"did not load ({exc}). Install the torchvision build made for this torch (same "
+        f"version pair and the same CPU/CUDA variant, from the same index), e.g. "
+        f'pip install "torch==X" "torchvision==Y" from one index.'
+    )
+
+
+# -- the spec ----------------------------------------------------------------------------------
+def _split_name(name: str) -> tuple[str, str | None, str | None]:
+    """NAME → (arch, pretrained tag or None, checkpoint path or None)."""
+    text = name.strip()
+    if "@" in text:
+        arch, _, path = text.partition("@")
+        arch, path = arch.strip(), path.strip()
+        if not arch or not path:
+            raise ModelError(f"open_clip model {name!r}: expected ARCH@/path/to/checkpoint")
+        tag = None
+    else:
+        arch, sep, tag_str = text.rpartition("/")
+        arch, tag_str = arch.strip(), tag_str.strip()
+        if not sep or not arch or not tag_str:
+            raise ModelError(
+                f"open_clip model {name!r} names no weights; {SYNTAX} "
+                f"(e.g. openclip:ViT-B-32-quickgelu/openai)"
+            )
+        tag, path = tag_str, None
+    if arch.startswith(("hf-hub:", "local-dir:")):
+        raise ModelError(
+            f"open_clip model {name!r}: hf-hub:/local-dir: sources are not supported; use a "
+            f"registry tag (ARCH/PRETRAINED) or a checkpoint file (ARCH@/path)"
+        )
+    # open_clip itself accepts OpenAI-style names (ViT-B/32) and maps them to ViT-B-32
+    return arch.replace("/", "-"), tag, path
+
+
+def _check_option(key: str, value: str) -> None:
+    if key not in OPTIONS:
+        raise ModelError(
+            f"unknown option {key!r} for the {BACKEND}: backend; known: {', '.join(OPTIONS)}"
+            + (
+                " (open_clip text towers take their fixed context length)"
+                if key == "max_length"
+                else ""
+            )
+        )
+    if key == "quick_gelu" and value.lower() not in _BOOL:
+        raise ModelError(f"option quick_gelu={value!r}: expected true or false")
+    if key == "dtype":
+        normalize_dtype(value)
+    if key == "template" and "{text}" not in value:
+        raise ModelError(f"option template={value!r}: it must contain the placeholder {{text}}")
+
+
+@dataclass(frozen=True)
+class OpenClipSpec:
+    """A parsed `openclip:` spec: NAME (`ARCH/PRETRAINED` or `ARCH@PATH`) and its options.
+
+    It offers the same read-only view as `ModelSpec` (prefix, template, dtype, ...) so the shared
+    encoder code can use either; `as_openclip_spec` turns a `ModelSpec` into one."""
+
+    name: str
+    options: dict[str, str] = field(default_factory=dict)
+    alias: str | None = field(default=None, compare=False)
+    backend: ClassVar[str] = BACKEND
+
+    def __post_init__(self) -> None:
+        _split_name(self.name)
+        for key, value in self.options.items():
+            _check_option(key, value)
+        if "prefix" in self.options and "template" in self.options:
+            raise ModelError("give either prefix or template, not both (a template can hold both)")
+
+    @property
+    def arch(self) -> str:
+        return _split_name(self.name)[0]
+
+    @property
+    def pretrained(self) -> str | None:
+        return _split_name(self.name)[1]
+
+    @property
+    def checkpoint(self) -> str | None:
+        return _split_name(self.name)[2]
+
+    @property
+    def quick_gelu(self) -> bool | None:
+        v = self.options.get("quick_gelu")
+        return None if v is None else _BOOL[v.lower()]
+
+    @property
+    def dtype(self) -> str:
+        return normalize_dtype(self.options.get("dtype"))
+
+    @property
+    def prefix(self) -> str | None:
+        return self.options.get("prefix")
+
+    @property
+    def template(self) -> str | None:
+        return self.options.get("template")
+
+    # fixed for this backend (kept for the shared encoder code)
+    max_length: ClassVar[None] = None
+    normalize: ClassVar[bool] = False
+    revision: ClassVar[None] = None
+    trust_remote_code: ClassVar[bool] = False
+
+    def format_text(self, text: str) -> str:
+        if self.template is not None:
+            return self.template.replace("{text}", text)
+        if self.prefix is not None:
+            return self.prefix + text
+        return text
+
+    def to_string(self) -> str:
+        if not self.options:
+            return f"{BACKEND}:{self.name}"
+        query = "&".join(f"{k}={quote(v, safe='')}" for k, v in sorted(self.options.items()))
+        return f"{BACKEND}:{self.name}?{query}"
+
+    def __str__(self) -> str:
+        return self.to_string()
+
+
+def parse_openclip_spec(s: str) -> OpenClipSpec:
+    """Parse `openclip:NAME[?key=value&...]` (values URL-decoded as in `spec.py`)."""
+    text = s.strip() if isinstance(s, str) else ""
+    head, _, query = text.partition("?")
+    backend, sep, name = head.partition(":")
+    if not sep or backend.strip().lower() != BACKEND:
+        raise ModelError(f"{s!r} is not an {BACKEND}: spec; {SYNTAX}")
+    options: dict[str, str] = {}
+    for part in query.split("&") if query else []:
+        if not part:
+            continue
+        key, eq, raw = part.partition("=")
+        key = unquote_plus(key).strip()
+        if not eq or not key:
+            raise ModelError(f"model spec {s!r}: option {part!r} is not key=value")
+        if key in options:
+            raise ModelError(f"model spec {s!r}: option {key!r} is given twice")
+        options[key] = unquote_plus(raw)
+    return OpenClipSpec(name.strip(), options)
+
+
+def as_openclip_spec(spec: Any) -> OpenClipSpec:
+    """A spec string, an `OpenClipSpec`, or a `ModelSpec` whose backend is `openclip`."""
+    if isinstance(spec, OpenClipSpec):
+        return spec
+    if isinstance(spec, str):
+        return parse_openclip_spec(spec)
+    if getattr(spec, "backend", None) == BACKEND:
+        return OpenClipSpec(spec.name, dict(spec.options), alias=getattr(spec, "alias", None))
+    shown = spec.to_string() if hasattr(spec, "to_string") else repr(spec)
+    raise ModelError(f"{shown!r} is not an {BACKEND}: spec")
+
+
+# -- the registry: arch configs, tags, activations ----------------------------------------------
+def _arch_config(oc: Any, arch: str) -> dict[str, Any]:
+    cfg = oc.get_model_config(arch)
+    if cfg is None:
+        known = oc.list_models()
+        close = difflib.get_close_matches(arch, known, n=5, cutoff=0.5)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ModelError(
+            f"open_clip has no architecture {arch!r}{hint} (open_clip.list_models() lists "
+            f"{len(known)})"
+        )
+    return dict(cfg)
+
+
+def _tag_entry(oc: Any, arch: str, tag: str) -> dict[str, Any]:
+    """The registry entry of `tag` for `arch`; for an ARCH-quickgelu name, the plain arch's
+    entry when only that has the tag (so the activation check can name the right arch)."""
+    entry = oc.get_pretrained_cfg(arch, tag)
+    if not entry and arch.endswith(QUICKGELU_SUFFIX):
+        entry = oc.get_pretrained_cfg(arch[: -len(QUICKGELU_SUFFIX)], tag)
+    if entry:
+        return dict(entry)
+    tags = oc.list_pretrained_tags_by_model(arch)
+    others = oc.list_pretrained_models_by_tag(tag)
+    msg = f"open_clip has no pretrained tag {tag!r} for {arch}"
+    msg += f"; its tags: {', '.join(tags)}" if tags else " (it has no pretrained tags)"
+    if others:
+        msg += f". Archs with tag {tag!r}: {', '.join(others[:8])}"
+    raise ModelError(msg + ". A local checkpoint is ARCH@/path/to/checkpoint.pt")
+
+
+def _registry_knows_activations(oc: Any) -> bool:
+    """Whether this open_clip's registry records `quick_gelu` (OpenAI's tags always have it)."""
+    return bool(oc.get_pretrained_cfg("RN50", "openai").get("quick_gelu"))
+
+
+def _right_arch(oc: Any, arch: str, quick_gelu: bool) -> str | None:
+    """The arch name building `quick_gelu`'s activation that has the same config otherwise."""
+    base = arch[: -len(QUICKGELU_SUFFIX)] if arch.endswith(QUICKGELU_SUFFIX) else arch
+    name = base + QUICKGELU_SUFFIX if quick_gelu else base
+    return name if name != arch and oc.get_model_config(name) is not None else None
+
+
+def resolve_quick_gelu(
+    *,
+    label: str,
+    arch: str,
+    arch_quick_gelu: bool,
+    trained_quick_gelu: bool | None,
+    option: bool | None,
+    right_arch: str | None = None,
+    tag: str | None = None,
+) -> bool:
+    """The activation to run (True = QuickGELU), per the policy in the module doc.
+
+    trained_quick_gelu: what the weights were trained with (None: unknown, a local checkpoint).
+    option: the spec's `quick_gelu` (None: not given). Raises ModelError on an unrequested
+    mismatch; warns (QuickGeluWarning) on a requested one or an unknown provenance."""
+    if option is None:
+        if trained_quick_gelu is None:
+            warnings.warn(
+                f"{label}: the checkpoint's activation is unknown; running {arch}'s "
+                f"{activation_name(arch_quick_gelu)}. If the weights were trained with QuickGELU "
+                f"(OpenAI CLIP and models fine-tuned from it, open_clip's yfcc15m/cc12m and some "
+                f"laion400m/MetaCLIP weights) add quick_gelu=true, otherwise quick_gelu=false "
+                f"to say so (and silence this warning)",
+                QuickGeluWarning,
+                stacklevel=3,
+            )
+            return arch_quick_gelu
+        if trained_quick_gelu == arch_quick_gelu:
+            return arch_quick_gelu
+        trained, built = activation_name(trained_quick_gelu), activation_name(arch_quick_gelu)
+        fix = (
+            f"use openclip:{right_arch}/{tag}"
+            if right_arch and tag
+            else f"add quick_gelu={str(trained_quick_gelu).lower()}"
+        )
+        raise ModelError(
+            f"{label}: the {tag!r} weights were trained with {trained} but arch {arch} builds "
+            f"{built}; they would load without an error and give degraded embeddings. To fix: "
+            f"{fix}. To reproduce an evaluation that ran them with {built} on purpose, add "
+            f"quick_gelu={str(arch_quick_gelu).lower()}"
+        )
+    if trained_quick_gelu is not None and option != trained_quick_gelu:
+        warnings.warn(
+            f"{label}: running weights trained with {activation_name(trained_quick_gelu)} with "
+            f"{activation_name(option)} (quick_gelu={str(option).lower()} asks for it); their "
+            f"embeddings are degraded",
+            QuickGeluWarning,
+            stacklevel=3,
+        )
+    return option
+
+
+# -- the source --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class OpenClipSource:
+    """Where an open_clip model's weights come from and what identifies them.
+
+    kind: `openclip-tag` (a registry tag; `entry` is its registry entry) or `local` (`path` is
+    the checkpoint file)."""
+
+    name: str
+    arch: str
+    kind: str
+    tag: str | None = None
+    path: Path | None = None
+    entry: dict[str, Any] = field(default_factory=dict, compare=False)
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, init=False)
+
+    def identity(self) -> dict[str, Any]:
+        if "identity" not in self._memo:
+            if self.kind == "local":
+                assert self.path is not None
+                ident: dict[str, Any] = {"source": "local", "file": file_digest(self.path)}
+            else:
+                ident = {
+                    "source": "openclip",
+                    "tag": self.tag,
+                    "hf_hub": self.entry.get("hf_hub") or None,
+                    "url": self.entry.get("url") or None,
+                }
+            self._memo["identity"] = ident
+        return dict(self._memo["identity"])
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "arch": self.arch,
+            "tag": self.tag,
+            "path": str(self.path) if self.path is not None else None,
+            "identity": self.identity(),
+        }
+
+
+def resolve_openclip_source(spec: OpenClipSpec, oc: Any | None = None) -> OpenClipSource:
+    """Check the arch and the tag or checkpoint of `spec` (no weights are read)."""
+    oc = oc or import_open_clip()
+    arch = spec.arch
+    _arch_config(oc, arch)
+    if spec.checkpoint is not None:
+        path = Path(spec.checkpoint).expanduser()
+        if not path.is_file():
+            raise ModelError(f"open_clip checkpoint {spec.checkpoint!r} is not a file")
+        return OpenClipSource(name=spec.name, arch=arch, kind="local", path=path.resolve())
+    assert spec.pretrained is not None
+    tag = spec.pretrained.lower().replace("-", "_")  # open_clip's own tag normalisation
+    entry = _tag_entry(oc, arch, tag)
+    return OpenClipSource(name=spec.name, arch=arch, kind="openclip-tag", tag=tag, entry=entry)
+
+
+def _cached_tag_weights(entry: dict[str, Any]) -> str | None:
+    """The already-downloaded weights file of a registry entry, or None (never downloads)."""
+    if entry.get("file"):
+        return entry["file"] if os.path.isfile(entry["file"]) else None
+    hf_hub = entry.get("hf_hub") or ""
+    if hf_hub:
+        from huggingface_hub import try_to_load_from_cache
+
+        # as open_clip reads it: `org/name/` (its default file) or `org/name/file.ext`
+        repo_id, filename = os.path.split(hf_hub)
+        if not filename:
+            names = ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
+        elif filename.endswith((".bin", ".pth")):
+            names = [filename[:-4] + ".safetensors", filename]
+        else:
+            names = [filename]
+        for fname in names:
+            hit = try_to_load_from_cache(repo_id, fname)
+            if isinstance(hit, str) and os.path.isfile(hit):
+                return hit
+    url = entry.get("url") or ""
+    if url:
+        local = Path("~/.cache/clip").expanduser() / os.path.basename(url)
+        if local.is_file():
+            return str(local)
+    return None
+
+
+# -- the encoder -------------------------------------------------------------------------------
+class OpenClipEncoder(LazyTextEncoder):
+    """TextEncoder + ImageEncoder over an open_clip model (lazy); see the module doc."""
+
+    backend: ClassVar[str] = BACKEND
+
+    def __init__(
+        self,
+        spec: Any,
+        *,
+        source: OpenClipSource | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        max_length: int | None = None,
+        offline: bool | None = None,
+        name: str | None = None,
+    ) -> None:
+        parsed = as_openclip_spec(spec)
+        label = name or (spec if isinstance(spec, str) else parsed.alias or parsed.to_string())
+        oc = import_open_clip()
+        src = source or resolve_openclip_source(parsed, oc)
+        config = _arch_config(oc, src.arch)
+        context = int(config.get("text_cfg", {}).get("context_length", 77))
+        if max_length is not None and max_length != context:
+            raise ModelError(
+                f"{label}: open_clip text towers take their fixed context length ({context} "
+                f"tokens for {src.arch}); max_length={max_length} is not supported"
+            )
+        self.arch = src.arch
+        self.pretrained = src.tag
+        self.arch_quick_gelu = bool(config.get("quick_gelu", False))
+        trained: bool | None = None
+        if src.kind != "local":
+            if not _registry_knows_activations(oc) and parsed.quick_gelu is None:
+                raise ModelError(
+                    f"{label}: open_clip {getattr(oc, '__version__', '?')} does not record which "
+                    f"activation its pretrained weights were trained with; upgrade it "
+                    f"(open_clip_torch>={MIN_OPEN_CLIP}) or add quick_gelu=true|false"
+                )
+            trained = bool(src.entry.get("quick_gelu", False))
+        self.trained_quick_gelu = trained
+        self.quick_gelu = resolve_quick_gelu(
+            label=label,
+            arch=src.arch,
+            arch_quick_gelu=self.arch_quick_gelu,
+            trained_quick_gelu=trained,
+            option=parsed.quick_gelu,
+            right_arch=_right_arch(oc, src.arch, trained) if trained is not None else None,
+            tag=src.tag,
+        )
+        self.context_length = context
+        self.image_config = self._image_config(oc, config, src)
+        super().__init__(
+            parsed,  # type: ignore[arg-type]
+            source=src,  # type: ignore[arg-type]
+            device=device,
+            dtype=dtype,
+            offline=offline,
+            name=label,
+        )
+        self._offline = offline
+        self._tokenizer: Any = None
+        self._transform: Any = None
+
+    @staticmethod
+    def _image_config(oc: Any, config: dict[str, Any], src: OpenClipSource) -> dict[str, Any]:
+        """open_clip's eval preprocessing config for this model (no weights needed)."""
+        from open_clip.transform import PreprocessCfg
+
+        out: dict[str, Any] = asdict(PreprocessCfg())
+        size = config.get("vision_cfg", {}).get("image_size")
+        if size is not None:
+            out["size"] = size
+        for key in _TAG_PREPROCESS_KEYS:
+            if src.entry.get(key) is not None:
+                out[key] = src.entry[key]
+        for key, value in out.items():  # JSON-friendly (the fingerprint holds it)
+            if isinstance(value, tuple):
+                out[key] = list(value)
+        return out
+
+    # -- fingerprint and metadata -------------------------------------------------------------
+    def _fingerprint_options(self) -> dict[str, Any]:
+        return {
+            "arch": self.arch,
+            "pretrained": self.pretrained,
+            "quick_gelu": self.quick_gelu,
+            "activation": activation_name(self.quick_gelu),
+            "image": {"transform": "open_clip eval", **self.image_config},
+        }
+
+    def describe(self) -> dict[str, Any]:
+        out = super().describe()
+        out.update(
+            arch=self.arch,
+            pretrained=self.pretrained,
+            quick_gelu=self.quick_gelu,
+            trained_quick_gelu=self.trained_quick_gelu,
+            context_length=self.context_length,
+        )
+        return out
+
+    # -- pickling (DataLoader workers need only the transform) ---------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_model"] = None
+        state["_tokenizer"] = None
+        return state
+
+    # -- loading --------------------------------------------------------------------------------
+    def _weights(self, oc: Any) -> str:
+        src: OpenClipSource = self.source  # type: ignore[assignment]
+        if src.kind == "local":
+            assert src.path is not None
+            return str(src.path)
+        offline = paths.offline() if self._offline is None else self._offline
+        if offline:
+            hit = _cached_tag_weights(src.entry)
+            if hit is None:
+                where = src.entry.get("hf_hub") or src.entry.get("url") or "?"
+                raise ModelError(
+                    f"{self.name}: the weights of {src.arch}/{src.tag} ({where}) are not in the "
+                    f"local cache and lexsem is offline. To fix: run once with network access "
+                    f"(unset LEXSEM_OFFLINE and HF_HUB_OFFLINE), or pass a downloaded "
+                    f"checkpoint as openclip:{src.arch}@/path/to/checkpoint"
+                )
+            return hit
+        try:
+            path = oc.download_pretrained(src.entry)
+        except Exception as exc:
+            raise ModelError(
+                f"{self.name}: could not download the weights of {src.arch}/{src.tag}: {exc}"
+            ) from exc
+        if not path:
+            raise ModelError(f"{self.name}: the registry entry of {src.arch}/{src.tag} has no file")
+        return str(path)
+
+    def _load(self) -> Any:
+        oc = import_open_clip()
+        weights = self._weights(oc)
+        extra: dict[str, Any] = {}
+        if self.quick_gelu != self.arch_quick_gelu:
+            extra["quick_gelu"] = self.quick_gelu  # model kwargs override the arch config
+        pp = self.image_config
+        try:
+            model, _, transform = oc.create_model_and_transforms(
+                self.arch,
+                pretrained=weights,
+                precision=self.dtype,
+                device=self.device,
+                image_mean=tuple(pp["mean"]),
+                image_std=tuple(pp["std"]),
+                image_interpolation=pp["interpolation"],
+                image_resize_mode=pp["resize_mode"],
+                **extra,
+            )
+        except (
+            RuntimeError,
+            OSError,
+            ValueError,
+            KeyError,
+            TypeError,
+            pickle.UnpicklingError,  # not a checkpoint (weights_only torch.load)
+            AssertionError,  # open_clip asserts when a checkpoint does not fit the arch
+        ) as exc:
+            raise ModelError(
+                f"could not load open_clip model {self.name!r} ({self.arch} from {weights}): {exc}"
+            ) from exc
+        got = dict(getattr(model.visual, "preprocess_cfg", {}) or {})
+        if got and _size2(got.get("size")) != _size2(pp["size"]):
+            raise ModelError(
+                f"{self.name}: the model's image size {got.get('size')} differs from its "
+                f"config's {pp['size']}"
+            )
+        model.eval()
+        self._transform = transform
+        self._tokenizer = oc.get_tokenizer(self.arch)
+        return model
+
+    def _ensure_loaded(self) -> Any:
+        if self._model is None:
+            self._model = self._load()
+        return self._model
+
+    # -- text -----------------------------------------------------------------------------------
+    @property
+    def tokenizer(self) -> Any:
+        """open_clip's tokenizer for the arch (`open_clip.get_tokenizer`); no weights needed."""
+        if self._tokenizer is None:
+            self._tokenizer = import_open_clip().get_tokenizer(self.arch)
+        return self._tokenizer
+
+    def _encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:
+        import torch
+
+        model = self._model
+        formatted = [self.spec.format_text(t) for t in texts]
+        out: list[np.ndarray] = []
+        with torch.inference_mode():
+            for start in range(0, len(formatted), batch_size):
+                tokens = self.tokenizer(formatted[start : start + batch_size])
+                emb = model.encode_text(tokens.to(self.device))
+                out.append(emb.to(torch.float32).cpu().numpy())
+        return np.concatenate(out, axis=0)
+
+    # -- images ---------------------------------------------------------------------------------
+    @property
+    def image_transform(self) -> Any:
+        """open_clip's eval transform (PIL image → CPU float32 tensor); no weights needed."""
+        if self._transform is None:
+            import_open_clip()
+            from open_clip.transform import PreprocessCfg, image_transform_v2
+
+            cfg = dict(self.image_config)
+            for key in ("size", "mean", "std"):
+                if isinstance(cfg[key], list):
+                    cfg[key] = tuple(cfg[key])
+            self._transform = image_transform_v2(PreprocessCfg(**cfg), is_train=False)
+        return self._transform
+
+    def preprocess(self, image: Any) -> Any:
+        """One RGB PIL image → the model's input tensor (C, H, W), float32 on the CPU."""
+        return self.image_transform(image)
+
+    def encode_images(self, batch: Any) -> np.ndarray:
+        """float32 (n, d) raw image embeddings of a stacked batch of `preprocess` outputs."""
+        import torch
+
+        if isinstance(batch, np.ndarray):
+            batch = torch.from_numpy(batch)
+        if not isinstance(batch, torch.Tensor):
+            raise TypeError(f"encode_images takes a tensor batch, got {type(batch).__name__}")
+        n = int(batch.shape[0])
+        if n == 0:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        model = self._ensure_loaded()
+        from open_clip import get_input_dtype
+
+        dtype = get_input_dtype(self.dtype) or torch.float32
+        with torch.inference_mode():
+            emb = model.encode_image(batch.to(device=self.device, dtype=dtype))
+        out = np.ascontiguousarray(emb.to(torch.float32).cpu().numpy(), dtype=np.float32)
+        if out.ndim != 2 or out.shape[0] != n:
+            raise ModelError(f"{self.name}: got image embeddings of shape {out.shape} for {n}")
+        self._dim = out.shape[1]
+        return out
+
+
+def _size2(size: Any) -> tuple[int, int]:
+    if isinstance(size, (list, tuple)):
+        return (int(size[0]), int(size[-1]))
+    return (int(size), int(size))
