@@ -162,3 +162,12 @@ def test_synthetic_with_t2t_synonym() -> None:
     run = evaluate(BagOfWordsEncoder(), ["synthetic"], tasks=["t2t"], n_boot=0)
     assert run.record.config.tasks == ["tot"]
     assert {r.subset for r in run.record.results} >= {"swap_att", MICRO, MACRO}
+
+
+def test_single_subset_run_answers_for_its_aggregate() -> None:
+    run = evaluate(BagOfWordsEncoder(), ["synthetic/swap_att"], n_boot=0)
+    assert {r.subset for r in run.record.results} == {"swap_att"}  # no aggregates of one subset
+    one = run.accuracy("synthetic", "tot", "swap_att")
+    assert run.accuracy("synthetic", "tot") == one == run.accuracy("synthetic", "tot", MACRO)
+    with pytest.raises(KeyError, match="no result for synthetic/swap_obj"):
+        run.accuracy("synthetic", "tot", "swap_obj")

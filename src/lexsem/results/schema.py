@@ -97,9 +97,17 @@ class RunRecord(_Model):
     def result(
         self, benchmark: str, metric: str, subset: str, task: str | None = None
     ) -> MetricResult:
-        for r in self.results:
-            if (r.benchmark, r.metric, r.subset) == (benchmark, metric, subset) and (
-                task is None or r.task == task
-            ):
+        """The result of one metric on one subset (or `_micro` / `_macro`). A benchmark run on a
+        single subset has no aggregates: asking for `_micro` / `_macro` gives that subset."""
+        found = [
+            r
+            for r in self.results
+            if (r.benchmark, r.metric) == (benchmark, metric) and (task is None or r.task == task)
+        ]
+        for r in found:
+            if r.subset == subset:
                 return r
+        plain = [r for r in found if not r.subset.startswith("_")]
+        if subset in {"_micro", "_macro"} and len(plain) == 1:
+            return plain[0]
         raise KeyError(f"no result for {benchmark}/{subset} {metric}")
