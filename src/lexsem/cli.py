@@ -60,6 +60,7 @@ class TieChoice(str, Enum):
 class Format(str, Enum):
     md = "md"
     csv = "csv"
+    latex = "latex"
 
 
 def _slug(text: str) -> str:
@@ -228,23 +229,96 @@ def validate(
 @app.command()
 @_friendly
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders or run.json files.")],
-    fmt: Annotated[Format, typer.Option("--format", "-f")] = Format.md,
+    runs: Annotated[list[Path], typer.Argument(help="Run folders (model runs and blind runs).")],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="md, csv or latex.")] = Format.md,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs.")] = False,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the table here.")] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write one self-contained HTML page with the analyses."),
+    ] = None,
+    data_dir: DataDir = None,
+    cache_dir: CacheDir = None,
+    baseline: Annotated[
+        str | None, typer.Option(help="Baseline model for the cross-benchmark arrows.")
+    ] = None,
+    parser: Annotated[
+        str | None,
+        typer.Option(help="Constituency parser for syntactic similarity / SLS (e.g. stanza)."),
+    ] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    title: Annotated[str, typer.Option(help="Title of the HTML page.")] = "lexsem report",
 ) -> None:
-    """Paper-style tables (rows: models; columns: subsets or metrics) from run folders."""
+    """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
+    priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
-    from lexsem.report.tables import build_tables, to_csv, to_markdown
-    from lexsem.results.store import load_run
+    from lexsem.report.tables import build_tables, to_csv, to_latex, to_markdown
+    from lexsem.results.run import Run
 
-    tables = build_tables([load_run(r) for r in runs], ci=ci)
-    text = to_markdown(tables) if fmt is Format.md else to_csv(tables)
+    loaded = [Run.load(r) for r in runs]
+    tables = build_tables([r.record for r in loaded], ci=ci)
+    render = {Format.md: to_markdown, Format.csv: to_csv, Format.latex: to_latex}[fmt]
+    text = render(tables)
     if out is None:
         typer.echo(text, nl=False)
     else:
         with atomic_open(out, "w", encoding="utf-8") as fh:
             fh.write(text)
+    if html is not None:
+        from lexsem.report.analyses import ReportOptions, build_report
+
+        opt = ReportOptions(
+            data_dir=data_dir,
+            cache_dir=cache_dir,
+            baseline=baseline,
+            parser=parser,
+            n_boot=n_boot,
+            seed=seed,
+        )
+        page = build_report(loaded, opt, title=title)
+        with atomic_open(html, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        typer.echo(f"HTML report written to {html}", err=True)
+
+
+@app.command()
+@_friendly
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="Run folder A.")],
+    run_b: Annotated[Path, typer.Argument(help="Run folder B.")],
+    benchmark: Annotated[
+        list[str] | None, typer.Option("--benchmark", "-b", help="Default: all shared.")
+    ] = None,
+    metric: Annotated[str | None, typer.Option(help="Metric (default: each main metric).")] = None,
+) -> None:
+    """Exact McNemar test of two runs on the paired per-item hits of each shared benchmark."""
+    from lexsem.analysis.compare import mcnemar
+    from lexsem.report.analyses import main_metrics
+    from lexsem.results.run import Run
+
+    a, b = Run.load(run_a), Run.load(run_b)
+    shared = [
+        x.name for x in a.record.benchmarks if x.name in {y.name for y in b.record.benchmarks}
+    ]
+    benches = benchmark or shared
+    if not benches:
+        raise LexsemError("the two runs share no benchmark")
+    typer.echo("| benchmark | metric | items | A | B | A only | B only | p |")
+    typer.echo("|---|---|---:|---:|---:|---:|---:|---:|")
+    for bench in benches:
+        metrics = (
+            [metric]
+            if metric
+            else [m for m in main_metrics(a, bench) if m in main_metrics(b, bench)]
+        )
+        for m in metrics:
+            r = mcnemar(a, b, bench, m)
+            typer.echo(
+                f"| {bench} | {m} | {r.n} | {r.accuracy_a:.2f} | {r.accuracy_b:.2f} | {r.b} | "
+                f"{r.c} | {r.p_value:.3g} |"
+            )
+    typer.echo(f"A = {a.record.model.name}, B = {b.record.model.name}; exact McNemar (two-sided).")
 
 
 class ListWhat(str, Enum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -120,3 +121,49 @@ def to_csv(tables: Sequence[Table]) -> str:
             for h, v in zip(t.headers[1:], row[1:], strict=True):
                 w.writerow([t.title, row[0], h, v])
     return buf.getvalue()
+
+
+def to_latex(tables: Sequence[Table]) -> str:
+    """One booktabs `table` float per table (caption, `tabular`, notes as a footnote-size
+    paragraph). LaTeX specials in every cell, header, title and note are escaped. Needs
+    `\\usepackage{booktabs}`."""
+    specials = {
+        "\\": r"\textbackslash{}",
+        "&": r"\&",
+        "%": r"\%",
+        "$": r"\$",
+        "#": r"\#",
+        "_": r"\_",
+        "{": r"\{",
+        "}": r"\}",
+        "~": r"\textasciitilde{}",
+        "^": r"\textasciicircum{}",
+        "<": r"\textless{}",
+        ">": r"\textgreater{}",
+        "|": r"\textbar{}",
+    }
+    pattern = re.compile("|".join(map(re.escape, specials)))
+
+    def tex(text: str) -> str:
+        return pattern.sub(lambda m: specials[m.group(0)], str(text))
+
+    parts = []
+    for t in tables:
+        ncols = len(t.headers)
+        lines = [
+            r"\begin{table}[htbp]",
+            r"\centering",
+            rf"\caption{{{tex(t.title)}}}",
+            rf"\begin{{tabular}}{{l{'r' * (ncols - 1)}}}",
+            r"\toprule",
+            " & ".join(tex(h) for h in t.headers) + r" \\",
+            r"\midrule",
+        ]
+        lines += [" & ".join(tex(c) for c in row) + r" \\" for row in t.rows]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        if t.notes:
+            notes = r"\par ".join(tex(n) for n in t.notes)
+            lines.append(rf"\par\smallskip{{\footnotesize {notes}\par}}")
+        lines.append(r"\end{table}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,567 @@
+"""The analysis sections of the HTML report: linguistic priors, lexical / syntactic similarity,
+comparisons between runs and qualitative cases, built from any set of runs.
+
+`analysis_sections(runs, options)` sorts the runs into *blind runs* (text scorers: task `blind`)
+and *model runs* (everything else) and returns one `Section` per analysis that the runs allow:
+
+- Linguistic priors (paper 004; SugarCrepe++ App. I) — needs ≥ 1 blind run: blind accuracy per
+  scorer (and AVG of all blind scorers), hard-test accuracy and linguistic gap of every model
+  run on the hard items of the averaged blind predictor, the 10 × 10 prior map per model, and
+  the score-gap histograms.
+- Lexical and syntactic similarity (SugarCrepe++ App. D, VISLA App. C.1) — per triplet / pair
+  benchmark of the runs, read from the benchmark files: normalised Levenshtein similarity,
+  token Jaccard, edit-distance histograms; with a constituency parser also the tree-kernel
+  similarity and SLS.
+- Comparing runs — exact McNemar tests between every two models on each benchmark's main
+  metric, and the cross-benchmark ranking (SugarCrepe++ Table 6) with rank scatter plots.
+- Qualitative cases (SugarCrepe++ App. H) — where models pass ITT but fail TOT (and the
+  other cases), with the captions.
+
+An analysis that the runs do not allow (no blind run, a single model, data files not at hand)
+is left out, with a line saying why in the section's text. `build_report` gives the whole page.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lexsem.analysis import compare, priors, qualitative, similarity
+from lexsem.data.items import PairItem, TripletItem
+from lexsem.errors import LexsemError
+from lexsem.metrics.tasks import TASKS
+from lexsem.report.html import Section, render_html, runs_metadata, runs_overview_sections
+from lexsem.report.tables import Table, label
+from lexsem.results.run import Run
+
+BLIND = "blind"
+# (metric a, metric b) pairs for the qualitative cases, in order of preference
+_CASE_PAIRS = (("itt", "tot"), ("i2t", "t2t"), ("p1n", "p2n"))
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    """What the analyses read and how they compute (defaults: the papers')."""
+
+    data_dir: str | Path | None = None  # benchmark files (else the cache / a download)
+    cache_dir: str | Path | None = None
+    offline: bool | None = None
+    baseline: str | None = None  # model label for ↑/↓ (default: the first model)
+    parser: str | None = None  # constituency parser for syntactic similarity / SLS
+    n_boot: int = 1000
+    seed: int = 0
+    prior_bins: int = 10
+    prior_min_items: int = 10
+    qualitative_rows: int = 8  # example items shown per case
+    max_prior_maps: int = 8  # prior-map figures per benchmark (one per model)
+
+
+def is_blind(run: Run) -> bool:
+    """A run of a blind text scorer (its only task is `blind`)."""
+    return bool(run.record.config.tasks) and set(run.record.config.tasks) == {BLIND}
+
+
+def split_runs(runs: Sequence[Run]) -> tuple[list[Run], list[Run]]:
+    """(model runs, blind runs)."""
+    return [r for r in runs if not is_blind(r)], [r for r in runs if is_blind(r)]
+
+
+def _benchmarks(runs: Sequence[Run]) -> list[str]:
+    return list(dict.fromkeys(b.name for r in runs for b in r.record.benchmarks))
+
+
+def main_metrics(run: Run, benchmark: str) -> list[str]:
+    """The main metric of each task the run has on `benchmark` (`tot`, `itt`, `acc`, ...)."""
+    out = []
+    for task in run.record.config.tasks:
+        spec = TASKS.get(task)
+        if spec is None or task == BLIND:
+            continue
+        m = spec.metrics[0]
+        if compare.has_metric(run, benchmark, m) and m not in out:
+            out.append(m)
+    return out
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    if x is None or not np.isfinite(x):
+        return "–"
+    return f"{x:.{digits}f}"
+
+
+def _ci(lo: float | None, hi: float | None) -> str:
+    if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+        return ""
+    return f" [{lo:.1f}, {hi:.1f}]"
+
+
+def _plots() -> Any:
+    try:
+        from lexsem.report import plots
+    except ImportError:  # matplotlib missing: tables only
+        return None
+    return plots
+
+
+# -- linguistic priors ----------------------------------------------------------------------------
+
+
+def _blind_accuracy_table(
+    blind: Sequence[Run], bench: str, avg: priors.BlindScores | None
+) -> Table:
+    t = Table(
+        f"{bench}: blind text scorers (the caption judged alone, no image)",
+        ["scorer", "direction", "subset", "items", "accuracy (%)", "ties"],
+    )
+    for run in blind:
+        lower = priors.scorer_lower_is_better(run)
+        direction = {True: "lower is better", False: "higher is better"}.get(lower, "unknown")  # type: ignore[arg-type]
+        for r in run.record.results:
+            if r.benchmark == bench and r.metric == BLIND:
+                t.rows.append(
+                    [run.record.model.name, direction, label(r.subset), str(r.n),
+                     _fmt(r.accuracy) + _ci(r.ci_low, r.ci_high), str(r.ties)]
+                )  # fmt: skip
+    if avg is not None and len(avg.scorers) > 1:
+        h = avg.hits()
+        acc = 100.0 * float(np.mean(h.hits)) if len(avg) else float("nan")
+        t.rows.append(
+            [f"AVG ({', '.join(avg.scorers)})", "mean of oriented scores", "micro",
+             str(len(avg)), _fmt(acc), str(int(np.sum(h.ties)))]
+        )  # fmt: skip
+    t.notes.append(
+        "A triplet is solved when N gets the worst score of the three (chance 33.3%), a pair "
+        "when C+ beats C− (chance 50%); a tie is a miss."
+    )
+    return t
+
+
+def _priors_for(
+    bench: str, blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions
+) -> Section:
+    plots = _plots()
+    sec = Section(bench)
+    notes: list[str] = []
+    try:
+        avg = priors.blind_scores(list(blind), bench)
+    except LexsemError as exc:
+        avg = None
+        notes.append(f"- The blind runs cannot be averaged: {exc}")
+    sec.tables.append(_blind_accuracy_table(blind, bench, avg))
+    if avg is None:
+        sec.text = "\n".join(notes)
+        return sec
+    hard = priors.hard_items(list(blind), bench)
+    scorers = ", ".join(avg.scorers)
+    gap_table = Table(
+        f"{bench}: hard-test accuracy and linguistic gap (hard items: the {len(hard)} of "
+        f"{len(avg)} items the blind predictor [{scorers}] gets wrong)",
+        ["model", "metric", "accuracy (%)", "hard-test accuracy (%)", "linguistic gap (pp)",
+         "hard items"],
+    )  # fmt: skip
+    maps: list[tuple[str, Run, str]] = []
+    for run in models:
+        for metric in main_metrics(run, bench):
+            try:
+                gap = priors.linguistic_gap(
+                    run, hard, bench, metric, n_boot=opt.n_boot, seed=opt.seed
+                )
+            except LexsemError as exc:
+                notes.append(f"- {run.record.model.name} / {label(metric)}: {exc}")
+                continue
+            row, ht = gap.overall, gap.hard
+            gap_table.rows.append(
+                [run.record.model.name, label(metric), _fmt(row.accuracy),
+                 _fmt(ht.accuracy) + _ci(ht.ci_low, ht.ci_high),
+                 _fmt(row.gap) + _ci(row.ci_low, row.ci_high), str(row.n_hard)]
+            )  # fmt: skip
+            maps.append((run.record.model.name, run, metric))
+    gap_table.notes.append(
+        "Linguistic gap = accuracy on all items − accuracy on the hard items (paper 004); "
+        "brackets: bootstrap confidence intervals."
+    )
+    if gap_table.rows:
+        sec.tables.append(gap_table)
+    else:
+        notes.append("- No model run covers these items: no hard-test accuracy.")
+    if plots is not None:
+        for name, run, metric in maps[: opt.max_prior_maps]:
+            try:
+                pm = priors.prior_map(
+                    list(blind), run, bench, metric,
+                    bins=opt.prior_bins, min_items=opt.prior_min_items,
+                )  # fmt: skip
+            except LexsemError as exc:
+                notes.append(f"- prior map of {name}: {exc}")
+                continue
+            axis = "blind score"
+            if pm.scale == priors.RAW_LOWER:
+                lms = all(r.record.model.fingerprint.get("backend") == "lm" for r in blind)
+                axis = "perplexity" if lms else "blind score (lower = more plausible)"
+            png = plots.heatmap(
+                pm.accuracy.T,
+                pm.true_edges,
+                pm.false_edges,
+                counts=pm.counts.T,
+                title=f"{name} — {bench} {label(metric)}: prior map",
+                xlabel=f"true-caption {axis}",
+                ylabel=f"false-caption {axis}",
+            )
+            sec.figures.append(
+                (
+                    f"Prior map (paper 004, Fig. 1): accuracy (%) of {name} ({label(metric)}) per "
+                    f"block of true- and false-caption {axis} under [{scorers}], "
+                    f"{opt.prior_bins} equal-width bins per axis; blocks with fewer than "
+                    f"{opt.prior_min_items} items are grey.",
+                    png,
+                )
+            )
+        if len(maps) > opt.max_prior_maps:
+            notes.append(f"- Prior maps shown for the first {opt.max_prior_maps} model metrics.")
+        series = {}
+        for run in blind:
+            try:
+                series[run.record.model.name] = priors.score_gaps(run, bench).gap
+            except LexsemError as exc:
+                notes.append(f"- score gap of {run.record.model.name}: {exc}")
+        if series:
+            png = plots.histograms(
+                series,
+                f"{bench}: blind score gap (positive − negative)",
+                "score gap (oriented: > 0 = positive more plausible)",
+            )
+            sec.figures.append(
+                (
+                    "Score gap per item (SugarCrepe++ App. I): ½(V(P1)+V(P2)) − V(N) for "
+                    "triplets, V(C+) − V(C−) for pairs, on each scorer's oriented score "
+                    "(perplexity negated). A benchmark free of language bias centres it on 0.",
+                    png,
+                )
+            )
+    sec.text = "\n".join(notes)
+    return sec
+
+
+def priors_section(blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions) -> Section:
+    sec = Section("Linguistic priors")
+    if not blind:
+        sec.text = (
+            "No blind run given. Add one or more runs of a text scorer (e.g. "
+            "`lexsem eval -m lm:gpt2 -b ...`) to see blind accuracy, hard-test accuracy, the "
+            "linguistic gap, prior maps and score gaps."
+        )
+        return sec
+    sec.text = (
+        "How much of each benchmark a text-only (blind) scorer solves, and how each model does "
+        "on the items that scorer gets wrong (paper 004). With several blind runs the predictor "
+        "is their average (AVG_LM)."
+    )
+    benches = [b for b in _benchmarks(blind) if all(b in _benchmarks([r]) for r in blind)]
+    for bench in benches:
+        with_bench = [r for r in models if bench in _benchmarks([r])]
+        sec.subsections.append(_priors_for(bench, blind, with_bench, opt))
+    return sec
+
+
+# -- similarity ----------------------------------------------------------------------------------
+
+
+def _load_items(bench: str, opt: ReportOptions) -> list[Any]:
+    from lexsem.data.load import load_benchmark
+
+    loaded = load_benchmark(
+        bench, data_dir=opt.data_dir, cache_root=opt.cache_dir, offline=opt.offline
+    )
+    return list(loaded.items)
+
+
+def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section | None:
+    if not items or not (
+        all(isinstance(i, TripletItem) for i in items)
+        or all(isinstance(i, PairItem) for i in items)
+    ):
+        return None
+    plots = _plots()
+    sec = Section(bench)
+    lex = similarity.pairwise_lexical(items)
+    jac = similarity.pairwise_lexical(items, measure="jaccard")
+    dist = similarity.pairwise_lexical(items, measure="distance")
+    t = Table(
+        f"{bench}: lexical similarity per caption pair ({len(items)} items)",
+        ["pair", "measure", "mean", "q1", "median", "q3"],
+    )
+    measures = [("lexical (1 − NLD)", lex), ("token Jaccard", jac), ("edit distance", dist)]
+    for name, scores in measures:
+        for pair, d in similarity.describe(scores).items():
+            if d.get("n", 0) == 0:
+                continue
+            digits = 1 if name == "edit distance" else 3
+            t.rows.append(
+                [pair, name, *(_fmt(d[k], digits) for k in ("mean", "q1", "median", "q3"))]
+            )
+    t.notes.append(
+        "Lexical similarity: 1 − GLD / max(|X|, |Y|) over characters, the form that reproduces "
+        "SugarCrepe++ Table 9 (docs/similarity.md); edit distance: characters."
+    )
+    sec.tables.append(t)
+    notes = []
+    syn = None
+    if opt.parser:
+        from lexsem.analysis.parsers import CachingParser, get_parser
+
+        try:
+            parser = CachingParser(get_parser(opt.parser), True)
+            syn = similarity.pairwise_syntactic(items, parser)
+        except LexsemError as exc:
+            notes.append(f"- Syntactic similarity left out: {exc}")
+    else:
+        notes.append(
+            "- Syntactic similarity and SLS need a constituency parser: `--parser stanza` (or "
+            "benepar / corenlp)."
+        )
+    if syn is not None:
+        st = Table(
+            f"{bench}: syntactic similarity (tree kernel) and SLS",
+            ["pair", "measure", "mean", "q1", "median", "q3"],
+        )
+        sls = {k: np.asarray(similarity.sls(lex[k], syn[k])) for k in lex}
+        for name, scores in (("syntactic", syn), ("SLS", sls)):
+            for pair, d in similarity.describe(scores).items():
+                st.rows.append(
+                    [pair, name, *(_fmt(d[k], 3) for k in ("mean", "q1", "median", "q3"))]
+                )
+        sec.tables.append(st)
+    if plots is not None:
+        sec.figures.append(
+            (
+                "Lexical similarity of each caption pair (SugarCrepe++ Fig. 6 layout): boxes "
+                "give quartiles, whiskers 1.5 IQR, the diamond the mean.",
+                plots.box_plots(lex, f"{bench}: lexical similarity", "1 − NLD (characters)"),
+            )
+        )
+        sec.figures.append(
+            (
+                "Character edit distance of each caption pair (VISLA Fig. 8).",
+                plots.histograms(dist, f"{bench}: edit distance", "characters", vline=None),
+            )
+        )
+        if syn is not None:
+            sls = {k: np.asarray(similarity.sls(lex[k], syn[k])) for k in lex}
+            sec.figures.append(
+                (
+                    "SLS = lexical × syntactic similarity per caption pair (SugarCrepe++ Fig. 6).",
+                    plots.box_plots(sls, f"{bench}: SLS", "SLS"),
+                )
+            )
+    sec.text = "\n".join(notes)
+    return sec
+
+
+def similarity_section(runs: Sequence[Run], opt: ReportOptions) -> Section:
+    sec = Section(
+        "Lexical and syntactic similarity",
+        "How different the captions of each item are in form (SugarCrepe++ App. D, VISLA "
+        "App. C.1): a benchmark whose negatives are lexically closer to the positive than the "
+        "paraphrase is tests meaning, not words.",
+    )
+    notes = []
+    for bench in _benchmarks(runs):
+        try:
+            items = _load_items(bench, opt)
+        except LexsemError as exc:
+            notes.append(f"- {bench}: benchmark files not at hand ({exc})")
+            continue
+        sub = _similarity_for(bench, items, opt)
+        if sub is None:
+            notes.append(f"- {bench}: not triplets or pairs; no caption-pair similarity.")
+        else:
+            sec.subsections.append(sub)
+    if notes:
+        sec.text += "\n\n" + "\n".join(notes)
+    return sec
+
+
+# -- comparing runs ------------------------------------------------------------------------------
+
+
+def _models_by_metric(models: Sequence[Run]) -> dict[tuple[str, str], list[Run]]:
+    out: dict[tuple[str, str], list[Run]] = {}
+    for run in models:
+        for bench in _benchmarks([run]):
+            for m in main_metrics(run, bench):
+                out.setdefault((bench, m), []).append(run)
+    return out
+
+
+def comparison_section(models: Sequence[Run], opt: ReportOptions) -> Section:
+    plots = _plots()
+    sec = Section("Comparing runs")
+    by = _models_by_metric(models)
+    mc = Table(
+        "Exact McNemar tests on the paired per-item hits",
+        ["benchmark", "metric", "model A", "model B", "items", "acc A (%)", "acc B (%)",
+         "A only", "B only", "p"],
+    )  # fmt: skip
+    notes = []
+    for (bench, metric), runs in by.items():
+        for a, b in itertools.combinations(runs, 2):
+            try:
+                r = compare.mcnemar(a, b, bench, metric)
+            except LexsemError as exc:
+                notes.append(f"- McNemar {a.record.model.name} vs {b.record.model.name}: {exc}")
+                continue
+            mc.rows.append(
+                [bench, label(metric), r.model_a, r.model_b, str(r.n), _fmt(r.accuracy_a),
+                 _fmt(r.accuracy_b), str(r.b), str(r.c), f"{r.p_value:.3g}"]
+            )  # fmt: skip
+    mc.notes.append(
+        "A only / B only: items one model gets right and the other wrong; p: two-sided exact "
+        "binomial test of A only vs B only (SPEC §6)."
+    )
+    if mc.rows:
+        sec.tables.append(mc)
+    refs = [k for k, v in by.items() if len(v) >= 2]
+    for ra, rb in itertools.combinations(refs, 2):
+        try:
+            cb = compare.cross_benchmark(models, ra, rb, baseline=opt.baseline)
+        except LexsemError as exc:
+            notes.append(f"- {ra[0]} {label(ra[1])} vs {rb[0]} {label(rb[1])}: {exc}")
+            continue
+        if len(cb.table) < 2:
+            continue
+        name_a, name_b = f"{ra[0]} {label(ra[1])}", f"{rb[0]} {label(rb[1])}"
+        t = Table(
+            f"Cross-benchmark: {name_a} vs {name_b} (baseline: {cb.baseline})",
+            ["model", f"{name_a} (%)", "rank", "vs baseline", f"{name_b} (%)", "rank",
+             "vs baseline"],
+        )  # fmt: skip
+        for row in cb.table.itertuples(index=False):
+            t.rows.append(
+                [row.model, _fmt(row.acc_a), str(row.rank_a), row.vs_baseline_a,
+                 _fmt(row.acc_b), str(row.rank_b), row.vs_baseline_b]
+            )  # fmt: skip
+        t.notes.append(
+            f"Spearman ρ = {_fmt(cb.spearman, 3)} (p = {_fmt(cb.spearman_p, 3)}), Kendall τ-b = "
+            f"{_fmt(cb.kendall, 3)} (p = {_fmt(cb.kendall_p, 3)}); ↑/↓: above/below the "
+            "baseline model (SugarCrepe++ Table 6)."
+        )
+        sec.tables.append(t)
+        if plots is not None and len(cb.table) >= 2:
+            png = plots.rank_scatter(
+                cb.table["acc_a"].tolist(),
+                cb.table["acc_b"].tolist(),
+                cb.table["model"].tolist(),
+                f"{name_a} vs {name_b}",
+                f"{name_a} accuracy (%)",
+                f"{name_b} accuracy (%)",
+            )
+            sec.figures.append((f"Accuracy of each model on {name_a} and on {name_b}.", png))
+    if not sec.tables:
+        notes.insert(0, "- Comparisons need at least two models on the same benchmark.")
+    sec.text = "\n".join(notes)
+    return sec
+
+
+# -- qualitative ---------------------------------------------------------------------------------
+
+
+def _case_pair(models: Sequence[Run], bench: str) -> tuple[str, str] | None:
+    for a, b in _CASE_PAIRS:
+        for run in models:
+            if compare.has_metric(run, bench, a) and compare.has_metric(run, bench, b):
+                return a, b
+    return None
+
+
+def qualitative_section(models: Sequence[Run], opt: ReportOptions) -> Section:
+    sec = Section(
+        "Qualitative cases",
+        "Items grouped by what most models do on two metrics of the same item (SugarCrepe++ "
+        "App. H): e.g. pass ITT (image) but fail TOT (text only).",
+    )
+    notes = []
+    for bench in _benchmarks(models):
+        pair = _case_pair(models, bench)
+        if pair is None:
+            continue
+        a, b = pair
+        runs = [r for r in models if bench in _benchmarks([r])]
+        try:
+            df = qualitative.qualitative_cases(
+                runs, bench, metric_a=a, metric_b=b, data_dir=opt.data_dir, allow_partial=True
+            )
+        except LexsemError as exc:
+            try:  # the captions need the benchmark files: without them, ids only
+                df = qualitative.qualitative_cases(
+                    runs, bench, metric_a=a, metric_b=b, captions=False, allow_partial=True
+                )
+                notes.append(f"- {bench}: captions not shown ({exc})")
+            except LexsemError as exc2:
+                notes.append(f"- {bench}: {exc2}")
+                continue
+        counts = Table(
+            f"{bench}: items per case ({label(a)} vs {label(b)}, {len(df.attrs.get('models', []))} "
+            "models)",
+            ["case", "items", "share (%)"],
+        )
+        for case, n in df["case"].value_counts().items():
+            counts.rows.append([str(case), str(n), _fmt(100.0 * n / len(df), 1)])
+        sub = Section(f"{bench}", tables=[counts])
+        text_cols = [c for c in ("p1", "p2", "n", "pos", "neg") if c in df.columns]
+        for case in qualitative.case_names(a, b)[:2]:
+            rows = df[df["case"] == case].head(opt.qualitative_rows)
+            if rows.empty:
+                continue
+            ex = Table(
+                f"{bench}: examples — {case}",
+                ["subset", "item", *text_cols, f"pass {label(a)}", f"pass {label(b)}"],
+            )
+            for r in rows.to_dict("records"):
+                ex.rows.append(
+                    [str(r["subset"]), str(r["item_id"]), *(str(r[c]) for c in text_cols),
+                     _fmt(100 * r[f"frac_pass_{a}"], 0) + "%",
+                     _fmt(100 * r[f"frac_pass_{b}"], 0) + "%"]
+                )  # fmt: skip
+            sub.tables.append(ex)
+        sec.subsections.append(sub)
+    if not sec.subsections:
+        notes.append(
+            "- No benchmark has two comparable metrics on the same items in these runs (ITT and "
+            "TOT, I2T and T2T, or P1-N and P2-N)."
+        )
+    if notes:
+        sec.text += "\n\n" + "\n".join(notes)
+    return sec
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+
+def analysis_sections(runs: Sequence[Run], opt: ReportOptions | None = None) -> list[Section]:
+    """Linguistic priors, similarity, comparisons and qualitative cases for these runs."""
+    opt = opt or ReportOptions()
+    models, blind = split_runs(runs)
+    return [
+        priors_section(blind, models, opt),
+        similarity_section(runs, opt),
+        comparison_section(models, opt),
+        qualitative_section(models, opt),
+    ]
+
+
+def build_report(
+    runs: Sequence[Run], opt: ReportOptions | None = None, *, title: str = "lexsem report"
+) -> str:
+    """The whole self-contained HTML page: results tables and bars, the analyses, the runs and
+    their metadata."""
+    if not runs:
+        raise LexsemError("no runs given")
+    records = [r.record for r in runs]
+    overview = runs_overview_sections(records)
+    sections = [overview[0], *analysis_sections(runs, opt), *overview[1:]]
+    return render_html(title, sections, runs_metadata(records))

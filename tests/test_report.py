@@ -1,0 +1,335 @@
+"""The HTML report, its figures and the LaTeX tables."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+import sys
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import lexsem
+from fakes import BagOfWordsEncoder
+from lexsem.report import plots
+from lexsem.report.html import Section, render_html, runs_metadata, runs_overview_sections
+from lexsem.report.tables import Table, build_tables, to_latex
+from lexsem.results.schema import RunRecord
+
+EVIL = 'bow <script>alert("x")</script> & co'
+VOID = {"meta", "img", "br", "hr", "link", "input", "source", "col", "wbr", "area", "base"}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class Collector(HTMLParser):
+    """Checks nesting and collects ids, links, images, headings and table rows."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.starts: list[str] = []
+        self.ids: set[str] = set()
+        self.toc_links: list[str] = []
+        self.hrefs: list[str] = []
+        self.imgs: list[dict[str, str | None]] = []
+        self.headings: list[str] = []
+        self.tables: list[dict[str, list]] = []  # caption, rows of cell texts
+        self._text: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._row: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        self.starts.append(tag)
+        if a.get("id"):
+            assert a["id"] not in self.ids, f"duplicate id {a['id']}"
+            self.ids.add(a["id"])  # type: ignore[arg-type]
+        if tag == "img":
+            self.imgs.append(a)
+        if tag == "a":
+            self.hrefs.append(a.get("href") or "")
+            if "nav" in self.stack:
+                self.toc_links.append(a.get("href") or "")
+        if tag == "table":
+            self.tables.append({"caption": [], "rows": []})
+        if tag in {"h1", "h2", "h3", "h4", "h5", "h6", "caption"}:
+            self._text = []
+        if tag == "tr" and "tbody" in self.stack:
+            self._row = []
+        if tag in {"td", "th"} and self._row is not None:
+            self._cell = []
+        if tag not in VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in VOID:
+            self.errors.append(f"end tag for void <{tag}>")
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:] or 'nothing'}")
+            return
+        self.stack.pop()
+        if tag in {"h1", "h2", "h3", "h4", "h5", "h6"} and self._text is not None:
+            self.headings.append("".join(self._text).strip())
+            self._text = None
+        if tag == "caption" and self._text is not None:
+            self.tables[-1]["caption"] = "".join(self._text).strip()
+            self._text = None
+        if tag in {"td", "th"} and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell))
+            self._cell = None
+        if tag == "tr" and self._row is not None:
+            self.tables[-1]["rows"].append(self._row)
+            self._row = None
+
+    def handle_data(self, data: str) -> None:
+        if self._text is not None:
+            self._text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse(page: str) -> Collector:
+    p = Collector()
+    p.feed(page)
+    p.close()
+    assert not p.errors, p.errors
+    assert not p.stack, f"unclosed tags: {p.stack}"
+    return p
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(PNG_MAGIC)
+    with Image.open(io.BytesIO(data)) as im:
+        im.verify()
+    with Image.open(io.BytesIO(data)) as im:
+        assert im.format == "PNG"
+        im.load()
+        return im.size
+
+
+def titles(sections: list[Section]) -> list[str]:
+    out = []
+    for s in sections:
+        out += [s.title, *titles(s.subsections)]
+    return out
+
+
+# --- fixtures ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> list[RunRecord]:
+    base = tmp_path_factory.mktemp("report-runs")
+    recs = []
+    for dim, name in ((32, "bow32"), (64, EVIL)):
+        run = lexsem.evaluate(
+            BagOfWordsEncoder(dim, name),
+            ["synthetic"],
+            n_boot=100,
+            out=base / name[:5],
+            cache_dir=base / "cache",
+            offline=True,
+        )
+        recs.append(run.record)
+    return recs
+
+
+@pytest.fixture(scope="module")
+def heat() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    m = rng.uniform(0, 100, (10, 10))
+    m[rng.random((10, 10)) < 0.3] = np.nan
+    counts = np.where(np.isnan(m), 0, rng.integers(1, 500, (10, 10)))
+    return m, counts
+
+
+@pytest.fixture(scope="module")
+def page(runs: list[RunRecord], heat) -> tuple[str, list[Section]]:
+    m, counts = heat
+    extra = Section(
+        "Priors <&> 50% _x_",
+        "First paragraph with <b>markup</b> & an ampersand.\n\n- one\n- two",
+        figures=[
+            (
+                "Prior map <i>",
+                plots.heatmap(m, np.linspace(0, 1, 11), np.linspace(-5, 5, 11), counts),
+            )
+        ],
+        subsections=[Section("Same"), Section("Same")],  # duplicate titles, distinct anchors
+    )
+    sections = [*runs_overview_sections(runs), extra]
+    return render_html("lexsem <report>", sections, runs_metadata(runs)), sections
+
+
+# --- the HTML page ----------------------------------------------------------------------------
+
+
+def test_html_is_well_formed_and_self_contained(page) -> None:
+    html, _ = page
+    assert html.startswith("<!DOCTYPE html>")
+    p = parse(html)
+    assert p.starts.count("html") == p.starts.count("body") == 1
+    assert "script" not in p.starts and "link" not in p.starts and "iframe" not in p.starts
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)  # nothing external
+    assert "Content-Security-Policy" in html
+
+
+def test_toc_lists_every_section_with_working_anchors(page) -> None:
+    html, sections = page
+    p = parse(html)
+    all_titles = titles(sections)
+    assert len(p.toc_links) == len(all_titles) + 1  # + the metadata block
+    assert all(h.startswith("#") and h[1:] in p.ids for h in p.toc_links)
+    assert len(set(p.toc_links)) == len(p.toc_links)
+    headings = p.headings
+    assert headings[0] == "lexsem <report>"
+    for t in [*all_titles, "Metadata"]:
+        assert any(h.endswith(t) for h in headings), t
+    assert "Results" in all_titles and "Runs" in all_titles
+
+
+def test_images_are_embedded_pngs(page) -> None:
+    html, _ = page
+    p = parse(html)
+    assert len(p.imgs) == 2  # the synthetic TOT bars (5 subsets) and the heat map
+    for img in p.imgs:
+        src = img["src"] or ""
+        assert src.startswith("data:image/png;base64,")
+        w, h = png_size(base64.b64decode(src.split(",", 1)[1], validate=True))
+        assert w > 0 and h > 0
+        assert img.get("alt")
+    assert "figcaption" in p.starts
+
+
+def test_tables_hold_the_paper_tables_and_runs(page, runs) -> None:
+    html, sections = page
+    p = parse(html)
+    expected = build_tables(runs, ci=True)
+    results = sections[0]
+    assert [t for s in results.subsections for t in s.tables] == expected
+    assert len(p.tables) == len(expected) + 2  # + runs and data files
+    for got, want in zip(p.tables, expected, strict=False):
+        assert got["caption"].endswith(want.title)
+        assert got["rows"] == want.rows  # escaped on the way out, equal once parsed
+        assert len(got["rows"]) == len(runs)
+    by_caption = {t["caption"].split(". ", 1)[1]: t for t in p.tables}
+    assert len(by_caption["Runs"]["rows"]) == len(runs)
+    assert len(by_caption["Data files"]["rows"]) == 5  # one sha per synthetic subset
+    assert "[" in expected[0].rows[0][1]  # CIs shown
+
+
+def test_metadata_and_escaping(page, runs) -> None:
+    html, _ = page
+    for r in runs:
+        assert r.run_id in html
+        assert r.model.fingerprint_key in html
+        assert r.benchmarks[0].files[0].sha256 in html
+    assert '"backend": "test-bow"' in html.replace("&quot;", '"')
+    assert "<script>" not in html and "</script>" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co" in html
+    assert "<b>markup</b>" not in html and "&lt;b&gt;markup&lt;/b&gt;" in html
+    assert "<title>lexsem &lt;report&gt;</title>" in html
+
+
+def test_render_html_edge_cases() -> None:
+    assert Section("a").tables is not Section("b").tables  # no shared mutable defaults
+    t = Table("empty", ["model", "x"])
+    html = render_html("t", [Section("only", tables=[t])], {})
+    p = parse(html)
+    assert len(p.tables) == 1 and p.tables[0]["rows"] == []
+    assert "metadata" not in p.ids
+    assert parse(render_html("none", [], None)).toc_links == []
+
+
+def test_overview_without_matplotlib(runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    sections = runs_overview_sections(runs)
+    assert not any(s.figures for s in sections[0].subsections)
+    assert "matplotlib" in sections[0].text
+    assert [t for s in sections[0].subsections for t in s.tables] == build_tables(runs, ci=True)
+
+
+# --- plots ------------------------------------------------------------------------------------
+
+
+def _all_plots(heat) -> dict[str, bytes]:
+    m, counts = heat
+    rng = np.random.default_rng(1)
+    labels = ["swap_obj", "swap_att", "micro"]
+    return {
+        "bars": plots.accuracy_bars(
+            labels,
+            {"a $x_1$": [10.0, 20.0, 15.0], EVIL: [50.0, None, 40.0]},
+            {"a $x_1$": [5.0, 12.0, 11.0], EVIL: [40.0, None, 35.0]},
+            {"a $x_1$": [16.0, 28.0, 19.0], EVIL: [60.0, None, 45.0]},
+            "TOT",
+            chance=100 / 3,
+        ),
+        "bars_single": plots.accuracy_bars(["a", "b"], [1.0, 2.0], None, None, "one"),
+        "heatmap": plots.heatmap(m, np.linspace(0, 1, 11), np.linspace(0, 1, 11), counts, "p"),
+        "heatmap_all_nan": plots.heatmap(np.full((3, 4), np.nan), range(5), range(4)),
+        "hist": plots.histograms(
+            {"gap": rng.normal(0, 0.1, 300), "other": [np.nan, 0.1, 0.2]}, "gaps", "gap"
+        ),
+        "hist_grid": plots.histograms(
+            {k: rng.integers(0, 30, 100) for k in "abcd"}, "edit distance", "chars", vline=None
+        ),
+        "hist_empty": plots.histograms({"none": []}, "empty", "x"),
+        "box": plots.box_plots(
+            {"P1-P2": rng.normal(0.8, 0.1, 100), "P1-N": rng.normal(0.7, 0.1, 100), "e": []},
+            "SLS",
+            "similarity",
+        ),
+        "scatter": plots.rank_scatter(
+            [1, 2, 3, 4], [2, 1, 4, 3], ["m1", "m2", "m3", "m_4$"], "ranks", "A", "B"
+        ),
+        "scatter_two": plots.rank_scatter([50.0, 60.0], [55.0, None], ["a", "b"], "t", "x", "y"),
+    }
+
+
+def test_plots_are_deterministic_pngs(heat) -> None:
+    first, second = _all_plots(heat), _all_plots(heat)
+    for name, data in first.items():
+        w, h = png_size(data)
+        assert w > 100 and h > 100, name
+        assert data == second[name], f"{name} is not deterministic"
+    assert b"Software" not in first["bars"] and b"tIME" not in first["bars"]
+
+
+def test_plot_input_errors(heat) -> None:
+    m, _ = heat
+    with pytest.raises(ValueError, match="edges"):
+        plots.heatmap(m, np.linspace(0, 1, 10), np.linspace(0, 1, 11))
+    with pytest.raises(ValueError, match="values"):
+        plots.accuracy_bars(["a", "b"], [1.0], None, None, "t")
+    with pytest.raises(ValueError, match="length"):
+        plots.rank_scatter([1, 2], [1], ["a", "b"], "t", "x", "y")
+
+
+# --- LaTeX ------------------------------------------------------------------------------------
+
+
+def test_to_latex(runs) -> None:
+    tables = [
+        Table("swap_obj 5% & more", ["model", "acc_1"], [["m_1 #2", "50%"]], ["{x} ~ ^ $ \\"]),
+        *build_tables(runs, ci=True),
+    ]
+    tex = to_latex(tables)
+    assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == len(tables)
+    assert tex.count(r"\caption{") == len(tables) and r"\toprule" in tex
+    assert r"\caption{swap\_obj 5\% \& more}" in tex
+    assert r"m\_1 \#2 & 50\% \\" in tex
+    assert r"\{x\} \textasciitilde{} \textasciicircum{} \$ \textbackslash{}" in tex
+    assert r"\begin{tabular}{lr}" in tex
+    assert r"\textless{}script\textgreater{}" in tex  # the model name with a <script>
+    assert not re.search(r"(?<!\\)[_%#$]", tex)  # every special escaped
