@@ -84,7 +84,9 @@ def main() -> int:
 
     env = dict(os.environ, LEXSEM_CACHE_DIR=str(cache), HF_HUB_OFFLINE="1")
     cmd = [
-        str(Path(sys.executable).parent / "lexsem"),
+        sys.executable,
+        "-c",
+        _WARM,  # the CLI, then this process's own peak RSS
         "eval",
         "-m",
         "minilm",
