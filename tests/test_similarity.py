@@ -527,3 +527,30 @@ def test_stanza_and_benepar_adapters_glue() -> None:
     bp._nlp = _Obj(pipe=lambda texts: [_Obj(sents=[span]) for _ in texts])
     assert bp.parse(["A cat sits."]) == ["(ROOT (S (NP (DT A) (NN cat)) (VP (VBZ sits))))"]
     assert st.name == "stanza:en" and bp.name.startswith("benepar:")
+
+
+def test_ltk_is_not_bounded_by_one_but_sst_is() -> None:
+    """FastKASSIM's LTK lets a child match any same-label child, so it is not positive
+    semi-definite: the normalised value can exceed 1 (docs/similarity.md). Hand formula for
+    a = (ROOT (NP (NN) × n)), b = (ROOT (NP (NN) × m)), lambda = 0.4, sigma = 1:
+    K(a, b) = n·m·λ [NN pairs] + λ(1 + mλ)^n [NP] + λ(1 + λ(1 + mλ)^n) [ROOT]."""
+    import math
+
+    from lexsem.analysis.tree_kernel import TreeKernel, tree_kernel
+
+    lam = 0.4
+
+    def flat(k: int) -> str:
+        return "(ROOT (NP " + " ".join(f"(NN w{i})" for i in range(k)) + "))"
+
+    def k_hand(n: int, m: int) -> float:
+        return n * m * lam + lam * (1 + m * lam) ** n + lam * (1 + lam * (1 + m * lam) ** n)
+
+    for n, m in ((4, 2), (6, 3), (37, 29)):
+        assert tree_kernel(flat(n), flat(m)) == pytest.approx(k_hand(n, m), rel=1e-12)
+    hand = k_hand(37, 29) / math.sqrt(k_hand(37, 37) * k_hand(29, 29))
+    ltk = TreeKernel().similarity(flat(37), flat(29))
+    assert ltk == pytest.approx(hand, rel=1e-9) and ltk > 100
+    assert TreeKernel().similarity(flat(29), flat(37)) < 1e-3  # and asymmetric
+    sst = TreeKernel(kind="sst")
+    assert 0.0 <= sst.similarity(flat(37), flat(29)) <= 1.0
