@@ -329,8 +329,25 @@ class HardItems(frozenset):
         return 100.0 * (n - len(self)) / n if n else float("nan")
 
 
+def _scores_of(
+    blind: Run | Sequence[Run] | BlindScores,
+    benchmark: str,
+    lower_is_better: bool | Sequence[bool] | None,
+    subsets: Sequence[str] | None,
+) -> BlindScores:
+    """`blind_scores` of the runs, or the `BlindScores` given (computed once, used by several
+    analyses); those must be of `benchmark` and cannot be re-oriented or re-subsetted."""
+    if not isinstance(blind, BlindScores):
+        return blind_scores(blind, benchmark, lower_is_better=lower_is_better, subsets=subsets)
+    if blind.benchmark != benchmark:
+        raise LexsemError(f"blind scores of {blind.benchmark!r} given for {benchmark!r}")
+    if lower_is_better is not None or subsets is not None:
+        raise LexsemError("lower_is_better / subsets apply to blind runs, not to BlindScores")
+    return blind
+
+
 def hard_items(
-    blind: Run | Sequence[Run],
+    blind: Run | Sequence[Run] | BlindScores,
     benchmark: str,
     *,
     lower_is_better: bool | Sequence[bool] | None = None,
@@ -342,7 +359,7 @@ def hard_items(
     (averaged) oriented scores: triplet — N strictly the worst of the three; pair — C+
     strictly better than C−; multi — the true caption strictly best. Under the default strict
     policy a tie is a miss, so a tied item is hard."""
-    bs = blind_scores(blind, benchmark, lower_is_better=lower_is_better, subsets=subsets)
+    bs = _scores_of(blind, benchmark, lower_is_better, subsets)
     h = bs.hits(tie_policy)
     keys = bs.item_keys()
     return HardItems(
@@ -616,7 +633,7 @@ def _bin_index(x: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def prior_map(
-    blind: Run | Sequence[Run],
+    blind: Run | Sequence[Run] | BlindScores,
     model_run: Run,
     benchmark: str,
     metric: str | None = None,
@@ -638,7 +655,7 @@ def prior_map(
     that lacks items the blind runs scored."""
     if bins < 1 or min_items < 1:
         raise ValueError("bins and min_items must be positive")
-    bs = blind_scores(blind, benchmark, lower_is_better=lower_is_better, subsets=subsets)
+    bs = _scores_of(blind, benchmark, lower_is_better, subsets)
     h = hits_by_item(model_run, benchmark, metric).take(bs.item_keys(), "blind-scored items")
     t, f = bs.true_false(scale)
     t_edges, ti = _bin_index(t, bins)
@@ -716,7 +733,7 @@ class ScoreGaps:
 
 
 def score_gaps(
-    blind: Run | Sequence[Run],
+    blind: Run | Sequence[Run] | BlindScores,
     benchmark: str,
     *,
     lower_is_better: bool | Sequence[bool] | None = None,
@@ -727,7 +744,7 @@ def score_gaps(
     mean V(false captions) for multi-caption items; with mean, median, std and the share of
     gaps > 0 / = 0 / < 0, overall and per subset. A benchmark that blind plausibility or grammar
     cannot solve centres the gap on 0. One blind run, or AVG over several (`blind_scores`)."""
-    bs = blind_scores(blind, benchmark, lower_is_better=lower_is_better, subsets=subsets)
+    bs = _scores_of(blind, benchmark, lower_is_better, subsets)
     v = bs.values
     if bs.kind == TRIPLET:
         gap = 0.5 * (v[:, 0] + v[:, 1]) - v[:, 2]

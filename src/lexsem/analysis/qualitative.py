@@ -69,12 +69,14 @@ def qualitative_cases(
     case: str | None = None,
     captions: bool = True,
     data_dir: str | Path | None = None,
+    items: Sequence[Any] | None = None,
     allow_partial: bool = False,
 ) -> pd.DataFrame:
     """One row per item of `benchmark` (or only the items whose `case` is `case`): subset,
     item_id, the captions (triplet: p1, p2, n; pair: pos, neg; quad: caption0, caption1; multi:
     captions — read with `lexsem.data.load.load_benchmark(benchmark, data_dir=data_dir)`; skip
-    with `captions=False`), `n_models_{a}`, `frac_pass_{a}`, `n_models_{b}`, `frac_pass_{b}`,
+    with `captions=False`, or pass the benchmark's `items` already loaded), `n_models_{a}`,
+    `frac_pass_{a}`, `n_models_{b}`, `frac_pass_{b}`,
     `n_models_both`, `frac_<case>` for the four `case_names(a, b)` and `case`.
 
     Every model that has `metric_a` or `metric_b` on the benchmark counts for that metric; the
@@ -173,11 +175,11 @@ def qualitative_cases(
         "item_id": [k[1] for k in order],
     }
     if captions:
-        from lexsem.data.load import load_benchmark
+        if items is None:
+            from lexsem.data.load import load_benchmark
 
-        loaded = {
-            (it.subset, str(it.id)): it for it in load_benchmark(benchmark, data_dir=data_dir).items
-        }
+            items = load_benchmark(benchmark, data_dir=data_dir).items
+        loaded = {(it.subset, str(it.id)): it for it in items}
         absent = [k for k in order if k not in loaded]
         if absent:
             raise LexsemError(

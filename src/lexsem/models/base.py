@@ -26,6 +26,9 @@ class LazyTextEncoder:
     `_fingerprint_options`."""
 
     backend: ClassVar[str] = ""
+    # attributes a pickled copy leaves out (DataLoader workers under spawn need no weights); they
+    # are loaded again on first use
+    _not_pickled: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -60,6 +63,11 @@ class LazyTextEncoder:
         self._dtype: str | None = None
         self._model: Any = None
         self._dim: int | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(dict.fromkeys(self._not_pickled))
+        return state
 
     # -- device and dtype (resolved on first use) -----------------------------------------------
     @property

@@ -247,6 +247,7 @@ class _DualBase(LazyTextEncoder):
     """What the dual encoder and the BLIP-2 scorer share: family, text tower, preprocessing."""
 
     backend = "clip"
+    _not_pickled = ("_model", "_tokenizer")  # DataLoader workers need only the image processor
     _families: tuple[str, ...] = ()  # the families this class serves
 
     def __init__(
@@ -294,13 +295,6 @@ class _DualBase(LazyTextEncoder):
         out = super().describe()
         out["family"] = self.family.name
         return out
-
-    # -- pickling (DataLoader workers need only the image processor) ---------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_model"] = None
-        state["_tokenizer"] = None
-        return state
 
     # -- loading --------------------------------------------------------------------------------
     def _load(self) -> Any:

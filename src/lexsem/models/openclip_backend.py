@@ -50,7 +50,6 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import quote, unquote_plus
 
 import numpy as np
 
@@ -59,6 +58,7 @@ from lexsem.errors import ModelError
 from lexsem.models.base import LazyTextEncoder
 from lexsem.models.device import normalize_dtype
 from lexsem.models.source import file_digest
+from lexsem.models.spec import ModelSpec, _parse_query
 
 BACKEND = "openclip"
 INSTALL_HINT = 'pip install "lexsem[openclip]"'
@@ -165,19 +165,24 @@ def _check_option(key: str, value: str) -> None:
         raise ModelError(f"option template={value!r}: it must contain the placeholder {{text}}")
 
 
-@dataclass(frozen=True)
-class OpenClipSpec:
+@dataclass(frozen=True, init=False)
+class OpenClipSpec(ModelSpec):
     """A parsed `openclip:` spec: NAME (`ARCH/PRETRAINED` or `ARCH@PATH`) and its options.
 
-    It offers the same read-only view as `ModelSpec` (prefix, template, dtype, ...) so the shared
-    encoder code can use either; `as_openclip_spec` turns a `ModelSpec` into one."""
+    A `ModelSpec` of backend `openclip` (same typed views, `format_text`, `to_string`) whose NAME
+    and options are checked by this backend's own rules; `as_openclip_spec` turns a `ModelSpec`
+    into one."""
 
-    name: str
-    options: dict[str, str] = field(default_factory=dict)
-    alias: str | None = field(default=None, compare=False)
-    backend: ClassVar[str] = BACKEND
+    def __init__(
+        self, name: str, options: dict[str, str] | None = None, alias: str | None = None
+    ) -> None:
+        object.__setattr__(self, "backend", BACKEND)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "options", dict(options or {}))
+        object.__setattr__(self, "alias", alias)
+        self.__post_init__()
 
-    def __post_init__(self) -> None:
+    def __post_init__(self) -> None:  # replaces ModelSpec's generic checks
         _split_name(self.name)
         for key, value in self.options.items():
             _check_option(key, value)
@@ -201,60 +206,15 @@ class OpenClipSpec:
         v = self.options.get("quick_gelu")
         return None if v is None else _BOOL[v.lower()]
 
-    @property
-    def dtype(self) -> str:
-        return normalize_dtype(self.options.get("dtype"))
-
-    @property
-    def prefix(self) -> str | None:
-        return self.options.get("prefix")
-
-    @property
-    def template(self) -> str | None:
-        return self.options.get("template")
-
-    # fixed for this backend (kept for the shared encoder code)
-    max_length: ClassVar[None] = None
-    normalize: ClassVar[bool] = False
-    revision: ClassVar[None] = None
-    trust_remote_code: ClassVar[bool] = False
-
-    def format_text(self, text: str) -> str:
-        if self.template is not None:
-            return self.template.replace("{text}", text)
-        if self.prefix is not None:
-            return self.prefix + text
-        return text
-
-    def to_string(self) -> str:
-        if not self.options:
-            return f"{BACKEND}:{self.name}"
-        query = "&".join(f"{k}={quote(v, safe='')}" for k, v in sorted(self.options.items()))
-        return f"{BACKEND}:{self.name}?{query}"
-
-    def __str__(self) -> str:
-        return self.to_string()
-
 
 def parse_openclip_spec(s: str) -> OpenClipSpec:
-    """Parse `openclip:NAME[?key=value&...]` (values URL-decoded as in `spec.py`)."""
+    """Parse `openclip:NAME[?key=value&...]` (the query read as in `spec.py`)."""
     text = s.strip() if isinstance(s, str) else ""
     head, _, query = text.partition("?")
     backend, sep, name = head.partition(":")
     if not sep or backend.strip().lower() != BACKEND:
         raise ModelError(f"{s!r} is not an {BACKEND}: spec; {SYNTAX}")
-    options: dict[str, str] = {}
-    for part in query.split("&") if query else []:
-        if not part:
-            continue
-        key, eq, raw = part.partition("=")
-        key = unquote_plus(key).strip()
-        if not eq or not key:
-            raise ModelError(f"model spec {s!r}: option {part!r} is not key=value")
-        if key in options:
-            raise ModelError(f"model spec {s!r}: option {key!r} is given twice")
-        options[key] = unquote_plus(raw)
-    return OpenClipSpec(name.strip(), options)
+    return OpenClipSpec(name.strip(), _parse_query(query, s))
 
 
 def as_openclip_spec(spec: Any) -> OpenClipSpec:
@@ -455,6 +415,7 @@ class OpenClipEncoder(LazyTextEncoder):
     """TextEncoder + ImageEncoder over an open_clip model (lazy); see the module doc."""
 
     backend: ClassVar[str] = BACKEND
+    _not_pickled = ("_model", "_tokenizer")  # DataLoader workers need only the transform
 
     def __init__(
         self,
@@ -503,7 +464,7 @@ class OpenClipEncoder(LazyTextEncoder):
         self.context_length = context
         self.image_config = self._image_config(oc, config, src)
         super().__init__(
-            parsed,  # type: ignore[arg-type]
+            parsed,
             source=src,  # type: ignore[arg-type]
             device=device,
             dtype=dtype,
@@ -551,13 +512,6 @@ class OpenClipEncoder(LazyTextEncoder):
             context_length=self.context_length,
         )
         return out
-
-    # -- pickling (DataLoader workers need only the transform) ---------------------------------
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_model"] = None
-        state["_tokenizer"] = None
-        return state
 
     # -- loading --------------------------------------------------------------------------------
     def _weights(self, oc: Any) -> str:

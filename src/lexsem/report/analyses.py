@@ -156,7 +156,7 @@ def _priors_for(
     if avg is None:
         sec.text = "\n".join(notes)
         return sec
-    hard = priors.hard_items(list(blind), bench)
+    hard = priors.hard_items(avg, bench)
     scorers = ", ".join(avg.scorers)
     gap_table = Table(
         f"{bench}: hard-test accuracy and linguistic gap (hard items: the {len(hard)} of "
@@ -193,7 +193,7 @@ def _priors_for(
         for name, run, metric in maps[: opt.max_prior_maps]:
             try:
                 pm = priors.prior_map(
-                    list(blind), run, bench, metric,
+                    avg, run, bench, metric,
                     bins=opt.prior_bins, min_items=opt.prior_min_items,
                 )  # fmt: skip
             except LexsemError as exc:
@@ -271,13 +271,32 @@ def priors_section(blind: Sequence[Run], models: Sequence[Run], opt: ReportOptio
 # -- similarity ----------------------------------------------------------------------------------
 
 
-def _load_items(bench: str, opt: ReportOptions) -> list[Any]:
-    from lexsem.data.load import load_benchmark
+class _Items:
+    """Each benchmark's items, read from its files at most once per report (similarity and the
+    qualitative captions both need them); a failure is kept and raised again."""
 
-    loaded = load_benchmark(
-        bench, data_dir=opt.data_dir, cache_root=opt.cache_dir, offline=opt.offline
-    )
-    return list(loaded.items)
+    def __init__(self, opt: ReportOptions) -> None:
+        self.opt = opt
+        self._got: dict[str, list[Any] | LexsemError] = {}
+
+    def __call__(self, bench: str) -> list[Any]:
+        if bench not in self._got:
+            from lexsem.data.load import load_benchmark
+
+            try:
+                loaded = load_benchmark(
+                    bench,
+                    data_dir=self.opt.data_dir,
+                    cache_root=self.opt.cache_dir,
+                    offline=self.opt.offline,
+                )
+                self._got[bench] = list(loaded.items)
+            except LexsemError as exc:
+                self._got[bench] = exc
+        got = self._got[bench]
+        if isinstance(got, LexsemError):
+            raise got
+        return got
 
 
 def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section | None:
@@ -325,11 +344,11 @@ def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section
             "benepar / corenlp)."
         )
     if syn is not None:
+        sls = {k: np.asarray(similarity.sls(lex[k], syn[k])) for k in lex}
         st = Table(
             f"{bench}: syntactic similarity (tree kernel) and SLS",
             ["pair", "measure", "mean", "q1", "median", "q3"],
         )
-        sls = {k: np.asarray(similarity.sls(lex[k], syn[k])) for k in lex}
         for name, scores in (("syntactic", syn), ("SLS", sls)):
             for pair, d in similarity.describe(scores).items():
                 st.rows.append(
@@ -351,7 +370,6 @@ def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section
             )
         )
         if syn is not None:
-            sls = {k: np.asarray(similarity.sls(lex[k], syn[k])) for k in lex}
             sec.figures.append(
                 (
                     "SLS = lexical × syntactic similarity per caption pair (SugarCrepe++ Fig. 6).",
@@ -362,17 +380,20 @@ def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section
     return sec
 
 
-def similarity_section(runs: Sequence[Run], opt: ReportOptions) -> Section:
+def similarity_section(
+    runs: Sequence[Run], opt: ReportOptions, items_of: _Items | None = None
+) -> Section:
     sec = Section(
         "Lexical and syntactic similarity",
         "How different the captions of each item are in form (SugarCrepe++ App. D, VISLA "
         "App. C.1): a benchmark whose negatives are lexically closer to the positive than the "
         "paraphrase is tests meaning, not words.",
     )
+    items_of = items_of or _Items(opt)
     notes = []
     for bench in _benchmarks(runs):
         try:
-            items = _load_items(bench, opt)
+            items = items_of(bench)
         except LexsemError as exc:
             notes.append(f"- {bench}: benchmark files not at hand ({exc})")
             continue
@@ -478,12 +499,15 @@ def _case_pair(models: Sequence[Run], bench: str) -> tuple[str, str] | None:
     return None
 
 
-def qualitative_section(models: Sequence[Run], opt: ReportOptions) -> Section:
+def qualitative_section(
+    models: Sequence[Run], opt: ReportOptions, items_of: _Items | None = None
+) -> Section:
     sec = Section(
         "Qualitative cases",
         "Items grouped by what most models do on two metrics of the same item (SugarCrepe++ "
         "App. H): e.g. pass ITT (image) but fail TOT (text only).",
     )
+    items_of = items_of or _Items(opt)
     notes = []
     for bench in _benchmarks(models):
         pair = _case_pair(models, bench)
@@ -493,7 +517,7 @@ def qualitative_section(models: Sequence[Run], opt: ReportOptions) -> Section:
         runs = [r for r in models if bench in _benchmarks([r])]
         try:
             df = qualitative.qualitative_cases(
-                runs, bench, metric_a=a, metric_b=b, data_dir=opt.data_dir, allow_partial=True
+                runs, bench, metric_a=a, metric_b=b, items=items_of(bench), allow_partial=True
             )
         except LexsemError as exc:
             try:  # the captions need the benchmark files: without them, ids only
@@ -546,11 +570,12 @@ def analysis_sections(runs: Sequence[Run], opt: ReportOptions | None = None) -> 
     """Linguistic priors, similarity, comparisons and qualitative cases for these runs."""
     opt = opt or ReportOptions()
     models, blind = split_runs(runs)
+    items_of = _Items(opt)
     return [
         priors_section(blind, models, opt),
-        similarity_section(runs, opt),
+        similarity_section(runs, opt, items_of),
         comparison_section(models, opt),
-        qualitative_section(models, opt),
+        qualitative_section(models, opt, items_of),
     ]
 
 
