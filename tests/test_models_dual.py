@@ -666,3 +666,17 @@ def test_preprocess_uses_the_pil_image_processor(models: dict[str, Path], family
         a, b = [a], [b]
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.mark.parametrize("family", ["clip", "altclip", "siglip"])
+def test_batch_order(family: str, models: dict[str, Path]) -> None:
+    enc = load_text_encoder(spec(models[family]), device="cpu")
+    texts = [TEXTS[2], LONG, TEXTS[0], TEXTS[1]]
+    order = enc.batch_order(texts).tolist()
+    if enc.family.padding == "max_length":  # one width for every batch: character order
+        assert order == sorted(range(4), key=lambda i: -len(texts[i]))
+    else:  # the tokenizer's counts, capped at the family's length
+        mask = direct_tokens(family, models[family], texts)["attention_mask"]
+        counts = [int(n) for n in mask.sum(1)]
+        assert order == sorted(range(4), key=lambda i: -counts[i])
+        assert counts[1] == enc.text_length  # LONG is truncated, so it still comes first

@@ -259,3 +259,25 @@ def test_load_errors_are_model_errors(tmp_path: Path) -> None:
     enc = load_text_encoder(f"hf:{broken}", device="cpu")
     with pytest.raises(ModelError, match="could not load model"):
         enc.encode(["a cat"])
+
+
+def test_batches_follow_token_counts(bert: Path) -> None:
+    # an unknown 19-letter word is one [UNK] token; five one-letter words are five tokens
+    texts = ["xylophonequartzmoon", "a a a a a", "Dogs", "a red ball", "cat"]
+    enc = load_text_encoder(spec(bert, pooling="mean"), device="cpu")
+    assert enc.batch_order(texts).tolist() == [1, 3, 2, 0, 4]
+    batches: list[list[str]] = []
+    inner = enc._encode_batches
+
+    def spy(ordered: list[str], batch_size: int) -> np.ndarray:
+        batches.append(ordered)
+        return inner(ordered, batch_size)
+
+    enc._encode_batches = spy  # type: ignore[method-assign]
+    got = enc.encode(texts, batch_size=2)
+    assert batches == [["a a a a a", "a red ball", "Dogs", "xylophonequartzmoon", "cat"]]
+    np.testing.assert_allclose(got, direct(bert, texts, "mean"), rtol=RTOL, atol=ATOL)
+    # a template counts: the templated text is what gets tokenised
+    tmpl = load_text_encoder(spec(bert, template="xylophonequartzmoon {text}"), device="cpu")
+    assert tmpl.batch_order(["cat"]).tolist() == [0] and tmpl.loaded
+    assert tmpl._token_lengths(["cat"]) == [4]

@@ -173,3 +173,41 @@ def test_fingerprint_does_not_import_torch(minilm_path: Path, tmp_path: Path) ->
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path, timeout=120)
+
+
+# Character order and token order disagree: an unknown 19-letter word is one [UNK] token, five
+# one-letter words are five tokens.
+BY_TOKENS = ["xylophonequartzmoon", "a a a a a", "Dogs", "a red ball", "cat"]
+
+
+def test_batches_follow_token_counts(st_model: Path, reference: SentenceTransformer) -> None:
+    enc = load_text_encoder(spec(st_model), device="cpu")
+    assert isinstance(enc, SentenceTransformerEncoder)
+    counts = [len(ids) for ids in reference.tokenizer(BY_TOKENS)["input_ids"]]
+    assert counts == [3, 7, 4, 5, 3]
+    assert enc.batch_order(BY_TOKENS).tolist() == [1, 3, 2, 0, 4]  # longest first, stable
+
+    calls: list[list[str]] = []
+    inner = enc._model.encode
+
+    def spy(texts: list[str], **kw: object) -> np.ndarray:
+        calls.append(list(texts))
+        return inner(texts, **kw)
+
+    enc._model.encode = spy  # type: ignore[method-assign]
+    got = enc.encode(BY_TOKENS, batch_size=2)
+    # one SentenceTransformer.encode call per batch (it would re-sort a longer list by chars)
+    assert calls == [["a a a a a", "a red ball"], ["Dogs", "xylophonequartzmoon"], ["cat"]]
+    # rows come back in the caller's order
+    want = reference.encode(BY_TOKENS, batch_size=2)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert not np.allclose(got[0], got[4], atol=1e-3)
+
+
+def test_batch_order_counts_prefix_and_truncation(st_model: Path) -> None:
+    enc = load_text_encoder(spec(st_model, max_length="4"), device="cpu")
+    # truncated to 4 tokens, "a a a a a" (7), "a red ball" (5) and "Dogs" (4) tie: input order
+    assert enc.batch_order(BY_TOKENS).tolist() == [1, 2, 3, 0, 4]
+    enc = load_text_encoder(spec(st_model, prefix="xylophonequartzmoon "), device="cpu")
+    assert enc.batch_order(["cat"]).tolist() == [0] and enc.loaded
+    assert enc._token_lengths(["cat"]) == [4]  # the prompt is counted

@@ -154,6 +154,16 @@ class HFTextEncoder(LazyTextEncoder):
                 seq[i] = [*seq[i][:keep], extra]
         return tok.pad(features, padding=True, return_tensors="pt")
 
+    def _token_lengths(self, texts: list[str]) -> list[int]:
+        limit = self._limit
+        enc = self._tokenizer(
+            [self.spec.format_text(t) for t in texts],
+            truncation=limit is not None,
+            max_length=limit,
+            return_attention_mask=False,
+        )
+        return [len(ids) for ids in enc["input_ids"]]
+
     def _encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:
         import torch
 

@@ -401,6 +401,17 @@ class _DualBase(LazyTextEncoder):
             inputs["attention_mask"] = enc["attention_mask"]
         return inputs
 
+    def _token_lengths(self, texts: list[str]) -> list[int] | None:
+        if self.family.padding == "max_length":
+            return None  # every batch is padded to the same width
+        enc = self._tokenizer(
+            self.format_texts(texts),
+            truncation=True,
+            max_length=self._limit,
+            return_attention_mask=False,
+        )
+        return [len(ids) for ids in enc["input_ids"]]
+
     def _text_features(self, model: Any, inputs: dict[str, Any]) -> Any:
         family = self.family.name
         if family == "blip":

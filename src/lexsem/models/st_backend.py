@@ -44,15 +44,36 @@ class SentenceTransformerEncoder(LazyTextEncoder):
         model.eval()
         return model
 
-    def _encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:
+    def _formatted(self, texts: list[str]) -> list[str]:
         if self.spec.template is not None:
-            texts = [self.spec.format_text(t) for t in texts]
-        out = self._model.encode(
-            texts,
-            prompt=self.spec.prefix,
-            batch_size=batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=self.normalize,
-            show_progress_bar=False,
+            return [self.spec.format_text(t) for t in texts]
+        return texts
+
+    def _token_lengths(self, texts: list[str]) -> list[int]:
+        model = self._model
+        prompt = self.spec.prefix or ""
+        enc = model.tokenizer(
+            [prompt + t for t in self._formatted(texts)],
+            truncation=True,
+            max_length=model.max_seq_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
         )
-        return np.asarray(out, dtype=np.float32)
+        return [len(ids) for ids in enc["input_ids"]]
+
+    def _encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:
+        # `texts` come in token-length order (`batch_order`); `SentenceTransformer.encode`
+        # would re-sort a whole list by characters, so it gets one batch per call
+        texts = self._formatted(texts)
+        out = [
+            self._model.encode(
+                texts[start : start + batch_size],
+                prompt=self.spec.prefix,
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=self.normalize,
+                show_progress_bar=False,
+            )
+            for start in range(0, len(texts), batch_size)
+        ]
+        return np.concatenate(out, axis=0).astype(np.float32, copy=False)
