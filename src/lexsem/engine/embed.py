@@ -1,9 +1,10 @@
 """Encode unique texts once, through the content-addressed embedding cache.
 
-Missing texts are sorted by length (longest first, so padding is small and the slowest batches
-come first), encoded in chunks, and each chunk is committed to the cache as soon as it is done:
-an interrupted run resumes from what was committed. A run whose texts are all cached never
-calls the encoder, so the model is never loaded.
+Missing texts are sorted by length (longest first, so the slowest chunks come first and each
+chunk holds texts of similar length; within a chunk the encoder batches by its own token counts,
+`LazyTextEncoder.batch_order`), encoded in chunks, and each chunk is committed to the cache as
+soon as it is done: an interrupted run resumes from what was committed. A run whose texts are
+all cached never calls the encoder, so the model is never loaded.
 """
 
 from __future__ import annotations
