@@ -389,55 +389,23 @@ def official_loop(encoder: BenchClipEncoder, paths: Sequence[Path]) -> tuple[np.
 def _decode_loader(
     store: Any, refs: Sequence[str], preprocess: Any, batch_size: int, workers: int, pin: bool
 ) -> Any:
-    """The DataLoader `embed_images` decodes with (its own dataset and collate when they can be
-    imported; else an equivalent: read, hash check, decode, preprocess, default_collate)."""
-    from lexsem.engine.images import image_key
+    """The DataLoader `embed_images` decodes with (its dataset: read, hash check, decode,
+    preprocess; its collate), over files hashed here beforehand."""
+    from lexsem.engine.images import _DecodeDataset, _loader, image_key
 
     entries = []
     for ref in refs:
         res = store.resolve(ref)
         entries.append((image_key(res.read()), res))
-    try:
-        from lexsem.engine.images import _DecodeDataset, _loader
-
-        return _loader(_DecodeDataset(entries, preprocess, True), batch_size, workers, pin)
-    except ImportError:  # pragma: no cover - the private names moved
-        from torch.utils.data import DataLoader, default_collate
-
-        from lexsem.data.images import decode_image
-
-        class _Decode:
-            def __len__(self) -> int:
-                return len(entries)
-
-            def __getitem__(self, i: int) -> Any:
-                key, res = entries[i]
-                data = res.read()
-                if image_key(data) != key:
-                    raise RuntimeError(f"{res.ref} changed")
-                return preprocess(decode_image(data))
-
-        kwargs: dict[str, Any] = {"prefetch_factor": 2} if workers > 0 else {}
-        return DataLoader(
-            _Decode(),  # type: ignore[arg-type]
-            batch_size=batch_size,
-            num_workers=workers,
-            collate_fn=default_collate,
-            pin_memory=pin,
-            **kwargs,
-        )
+    return _loader(_DecodeDataset(entries, preprocess, True), batch_size, workers, pin)
 
 
 def decode_only(loader: Any) -> int:
     n = 0
     for batch in loader:
-        slots = getattr(batch, "slots", None)
-        if slots is None:  # the fallback loader yields plain tensors
-            n += len(batch)
-            continue
         if batch.errors:
             raise RuntimeError(f"decode errors: {batch.errors[:3]}")
-        n += len(slots)
+        n += len(batch.slots)
     return n
 
 
@@ -679,7 +647,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def pipeline() -> tuple[np.ndarray, Any]:
             with EmbeddingCache(cache_root, model_key) as cache:
                 vecs, stats, skipped = embed_images(
-                    encoder, refs, store, cache, batch_size=batch_size, num_workers=args.workers
+                    encoder, refs, store, cache, batch_size=batch_size, num_workers=workers
                 )
             assert not skipped, skipped
             return vecs, stats

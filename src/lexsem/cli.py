@@ -229,7 +229,10 @@ def validate(
 @app.command()
 @_friendly
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders (model runs and blind runs).")],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders or run.json files (model runs and blind runs)."),
+    ],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="md, csv or latex.")] = Format.md,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs.")] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the table here.")] = None,
@@ -254,10 +257,9 @@ def report(
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
     from lexsem.report.tables import build_tables, to_csv, to_latex, to_markdown
-    from lexsem.results.run import Run
+    from lexsem.results.store import load_run
 
-    loaded = [Run.load(r) for r in runs]
-    tables = build_tables([r.record for r in loaded], ci=ci)
+    tables = build_tables([load_run(r) for r in runs], ci=ci)
     render = {Format.md: to_markdown, Format.csv: to_csv, Format.latex: to_latex}[fmt]
     text = render(tables)
     if out is None:
@@ -267,6 +269,7 @@ def report(
             fh.write(text)
     if html is not None:
         from lexsem.report.analyses import ReportOptions, build_report
+        from lexsem.results.run import Run
 
         opt = ReportOptions(
             data_dir=data_dir,
@@ -276,7 +279,7 @@ def report(
             n_boot=n_boot,
             seed=seed,
         )
-        page = build_report(loaded, opt, title=title)
+        page = build_report([Run.load(r) for r in runs], opt, title=title)  # per-item tables
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
@@ -307,11 +310,8 @@ def compare(
     typer.echo("| benchmark | metric | items | A | B | A only | B only | p |")
     typer.echo("|---|---|---:|---:|---:|---:|---:|---:|")
     for bench in benches:
-        metrics = (
-            [metric]
-            if metric
-            else [m for m in main_metrics(a, bench) if m in main_metrics(b, bench)]
-        )
+        in_b = set(main_metrics(b, bench))
+        metrics = [metric] if metric else [m for m in main_metrics(a, bench) if m in in_b]
         for m in metrics:
             r = mcnemar(a, b, bench, m)
             typer.echo(

@@ -30,9 +30,8 @@ import pyarrow.compute as pc
 from lexsem.analysis.compare import Key, format_keys, hits_by_item, model_label
 from lexsem.errors import LexsemError
 from lexsem.metrics.accuracy import MACRO, MICRO, Accuracy, summarize
-from lexsem.metrics.multi import multi_caption_hits
-from lexsem.metrics.tasks import V_CAPTIONS, V_N, V_NEG, V_P1, V_P2, V_POS
-from lexsem.metrics.ties import Hits, all_of, beats, check_policy
+from lexsem.metrics.tasks import V_CAPTIONS, V_N, V_NEG, V_P1, V_P2, V_POS, blind_task
+from lexsem.metrics.ties import Hits, check_policy
 
 if TYPE_CHECKING:  # pragma: no cover
     from lexsem.results.run import Run
@@ -150,13 +149,9 @@ class BlindScores:
     def hits(self, tie_policy: str = "strict") -> Hits:
         """The blind decision: triplet — N strictly worst; pair — C+ strictly better than C−;
         multi — the true caption strictly best (a tie is a miss under `strict`)."""
-        policy = check_policy(tie_policy)
-        v = self.values
-        if self.kind == TRIPLET:
-            return all_of(beats(v[:, 0], v[:, 2], policy), beats(v[:, 1], v[:, 2], policy))
-        if self.kind == PAIR:
-            return beats(v[:, 0], v[:, 1], policy)
-        return multi_caption_hits(v, policy)
+        task = blind_task(self.kind, len(self.columns))  # the rule the blind runs are scored by
+        values = {c: self.values[:, j] for j, c in enumerate(self.columns)}
+        return task.compute(values, check_policy(tie_policy))[BLIND]
 
     def true_false(self, scale: str = "raw") -> tuple[np.ndarray, np.ndarray]:
         """(true-caption score, false-caption score) per item, in the `raw` scale (PP for a

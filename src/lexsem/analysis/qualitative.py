@@ -202,7 +202,5 @@ def qualitative_cases(
     df.attrs["models"] = [labels[k] for k in per_model]
     df.attrs["threshold"] = threshold
     if case is not None:
-        df = df[df["case"] == case].reset_index(drop=True)
-        df.attrs["models"] = [labels[k] for k in per_model]
-        df.attrs["threshold"] = threshold
+        df = df[df["case"] == case].reset_index(drop=True)  # keeps attrs
     return df

@@ -134,8 +134,7 @@ class LazyTextEncoder:
         of near-equal token counts carry little padding, which is most of the work saved over
         a character-sorted order. Ties keep their input order (stable). Loads the model (the
         token counts come from its tokenizer)."""
-        if self._model is None:
-            self._model = self._load()
+        self._ensure_loaded()
         lengths = self._token_lengths(list(texts))
         if lengths is None:
             lengths = [len(t) for t in texts]
@@ -160,6 +159,12 @@ class LazyTextEncoder:
     def __repr__(self) -> str:
         state = "loaded" if self.loaded else "not loaded"
         return f"{type(self).__name__}({self.spec.to_string()!r}, {state})"
+
+    def _ensure_loaded(self) -> Any:
+        """The loaded model (loading it on first use)."""
+        if self._model is None:
+            self._model = self._load()
+        return self._model
 
     # -- for subclasses -----------------------------------------------------------------------
     def _load(self) -> Any:  # pragma: no cover - abstract

@@ -503,11 +503,6 @@ class _DualBase(LazyTextEncoder):
             inputs[key] = value
         return inputs
 
-    def _ensure_loaded(self) -> Any:
-        if self._model is None:
-            self._model = self._load()
-        return self._model
-
 
 class HFDualEncoder(_DualBase):
     """TextEncoder + ImageEncoder over a transformers dual encoder (CLIP, SigLIP, SigLIP 2,

@@ -56,9 +56,9 @@ import numpy as np
 from lexsem import paths
 from lexsem.errors import ModelError
 from lexsem.models.base import LazyTextEncoder
-from lexsem.models.device import normalize_dtype
+from lexsem.models.device import normalize_dtype, torch_dtype
 from lexsem.models.source import file_digest
-from lexsem.models.spec import ModelSpec, _parse_query
+from lexsem.models.spec import _BOOL, ModelSpec, _parse_query
 
 BACKEND = "openclip"
 INSTALL_HINT = 'pip install "lexsem[openclip]"'
@@ -68,7 +68,6 @@ SYNTAX = "openclip:ARCH/PRETRAINED or openclip:ARCH@/path/to/checkpoint.pt[?opti
 QUICKGELU_SUFFIX = "-quickgelu"
 # the preprocessing keys a pretrained tag may set (open_clip's PreprocessCfg minus the size)
 _TAG_PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
-_BOOL = {"true": True, "false": False}
 
 
 class QuickGeluWarning(UserWarning):
@@ -549,7 +548,7 @@ class OpenClipEncoder(LazyTextEncoder):
             extra["quick_gelu"] = self.quick_gelu  # model kwargs override the arch config
         pp = self.image_config
         try:
-            model, _, transform = oc.create_model_and_transforms(
+            model, _, _ = oc.create_model_and_transforms(
                 self.arch,
                 pretrained=weights,
                 precision=self.dtype,
@@ -578,15 +577,8 @@ class OpenClipEncoder(LazyTextEncoder):
                 f"{self.name}: the model's image size {got.get('size')} differs from its "
                 f"config's {pp['size']}"
             )
-        model.eval()
-        self._transform = transform
-        self._tokenizer = oc.get_tokenizer(self.arch)
+        model.eval()  # the transform and tokenizer are the lazy properties below
         return model
-
-    def _ensure_loaded(self) -> Any:
-        if self._model is None:
-            self._model = self._load()
-        return self._model
 
     # -- text -----------------------------------------------------------------------------------
     @property
@@ -640,9 +632,7 @@ class OpenClipEncoder(LazyTextEncoder):
         if n == 0:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         model = self._ensure_loaded()
-        from open_clip import get_input_dtype
-
-        dtype = get_input_dtype(self.dtype) or torch.float32
+        dtype = torch_dtype(self.dtype)
         with torch.inference_mode():
             emb = model.encode_image(batch.to(device=self.device, dtype=dtype))
         out = np.ascontiguousarray(emb.to(torch.float32).cpu().numpy(), dtype=np.float32)

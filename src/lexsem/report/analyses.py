@@ -39,7 +39,7 @@ from lexsem.report.html import Section, render_html, runs_metadata, runs_overvie
 from lexsem.report.tables import Table, label
 from lexsem.results.run import Run
 
-BLIND = "blind"
+BLIND = priors.BLIND
 # (metric a, metric b) pairs for the qualitative cases, in order of preference
 _CASE_PAIRS = (("itt", "tot"), ("i2t", "t2t"), ("p1n", "p2n"))
 

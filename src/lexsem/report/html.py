@@ -22,7 +22,7 @@ from typing import Any
 from lexsem._version import __version__
 from lexsem.metrics import quad
 from lexsem.metrics.accuracy import MACRO, MICRO
-from lexsem.report.tables import Table, _row_labels, build_tables, label
+from lexsem.report.tables import Table, _row_labels, build_tables, label, result_groups
 from lexsem.results.schema import MetricResult, RunRecord
 
 
@@ -239,16 +239,6 @@ def _records(runs: Sequence[Any]) -> list[RunRecord]:
     return [getattr(r, "record", r) for r in runs]  # a `Run` or its `RunRecord`
 
 
-def _groups(runs: Sequence[RunRecord]) -> dict[tuple[str, str], dict[str, list[str]]]:
-    groups: dict[tuple[str, str], dict[str, list[str]]] = {}
-    for run in runs:
-        for r in run.results:
-            subsets = groups.setdefault((r.benchmark, r.task), {}).setdefault(r.metric, [])
-            if r.subset not in subsets:
-                subsets.append(r.subset)
-    return groups
-
-
 def _bars(
     runs: Sequence[RunRecord], row_labels: list[str], bench: str, task: str, metric: str, subsets
 ) -> tuple[str, bytes]:
@@ -356,7 +346,7 @@ def runs_overview_sections(runs: Sequence[RunRecord]) -> list[Section]:
     confs = {r.config.confidence for r in recs}
     conf = f"{next(iter(confs)) * 100:g}% " if len(confs) == 1 else ""
     subs = []
-    for (bench, task), metrics in _groups(recs).items():
+    for (bench, task), metrics in result_groups(recs).items():
         only = [
             r.model_copy(
                 update={"results": [x for x in r.results if (x.benchmark, x.task) == (bench, task)]}

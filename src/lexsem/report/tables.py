@@ -57,18 +57,22 @@ def _row_labels(runs: Sequence[RunRecord]) -> list[str]:
     ]
 
 
+def result_groups(runs: Sequence[RunRecord]) -> dict[tuple[str, str], dict[str, list[str]]]:
+    """(benchmark, task) → metric → subsets, each in first-seen order over the runs."""
+    groups: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for run in runs:
+        for r in run.results:
+            subsets = groups.setdefault((r.benchmark, r.task), {}).setdefault(r.metric, [])
+            if r.subset not in subsets:
+                subsets.append(r.subset)
+    return groups
+
+
 def build_tables(runs: Sequence[RunRecord], *, ci: bool = False) -> list[Table]:
     """The tables for a set of runs, in first-seen order of benchmark, task and metric."""
     labels = _row_labels(runs)
-    groups: dict[tuple[str, str], dict[str, list[str]]] = {}  # (bench, task) -> metric -> subsets
-    for run in runs:
-        for r in run.results:
-            metrics = groups.setdefault((r.benchmark, r.task), {})
-            subsets = metrics.setdefault(r.metric, [])
-            if r.subset not in subsets:
-                subsets.append(r.subset)
     tables = []
-    for (bench, task), metrics in groups.items():
+    for (bench, task), metrics in result_groups(runs).items():
         index = [
             {(r.metric, r.subset): r for r in run.results if (r.benchmark, r.task) == (bench, task)}
             for run in runs
