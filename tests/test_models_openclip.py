@@ -449,11 +449,10 @@ def test_resolve_quick_gelu_policy() -> None:
 
 
 def test_registered_in_the_factory(tiny: dict[str, Tiny]) -> None:
-    """Through `load_image_encoder`, once spec.py/registry.py know the openclip: backend."""
+    """Through `load_image_encoder`: spec.py and registry.py know the openclip: backend."""
     from lexsem.models import registry
     from lexsem.models.spec import BACKENDS
 
-    if "openclip" not in BACKENDS:
-        pytest.skip("the openclip: backend is not registered in spec.py/registry.py yet")
+    assert "openclip" in BACKENDS
     enc = registry.load_image_encoder(spec(TINY, tiny[TINY].checkpoint, quick_gelu="false"))
     assert isinstance(enc, OpenClipEncoder) and enc.quick_gelu is False

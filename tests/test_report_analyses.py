@@ -139,7 +139,7 @@ def test_report_without_blind_runs_or_second_model(runs: dict[str, Run]) -> None
 
 
 def test_report_with_a_parser_adds_syntactic_similarity(
-    runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    runs: dict[str, Run], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lexsem.analysis import parsers
 
@@ -151,8 +151,7 @@ def test_report_with_a_parser_adds_syntactic_similarity(
         def parse(self, texts: list[str]) -> list[str]:
             return ["(ROOT (NP " + " ".join(f"(NN {w})" for w in t.split()) + "))" for t in texts]
 
-    monkeypatch.setenv("LEXSEM_CACHE_DIR", str(tmp_path))
-    parsers.register_parser("flat-test", FlatParser, replace=True)
+    monkeypatch.setitem(parsers._REGISTRY, "flat-test", FlatParser)  # this test only
     secs = analysis_sections([runs["bow"]], ReportOptions(n_boot=0, parser="flat-test"))
     sim = next(s for s in secs if s.title.startswith("Lexical"))
     (sub,) = sim.subsections
@@ -161,7 +160,9 @@ def test_report_with_a_parser_adds_syntactic_similarity(
     assert any("SLS" in caption for caption, _ in sub.figures)
 
 
-def test_cli_report_html_latex_and_compare(folders: dict[str, Path], tmp_path: Path) -> None:
+def test_cli_report_html_latex_and_compare(
+    folders: dict[str, Path], runs: dict[str, Run], tmp_path: Path
+) -> None:
     cli = CliRunner()
     html = tmp_path / "report.html"
     args = [str(folders[k]) for k in ("dual", "bow", "charlen", "words")]
@@ -177,7 +178,7 @@ def test_cli_report_html_latex_and_compare(folders: dict[str, Path], tmp_path: P
 
     res = cli.invoke(app, ["compare", str(folders["dual"]), str(folders["bow"])])
     assert res.exit_code == 0, res.output
-    a, b = Run.load(folders["dual"]), Run.load(folders["bow"])
+    a, b = runs["dual"], runs["bow"]
     mc = compare.mcnemar(a, b, "synthetic", "tot")
     assert f"| synthetic | tot | 500 | {mc.accuracy_a:.2f} | {mc.accuracy_b:.2f} | {mc.b} |" in (
         res.stdout
