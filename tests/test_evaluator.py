@@ -253,3 +253,132 @@ def test_trained_lexsem_model_gets_a_new_fingerprint_and_no_stale_scores(
     assert third.record.model.fingerprint_key not in {second.record.model.fingerprint_key}
     assert third.items.column("s_p1_n").to_pylist() == first.items.column("s_p1_n").to_pylist()
     assert direct.shape[0] == 1
+
+
+# -- decoded images kept across runs ---------------------------------------------------------
+
+
+class SteppedDual:
+    """A tiny dual encoder whose weights change between runs (its fingerprint says so)."""
+
+    def __new__(cls) -> Any:
+        from fakes import TinyDualEncoder
+
+        class _Stepped(TinyDualEncoder):
+            step = 0
+
+            @property
+            def fingerprint(self) -> dict[str, Any]:
+                return {"backend": "test-stepped-dual", "step": self.step}
+
+            def encode_images(self, batch: Any) -> Any:
+                return super().encode_images(batch) + self.step
+
+        return _Stepped()
+
+
+def _counting_decode(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import lexsem.engine.images as engine_images
+
+    calls: list[str] = []
+    real = engine_images.decode
+
+    def counted(data: bytes, profile: Any, **kw: Any) -> Any:
+        calls.append(kw.get("ref", ""))
+        return real(data, profile, **kw)
+
+    monkeypatch.setattr(engine_images, "decode", counted)
+    return calls
+
+
+def _image_cols(run: Any) -> list[Any]:
+    return run.items.select(["item_id", "metric", "hit", "s_i0_c0", "s_i1_c1"]).to_pylist()
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_decoded_images_are_kept_across_runs_of_a_changed_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """Every epoch of a training loop: new weights (no store hit), the same images. The second
+    run decodes no image (they come from the Evaluator's memory, also from DataLoader workers),
+    and scores exactly as a run that decodes every file."""
+    path = tmp_path / "my_bivlc.parquet"
+    write_parquet(path, bivlc_columns())
+    calls = _counting_decode(monkeypatch)
+    cfg = EvalConfig(
+        benchmarks=[f"bivlc:{path}"],
+        n_boot=0,
+        num_workers=workers,
+        batch_size=2,
+        cache_dir=tmp_path / "cache",
+    )
+    ev = Evaluator(cfg)
+    model = SteppedDual()
+    first = ev.run(model)
+    n = first.record.timings.n_images_unique
+    assert n > 2 and first.record.timings.n_images_from_memory == 0
+    assert len(ev.decoded) == n and ev.decoded.nbytes > 0
+    if workers == 0:
+        assert len(calls) == n
+    model.step = 1
+    calls.clear()
+    second = ev.run(model)
+    t = second.record.timings
+    assert calls == []  # nothing decoded, in this process or (workers) in another
+    assert t.n_images_encoded == n and t.n_images_from_memory == n
+    fresh = Evaluator(cfg.model_copy(update={"keep_decoded_mb": 0, "use_cache": False}))
+    expected = fresh.run(model)
+    assert expected.record.timings.n_images_from_memory == 0
+    assert _image_cols(second) == _image_cols(expected)
+    assert _image_cols(second) != _image_cols(first)  # the new weights were used
+
+
+def test_keep_decoded_mb_0_keeps_nothing_and_the_budget_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "my_bivlc.parquet"
+    write_parquet(path, bivlc_columns())
+    calls = _counting_decode(monkeypatch)
+    cfg = EvalConfig(benchmarks=[f"bivlc:{path}"], n_boot=0, num_workers=0, use_cache=False)
+    ev = Evaluator(cfg.model_copy(update={"keep_decoded_mb": 0}))
+    ev.run(SteppedDual())
+    n = len(calls)
+    ev.run(SteppedDual())
+    assert len(ev.decoded) == 0 and len(calls) == 2 * n
+
+
+def test_decoded_images_admit_within_the_budget_and_never_evict() -> None:
+    from PIL import Image
+
+    from lexsem.images.memory import DecodedImages, image_nbytes
+
+    rgb = Image.new("RGB", (10, 10))
+    assert image_nbytes(rgb) == 300 and image_nbytes(Image.new("I;16", (10, 10))) == 200
+    mem = DecodedImages(700)
+    assert mem.put("a", rgb) and mem.put("b", rgb)
+    assert not mem.put("c", rgb)  # 900 > 700: not kept; a and b stay
+    assert "a" in mem and "b" in mem and "c" not in mem and mem.nbytes == 600
+    assert mem.put("a", rgb) and mem.nbytes == 600  # already kept
+    mem.clear()
+    assert len(mem) == 0 and mem.nbytes == 0
+    with pytest.raises(ValueError):
+        DecodedImages(-1)
+
+
+def test_a_pair_scorer_decodes_each_image_once_across_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fakes import ConstantPairScorer
+
+    path = tmp_path / "my_bivlc.parquet"
+    write_parquet(path, bivlc_columns())
+    calls = _counting_decode(monkeypatch)
+    ev = Evaluator(
+        EvalConfig(benchmarks=[f"bivlc:{path}"], n_boot=0, num_workers=0, use_cache=False)
+    )
+    first = ev.run(ConstantPairScorer())
+    n = len(calls)
+    assert n == first.record.timings.n_images_unique > 0
+    second = ev.run(ConstantPairScorer())
+    assert len(calls) == n and second.record.timings.n_images_from_memory == n
+    assert _image_cols(second) == _image_cols(first)

@@ -165,6 +165,26 @@ def test_a_tower_that_is_not_causal_is_refused(open_clip_models: dict[str, Any])
     assert causal_text_tower(model) is not None
 
 
+def test_the_probe_refuses_a_tower_that_trims_wrongly(
+    open_clip_models: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tower the structural check accepts but whose trimmed run differs (here: pooled at the
+    first padding token) is caught on the probe batch: the encoder runs the full width."""
+    from dataclasses import replace
+
+    from lexsem.models.backends import openclip as OCB
+
+    real = OCB.causal_text_tower
+    monkeypatch.setattr(
+        OCB, "causal_text_tower", lambda m: replace(real(m), pool_type="eos", eos_id=0)
+    )
+    arch = "lexsem-trim-argmax"
+    enc = _encoder(arch, open_clip_models)
+    got, shapes = _shapes(enc, TEXTS, batch_size=2)
+    assert not enc.trims_padding and [tuple(x) for x in shapes] == [(2, 77)] * 3
+    _assert_same(got, _full_width(arch, open_clip_models, TEXTS))
+
+
 # -- transformers: CLIP trims (pads to each batch's longest text), SigLIP does not ------------
 @pytest.fixture(scope="module")
 def hf_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:

@@ -209,6 +209,7 @@ def eval_cmd(
         max_image_pixels=max_image_pixels,
         exif_transpose=exif_transpose,
         num_workers=num_workers,
+        keep_decoded_mb=0,  # one run per command: decoded images would never be used again
         progress=not quiet,  # a bar on a terminal, periodic lines when piped
     )
     run = Evaluator(config).run(model, out=out, force=force)  # checks --out first

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from lexsem.images.memory import DEFAULT_DECODED_IMAGE_MB
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
 
 TiePolicyName = Literal["strict", "lenient"]
@@ -45,6 +46,9 @@ class EvalConfig(BaseModel):
     max_image_pixels: int = Field(DEFAULT_MAX_IMAGE_PIXELS, ge=1)  # larger images: ImageError
     exif_transpose: bool | None = None  # None: each benchmark's decode profile decides
     num_workers: int | None = Field(None, ge=0)
+    # decoded images an Evaluator keeps in memory across its runs (MiB; 0: none), so that a
+    # model evaluated again with new weights (every epoch of training) decodes no image twice
+    keep_decoded_mb: int = Field(DEFAULT_DECODED_IMAGE_MB, ge=0)
     progress: bool = False
 
     @field_validator("benchmarks", mode="before")

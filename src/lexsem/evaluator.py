@@ -4,9 +4,11 @@ benchmarks (load, once per Evaluator) -> tasks the model can run -> one plan of 
 -> the engine (through the model's request store) -> score columns -> hits per metric ->
 accuracies with CIs and the benchmark's aggregates -> a `Run` with its provenance.
 
-An Evaluator keeps its benchmarks and image store loaded across `run()` calls (a training loop
-evaluates every epoch without reloading); each run reads the model's fingerprint afresh, so a
-model whose weights changed never reads another state's cache entries. The config is plain
+An Evaluator keeps its benchmarks, its image store and the images it decoded (within
+`EvalConfig.keep_decoded_mb`, `lexsem.images.memory`) across `run()` calls: a training loop
+evaluates every epoch without reloading data or decoding an image twice. Each run reads the
+model's fingerprint afresh, so a model whose weights changed never reads another state's cache
+entries. The config is plain
 data: it pickles, and `Evaluator(config)` in another process runs the same evaluation.
 """
 
@@ -28,6 +30,7 @@ from lexsem.engine.runner import IMAGE, PAIR, SCORER, TEXT, RunOptions, capabili
 from lexsem.engine.scores import Scores
 from lexsem.engine.store import RequestStore
 from lexsem.errors import LexsemError
+from lexsem.images.memory import DecodedImages
 from lexsem.models.protocols import fingerprint_key
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results import build
@@ -47,9 +50,14 @@ class Evaluator:
         self.config = config
         self._images = images  # an ImageStore; built on first need otherwise
         self._loaded: dict[str, LoadedBenchmark] = {}
+        # decoded images kept across runs, within `config.keep_decoded_mb`
+        self.decoded = DecodedImages(config.keep_decoded_mb * 2**20)
 
     def __getstate__(self) -> dict[str, Any]:  # a copy in another process reloads its data
         return {"config": self.config, "_images": None, "_loaded": {}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"])  # type: ignore[misc]
 
     # -- data ------------------------------------------------------------------------------
     def benchmarks(self) -> list[LoadedBenchmark]:
@@ -147,6 +155,7 @@ class Evaluator:
             skip_bad_images=cfg.skip_bad_images,
             exif_transpose=cfg.exif_transpose,
             progress=cfg.progress,
+            decoded=self.decoded if self.decoded.max_bytes else None,
         )
 
     def _image_cfg(self, plan: Any) -> dict[str, Any]:

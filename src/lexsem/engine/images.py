@@ -50,6 +50,7 @@ from lexsem.images.decode import (
     legacy_profile,
     profile_lookup,
 )
+from lexsem.images.memory import DecodedImages
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
 from lexsem.images.refs import ImageError, ResolvedImage
 from lexsem.images.store import ImageStore
@@ -97,6 +98,7 @@ class ImageEmbedStats:
     n_cached: int = 0  # contents served by the cache
     n_encoded: int = 0  # contents encoded now
     n_skipped: int = 0  # references skipped (on_error="skip")
+    n_from_memory: int = 0  # contents encoded now from decoded images kept in memory
     num_workers: int = 0
     read_s: float = 0.0  # reading and hashing in the main process
     encode_s: float = 0.0  # waiting for batches + the encoder
@@ -111,6 +113,7 @@ class PairScoreStats:
     n_cached: int = 0
     n_scored: int = 0
     n_images: int = 0  # distinct image contents decoded
+    n_from_memory: int = 0  # of them, taken from decoded images kept in memory
     n_skipped: int = 0  # pairs skipped (their image was)
     num_workers: int = 0
     read_s: float = 0.0
@@ -154,12 +157,14 @@ class _Sample(NamedTuple):
     inputs: Any
     reason: str | None  # None: ok; else an ImageError reason or "preprocess"
     message: str | None
+    image: Any = None  # the decoded image, sent back to be kept in memory (`DecodedImages`)
 
 
 class _Batch(NamedTuple):
     slots: list[int]
     inputs: Any  # collated inputs of the ok samples, None when there are none
     errors: list[Any]  # (slot, reason, message) per failed sample
+    images: list[Any]  # per ok sample: its decoded image to keep, or None
 
 
 class _DecodeDataset:
@@ -167,7 +172,9 @@ class _DecodeDataset:
 
     `profiles` maps a cache key to the decode profile applied to it; keys it lacks are decoded
     as `legacy_profile(exif_transpose)`. An image over `max_pixels` is refused before its
-    pixels are decoded (reason ``"too-large"``).
+    pixels are decoded (reason ``"too-large"``). `decoded` holds images decoded by an earlier
+    run (by key: they are preprocessed without reading the file again); with `keep`, every
+    image decoded here is sent back with its sample, to be kept for later runs.
     """
 
     def __init__(
@@ -177,18 +184,25 @@ class _DecodeDataset:
         exif_transpose: bool = True,
         profiles: Mapping[str, DecodeProfile] | None = None,
         max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+        decoded: Mapping[str, Any] | None = None,
+        keep: bool = False,
     ) -> None:
         self.entries = entries  # (cache key, where to read it)
         self.preprocess = preprocess
         self.default = legacy_profile(exif_transpose)
         self.profiles = dict(profiles or {})
         self.max_pixels = max_pixels
+        self.decoded = dict(decoded or {})
+        self.keep = keep
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def __getitem__(self, slot: int) -> _Sample:
         key, src = self.entries[slot]
+        image = self.decoded.get(key)
+        if image is not None:
+            return self._preprocessed(slot, image, None)
         profile = self.profiles.get(key, self.default)
         try:
             data = src.read()
@@ -203,11 +217,14 @@ class _DecodeDataset:
         except Exception as exc:
             msg = f"image {src.ref!r} cannot be decoded: {type(exc).__name__}: {exc}"
             return _Sample(slot, None, "undecodable", msg)
+        return self._preprocessed(slot, image, image if self.keep else None)
+
+    def _preprocessed(self, slot: int, image: Any, keep: Any) -> _Sample:
         try:
             inputs = self.preprocess(image)
         except Exception as exc:
             return _Sample(slot, None, "preprocess", f"{type(exc).__name__}: {exc}")
-        return _Sample(slot, inputs, None, None)
+        return _Sample(slot, inputs, None, None, keep)
 
 
 def _collate(samples: list[_Sample]) -> _Batch:
@@ -216,7 +233,36 @@ def _collate(samples: list[_Sample]) -> _Batch:
     ok = [s for s in samples if s.reason is None]
     inputs = default_collate([s.inputs for s in ok]) if ok else None
     errors = [(s.slot, s.reason, s.message) for s in samples if s.reason is not None]
-    return _Batch([s.slot for s in ok], inputs, errors)
+    return _Batch([s.slot for s in ok], inputs, errors, [s.image for s in ok])
+
+
+def _dataset(
+    entries: list[tuple[str, ResolvedImage]],
+    preprocess: Callable[[Any], Any],
+    scan: _Scan,
+    store: ImageStore,
+    decoded: DecodedImages | None,
+) -> _DecodeDataset:
+    """The decoding dataset of `entries`, fed from and feeding `decoded` when given."""
+    kept = {k: decoded.get(k) for k, _ in entries if k in decoded} if decoded is not None else {}
+    return _DecodeDataset(
+        entries,
+        preprocess,
+        profiles=scan.profile_of,
+        max_pixels=_limit(store),
+        decoded=kept,
+        keep=decoded is not None and decoded.has_room,
+    )
+
+
+def _keep_decoded(
+    decoded: DecodedImages | None, batch: _Batch, entries: list[tuple[str, Any]]
+) -> None:
+    if decoded is None:
+        return
+    for slot, image in zip(batch.slots, batch.images, strict=True):
+        if image is not None:
+            decoded.put(entries[slot][0], image)
 
 
 def _loader(dataset: _DecodeDataset, batch_size: int, num_workers: int, pin: bool) -> Any:
@@ -365,6 +411,7 @@ def embed_images(
     exif_transpose: bool | None = None,
     profiles: Profiles = None,
     progress: bool = False,
+    decoded: DecodedImages | None = None,
 ) -> tuple[np.ndarray, ImageEmbedStats, list[str]]:
     """Embeddings of the images `refs` (float32, shape ``(len(refs), d)``, in order).
 
@@ -391,6 +438,9 @@ def embed_images(
         progress: show progress (`lexsem.engine.progress`): a bar on a terminal, periodic
             lines when stderr is piped; it moves per batch. Ctrl-C raises `Interrupted`, which
             says how many images were saved in `cache`.
+        decoded: decoded images kept in memory across calls (`lexsem.images.memory`): images
+            it holds are not read nor decoded again, images decoded now are added while its
+            budget has room.
 
     Returns:
         ``(embeddings, stats, skipped)``. When no image could be embedded nor was cached, the
@@ -429,9 +479,8 @@ def embed_images(
             else max(0, int(num_workers))
         )
         stats.num_workers = workers
-        dataset = _DecodeDataset(
-            entries, encoder.preprocess, profiles=scan.profile_of, max_pixels=_limit(store)
-        )
+        dataset = _dataset(entries, encoder.preprocess, scan, store, decoded)
+        stats.n_from_memory = len(dataset.decoded)
         loader = _loader(dataset, batch_size, workers, pin=cuda)
         batches = iter(loader)  # workers start here, before any progress-bar thread exists
         bar = Progress(
@@ -450,6 +499,7 @@ def embed_images(
                             model=encoder.name,
                         )
                     )
+                _keep_decoded(decoded, batch, entries)
                 if batch.slots:
                     vecs = np.asarray(encoder.encode_images(batch.inputs))
                     n = len(batch.slots)
@@ -514,6 +564,7 @@ def pair_scores(
     exif_transpose: bool | None = None,
     profiles: Profiles = None,
     progress: bool = False,
+    decoded: DecodedImages | None = None,
 ) -> tuple[np.ndarray, PairScoreStats, list[str]]:
     """Scores of (image reference, text) `pairs` by `scorer` (float32, shape ``(len(pairs),)``).
 
@@ -581,9 +632,8 @@ def pair_scores(
             else max(0, int(num_workers))
         )
         stats.num_workers = workers
-        dataset = _DecodeDataset(
-            entries, scorer.preprocess, profiles=scan.profile_of, max_pixels=_limit(store)
-        )
+        dataset = _dataset(entries, scorer.preprocess, scan, store, decoded)
+        stats.n_from_memory = len(dataset.decoded)
         batches = iter(_loader(dataset, batch_size, workers, pin=cuda))
         n_todo = sum(len(v) for v in todo.values())
         bar = Progress("scoring pairs", n_todo, unit="pairs", enabled=progress, store=cache)
@@ -600,6 +650,7 @@ def pair_scores(
                     )
                     skipped.update(failed)
                     bar.advance(sum(len(todo[entries[s][0]]) for s, *_ in batch.errors))
+                _keep_decoded(decoded, batch, entries)
                 rows: list[int] = []
                 texts: list[str] = []
                 pkeys: list[str] = []

@@ -45,6 +45,7 @@ class RunOptions:
     skip_bad_images: bool = False
     exif_transpose: bool | None = None
     progress: bool = False
+    decoded: Any = None  # a DecodedImages kept across runs (lexsem.images.memory), or None
 
 
 @dataclass
@@ -116,6 +117,7 @@ def _image_args(plan: Plan, opts: RunOptions, profile: str) -> dict[str, Any]:
         "on_error": "skip" if opts.skip_bad_images else "raise",
         "labels": plan.labels,
         "progress": opts.progress,
+        "decoded": opts.decoded,
         **_decode_args(profile, opts),
     }
 
@@ -147,6 +149,7 @@ def _pairs(
             n_pairs_cached=pst.n_cached,
             n_pairs_scored=pst.n_scored,
             n_images_unique=pst.n_images,
+            n_images_from_memory=pst.n_from_memory,
             n_images_skipped=pst.n_skipped,
         )
     out.scores.pair_values = np.concatenate(values)
@@ -174,6 +177,7 @@ def _images(
             n_images_unique=ist.n_unique,
             n_images_cached=ist.n_cached,
             n_images_encoded=ist.n_encoded,
+            n_images_from_memory=ist.n_from_memory,
             n_images_skipped=ist.n_skipped,
         )
     out.scores.image_unit = np.concatenate(units)

@@ -107,6 +107,7 @@ class Timings(_Model):
     n_images_cached: int = 0
     n_images_encoded: int = 0
     n_images_skipped: int = 0
+    n_images_from_memory: int = 0  # decoded images an Evaluator kept from an earlier run
     n_pairs_unique: int = 0  # (image, text) pairs, for pair scorers
     n_pairs_cached: int = 0
     n_pairs_scored: int = 0
