@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import pickle
 import threading
 import zipfile
@@ -23,7 +24,7 @@ from lexsem.engine.store import RequestStore
 from lexsem.errors import DataError, DownloadError
 from lexsem.images import locations as img_mod
 from lexsem.images import store as store_mod
-from lexsem.images.decode import decode_image
+from lexsem.images.decode import decode_image, legacy_profile
 from lexsem.images.download import (
     IMAGE_ARCHIVES,
     ImageArchive,
@@ -696,3 +697,77 @@ def test_registry_has_official_coco_archives() -> None:
     assert val.md5 is None or len(val.md5) == 32
     with pytest.raises(DownloadError, match="unknown COCO split"):
         download_coco("test2015")
+
+
+# ---------------------------------------------------------------------------- file keys
+
+
+def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from lexsem.images.refs import ResolvedImage
+
+    reads: list[str] = []
+    real = ResolvedImage.read
+
+    def counted(self: ResolvedImage) -> bytes:
+        reads.append(self.ref)
+        return real(self)
+
+    monkeypatch.setattr(ResolvedImage, "read", counted)
+    return reads
+
+
+def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in a new process: nothing remembered in memory."""
+    from lexsem.engine import images as engine_images
+
+    monkeypatch.setattr(engine_images, "_key_memo", {})
+
+
+def test_unchanged_files_are_not_read_again_in_a_new_process(
+    coco: dict[str, Any], cache: RequestStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image key of a file is remembered in the request store by what `os.stat` says of
+    it (as git's index does); a write in place (same size, mtime set back) is still seen,
+    through its ctime, and a fresh file is never remembered."""
+    from lexsem.engine import images as engine_images
+
+    monkeypatch.setattr(engine_images, "_SETTLE_S", 0.0)
+    _new_process(monkeypatch)
+    first, _, _ = embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
+    assert cache.count("records") == len(GOOD)
+    reads = _count_reads(monkeypatch)
+    _new_process(monkeypatch)
+    enc = FakeImageEncoder()
+    again, stats, _ = embed_images(enc, GOOD, coco["store"], cache, num_workers=0)
+    assert reads == [] and stats.n_encoded == 0 and stats.n_cached == len(GOOD)
+    np.testing.assert_array_equal(again, first)
+    # rewrite one byte of b.png in place (same size), and set its mtime back
+    path = coco["val"] / "b.png"
+    st = path.stat()
+    with open(path, "r+b") as fh:
+        fh.seek(st.st_size // 2)
+        byte = fh.read(1)
+        fh.seek(st.st_size // 2)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    _new_process(monkeypatch)
+    reads.clear()
+    rgb = legacy_profile(True)
+    scan = engine_images._scan(
+        coco["store"], GOOD, on_error="skip", labels=None, profile_of=lambda r: rgb, memo=cache
+    )
+    assert reads == ["b.png"]  # the only file read: its ctime changed
+    assert scan.key_of["b.png"] == image_key(path.read_bytes())
+
+
+def test_files_written_just_now_are_hashed_and_not_remembered(
+    coco: dict[str, Any], cache: RequestStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _new_process(monkeypatch)  # the fixture's files were written a moment ago
+    embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
+    assert cache.count("records") == 0
+    reads = _count_reads(monkeypatch)
+    _new_process(monkeypatch)
+    embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
+    assert sorted(set(reads)) == sorted(set(GOOD))

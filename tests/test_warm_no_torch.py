@@ -1,4 +1,5 @@
-"""A rerun served entirely from the store imports neither torch nor transformers nor open_clip.
+"""A rerun served entirely from the store imports neither torch nor transformers nor open_clip
+(nor scipy: its bootstrap intervals are stored too, `lexsem.stats.bootstrap.ci_memo`).
 
 Importing torch alone takes seconds; a warm `lexsem eval` needs none of it: the fingerprint
 needs no weights, the device needs no torch on a machine without GPU device nodes, the
@@ -27,7 +28,7 @@ from lexsem.models.backends import openclip as OCB
 from lexsem.models.backends import openclip_facts as F
 from lexsem.models.backends.openclip import OpenClipEncoder
 
-HEAVY = ("torch", "transformers", "open_clip", "torchvision")
+HEAVY = ("torch", "transformers", "open_clip", "torchvision", "scipy")
 TINY = "lexsem-tiny-warm"
 TINY_CFG = {
     "embed_dim": 16,
@@ -167,7 +168,7 @@ def test_warm_rerun_imports_no_torch(
         spec, register = f"clip:{write_clip(tmp_path / 'clip')}", "-"
     out = tmp_path / "run"
     args = ["eval", "-m", spec, "-b", "synthetic/swap_att", "-o", str(out), "--force"]
-    args += ["--n-boot", "0", "--num-workers", "0", "-q"]
+    args += ["--n-boot", "200", "--num-workers", "0", "-q"]  # intervals: from the store too
     cold = _cli(register, args, tmp_path)
     assert cold["torch"]  # the cold run encoded
     first = json.loads((out / "run.json").read_text())
@@ -177,4 +178,5 @@ def test_warm_rerun_imports_no_torch(
     assert second["timings"]["n_texts_encoded"] == 0
     assert second["timings"]["n_texts_cached"] == first["timings"]["n_texts_unique"] > 0
     assert second["results"] == first["results"]
+    assert all(r["ci_low"] is not None for r in second["results"])
     assert second["model"]["fingerprint"] == first["model"]["fingerprint"]

@@ -14,6 +14,7 @@ data: it pickles, and `Evaluator(config)` in another process runs the same evalu
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,10 +38,13 @@ from lexsem.results import build
 from lexsem.results.run import Run
 from lexsem.results.schema import MetricResult, Timings
 from lexsem.results.store import check_out_dir
+from lexsem.stats.bootstrap import ci_memo
 from lexsem.stats.ties import Hits
 from lexsem.tasks.base import Task
 from lexsem.tasks.blind import BLIND_TRIPLET, blind_task
 from lexsem.tasks.registry import BLIND, SYNONYMS, get_task
+
+CI_STORE = "bootstrap-intervals"  # the request store of bootstrap intervals, beside the models'
 
 
 class Evaluator:
@@ -115,7 +119,8 @@ class Evaluator:
             if store is not None:
                 store.close()
         t2 = time.perf_counter()
-        scored = [self._score(b_i, w, outcome.scores) for b_i, w in enumerate(works)]
+        with self._ci_store() as ci_store, ci_memo(ci_store):
+            scored = [self._score(b_i, w, outcome.scores) for b_i, w in enumerate(works)]
         metrics_s = time.perf_counter() - t2
         record = build.run_record(
             _named(build.model_info(model, spec, fp, fkey, cfg.batch_size), cfg.name),
@@ -138,6 +143,14 @@ class Evaluator:
         if out is not None:
             run.save(out, force=force)
         return run
+
+    def _ci_store(self) -> Any:
+        """The store of bootstrap intervals (`lexsem.stats.bootstrap.ci_memo`), shared by all
+        models: an interval is a function of the hits, not of the model that made them."""
+        cfg = self.config
+        if not cfg.use_cache or cfg.n_boot <= 0:
+            return contextlib.nullcontext()
+        return RequestStore(default_cache_dir(cfg.cache_dir), CI_STORE)
 
     def _model(self, model: str | object) -> tuple[Any, str]:
         if isinstance(model, str):

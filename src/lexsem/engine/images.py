@@ -294,26 +294,51 @@ class _Scan:
     profile_of: dict[str, DecodeProfile] = field(default_factory=dict)  # cache key -> decode
 
 
-# (real path, size, mtime_ns, decode key tag) -> image key, for files keyed in this process:
-# a second model (or benchmark) in the same process does not re-read unchanged files here.
-_key_memo: dict[tuple[str, int, int, bytes], str] = {}
+# Image keys of files, by what `os.stat` says of them: the bytes are not read and hashed again
+# while a file is unchanged. In this process (`_key_memo`), and across processes as records of
+# the model's request store (`_file_memo_key`), as git's index does: a file is taken as
+# unchanged while its device, inode, size, mtime and ctime are (a write in place changes the
+# ctime, which no user can set back; a replaced file has another inode). A file modified less
+# than `_SETTLE_S` ago is hashed and not remembered, so that a write in the same clock tick as
+# the hash is never missed.
+_key_memo: dict[tuple[Any, ...], str] = {}
 _key_memo_lock = threading.Lock()
+_SETTLE_S = 2.0
 
 
-def _key_of(res: ResolvedImage, profile: DecodeProfile) -> str:
+def _stat_id(res: ResolvedImage, profile: DecodeProfile) -> tuple[Any, ...] | None:
+    """What identifies the file of `res` (None: no file, or it cannot be statted)."""
     if res.path is None:
-        return image_key(res.read(), profile=profile)
+        return None
     try:
         st = os.stat(res.path)
     except OSError:
-        return image_key(res.read(), profile=profile)  # raises a clear ImageError
-    memo = (str(res.path), st.st_size, st.st_mtime_ns, profile.key_tag)
+        return None
+    return (
+        str(res.path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+        profile.key_tag.hex(),
+    )  # fmt: skip
+
+
+def _settled(ident: tuple[Any, ...]) -> bool:
+    newest = max(ident[4], ident[5]) / 1e9
+    return time.time() - newest > _SETTLE_S
+
+
+def _file_memo_key(ident: tuple[Any, ...]) -> str:
+    return request_key("image_file_key", file=list(ident))
+
+
+def _key_of(res: ResolvedImage, profile: DecodeProfile, ident: tuple[Any, ...] | None) -> str:
+    if ident is None:
+        return image_key(res.read(), profile=profile)  # no file, or a clear ImageError
     with _key_memo_lock:
-        key = _key_memo.get(memo)
+        key = _key_memo.get(ident)
     if key is None:
         key = image_key(res.read(), profile=profile)
-        with _key_memo_lock:
-            _key_memo[memo] = key
+        if _settled(ident):
+            with _key_memo_lock:
+                _key_memo[ident] = key
     return key
 
 
@@ -334,35 +359,82 @@ def _scan(
     on_error: str,
     labels: Mapping[str, str] | None,
     profile_of: Callable[[str], DecodeProfile],
+    memo: RequestStore | None = None,
 ) -> _Scan:
     """Resolve, read and hash every distinct reference (in order; a few threads), each under
-    the decode profile `profile_of(ref)`."""
+    the decode profile `profile_of(ref)`. Files whose keys `memo` remembers (unchanged since,
+    by `os.stat`) are not read."""
 
-    def one(ref: str) -> tuple[str, ResolvedImage | None, str | None, ImageError | None]:
+    def fail(ref: str, exc: ImageError) -> ImageError:
+        if on_error == "skip" and exc.skippable:
+            return exc
+        raise exc.for_item(labels.get(ref) if labels else None) from None
+
+    def locate(ref: str) -> tuple[ResolvedImage | None, Any, ImageError | None]:
         try:
             res = store.resolve(ref)
-            return ref, res, _key_of(res, profile_of(ref)), None
         except ImageError as exc:
-            if on_error == "skip" and exc.skippable:
-                return ref, None, None, exc
-            raise exc.for_item(labels.get(ref) if labels else None) from None
+            return None, None, fail(ref, exc)
+        return res, _stat_id(res, profile_of(ref)), None
+
+    def key(ref: str, res: ResolvedImage, ident: Any) -> tuple[str | None, ImageError | None]:
+        try:
+            return _key_of(res, profile_of(ref), ident), None
+        except ImageError as exc:
+            return None, fail(ref, exc)
 
     unique = list(dict.fromkeys(refs))
+    located = _threaded(locate, [(r,) for r in unique])
+    remembered = _remembered(memo, [ident for _, ident, _ in located])
+    todo = [
+        (ref, res, ident)
+        for ref, (res, ident, err) in zip(unique, located, strict=True)
+        if err is None and (ident is None or ident not in remembered)
+    ]
+    hashed = dict(zip([t[0] for t in todo], _threaded(key, todo), strict=True))
     scan = _Scan({}, {}, {})
-    if len(unique) > 16:
-        with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
-            results = list(pool.map(one, unique))
-    else:
-        results = [one(r) for r in unique]
-    for ref, res, key, err in results:
+    learned: list[tuple[Any, str]] = []
+    for ref, (res, ident, err) in zip(unique, located, strict=True):
+        if err is None and ref in hashed:
+            k, err = hashed[ref]
+            if k is not None and ident is not None and _settled(ident):
+                learned.append((ident, k))
+        elif err is None:
+            k = remembered[ident]
         if err is not None:
             scan.skipped[ref] = err.reason
             continue
-        assert res is not None and key is not None
-        scan.key_of[ref] = key
-        scan.source_of.setdefault(key, res)
-        scan.profile_of.setdefault(key, profile_of(ref))
+        assert res is not None and k is not None
+        scan.key_of[ref] = k
+        scan.source_of.setdefault(k, res)
+        scan.profile_of.setdefault(k, profile_of(ref))
+    _remember(memo, learned)
     return scan
+
+
+def _threaded(fn: Callable[..., Any], args: list[tuple[Any, ...]]) -> list[Any]:
+    if len(args) <= 16:
+        return [fn(*a) for a in args]
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        return list(pool.map(lambda a: fn(*a), args))
+
+
+def _remembered(memo: RequestStore | None, idents: list[Any]) -> dict[Any, str]:
+    """The image keys `memo` holds for these files (unchanged since they were hashed)."""
+    idents = [i for i in dict.fromkeys(idents) if i is not None]
+    if memo is None or not idents:
+        return {}
+    by_key = {_file_memo_key(i): i for i in idents}
+    found = memo.get_records(list(by_key))
+    out = {by_key[k]: v for k, v in found.items() if isinstance(v, str)}
+    with _key_memo_lock:
+        _key_memo.update(out)
+    return out
+
+
+def _remember(memo: RequestStore | None, learned: list[tuple[Any, str]]) -> None:
+    if memo is not None and learned and memo.writable:
+        memo.put_records([_file_memo_key(i) for i, _ in learned], [k for _, k in learned])
 
 
 def _batch_failure(
@@ -452,7 +524,7 @@ def embed_images(
     stats = ImageEmbedStats()
     t0 = time.perf_counter()
     profile_of = profile_lookup(profiles, exif_transpose, accepts_raw_mode(encoder))
-    scan = _scan(store, refs, on_error=on_error, labels=labels, profile_of=profile_of)
+    scan = _scan(store, refs, on_error=on_error, labels=labels, profile_of=profile_of, memo=cache)
     stats.read_s = time.perf_counter() - t0
     stats.n_refs = len(scan.key_of) + len(scan.skipped)
     stats.n_unique = len(scan.source_of)
@@ -590,6 +662,7 @@ def pair_scores(
         on_error=on_error,
         labels=labels,
         profile_of=profile_lookup(profiles, exif_transpose, accepts_raw_mode(scorer)),
+        memo=cache,
     )
     stats.read_s = time.perf_counter() - t0
     skipped: dict[str, str] = dict(scan.skipped)

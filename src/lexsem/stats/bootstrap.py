@@ -2,15 +2,26 @@
 
 Bootstrap: items are resampled with replacement within each subset (scipy.stats.bootstrap,
 percentile method, seeded), so the micro and macro intervals respect the subset sizes.
+
+Inside `with ci_memo(store):` each interval is first looked up in `store` (an object with
+`get_records` / `put_records`, as `lexsem.engine.store.RequestStore`), keyed by everything it
+is a function of: the hit vectors, the statistic, resamples, seed, confidence and the scipy and
+numpy versions (whose random streams and percentile rules it follows). An interval computed
+once is then read back, bit for bit, and a rerun whose intervals are all stored neither
+resamples nor imports scipy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from lexsem.stats.ties import Hits
 
@@ -32,9 +43,61 @@ class Accuracy:
         return asdict(self)
 
 
+_MEMO: ContextVar[Any] = ContextVar("lexsem_ci_memo", default=None)
+
+
+@contextmanager
+def ci_memo(store: Any) -> Iterator[None]:
+    """Within the block, intervals are read from and written to `store` (None: not at all)."""
+    token = _MEMO.set(store)
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+@cache
+def _versions() -> str:
+    from importlib.metadata import version
+
+    return f"scipy {version('scipy')}; numpy {np.__version__}"
+
+
+def ci_key(
+    samples: list[np.ndarray], statistic: Callable[..., Any], n_boot: int, seed: int,
+    confidence: float,
+) -> str:  # fmt: skip
+    """The memo key of one interval: sha256 of everything the interval depends on."""
+    h = hashlib.sha256(b"lexsem percentile bootstrap v1\x00")
+    head = f"{statistic.__name__};{n_boot};{seed};{confidence!r};{_versions()};{len(samples)}"
+    h.update(head.encode())
+    for s in samples:
+        x = np.ascontiguousarray(s, dtype=np.float64)
+        h.update(f";{x.size};".encode())
+        h.update(x.tobytes())
+    return h.hexdigest()
+
+
 def _ci(samples: list[np.ndarray], statistic, n_boot: int, seed: int, confidence: float):
     if n_boot <= 0 or any(len(s) < 2 for s in samples):
         return None, None
+    memo = _MEMO.get()
+    key = ci_key(samples, statistic, n_boot, seed, confidence) if memo is not None else None
+    if key is not None:
+        found = memo.get_records([key]).get(key)
+        if isinstance(found, list) and len(found) == 2:
+            return float(found[0]), float(found[1])
+    lo, hi = _bootstrap(samples, statistic, n_boot, seed, confidence)
+    if key is not None and np.isfinite([lo, hi]).all():
+        memo.put_records([key], [[lo, hi]])
+    return lo, hi
+
+
+def _bootstrap(
+    samples: list[np.ndarray], statistic, n_boot: int, seed: int, confidence: float
+) -> tuple[float, float]:
+    from scipy import stats
+
     res = stats.bootstrap(
         tuple(samples),
         statistic,
