@@ -129,7 +129,16 @@ def test_the_same_run_given_twice_is_one_row() -> None:
     page = parse(render_html("r", runs_overview_sections([run, run]), {}))
     runs_table = next(t for t in page.tables if t["caption"].endswith("Runs"))
     assert len(runs_table["rows"]) == 1
-    assert runs_table["rows"][0][-1] == run.created_at  # every header has its cell
+    assert runs_table["rows"][0][-1] == "2026-01-01 00:00"  # every header has its cell
+
+
+def test_the_runs_table_shows_the_creation_time_to_the_minute_in_utc() -> None:
+    from lexsem.report.html import _when
+
+    assert _when("2026-11-25T03:41:36+00:00") == "2026-11-25 03:41 UTC"
+    assert _when("2026-11-25T05:41:36+02:00") == "2026-11-25 03:41 UTC"
+    assert _when("2026-01-01T00:00:00") == "2026-01-01 00:00"  # no zone: none is claimed
+    assert _when("yesterday") == "yesterday"
 
 
 def test_tie_counts_are_per_model() -> None:

@@ -322,6 +322,20 @@ def _bars(
     return caption, png
 
 
+def _when(created_at: str) -> str:
+    """`2026-11-25T03:41:36+00:00` as `2026-11-25 03:41 UTC` (to the minute, in UTC: a table
+    cell that does not break into five lines; the exact time is in the metadata block)."""
+    from datetime import datetime, timezone
+
+    try:
+        t = datetime.fromisoformat(created_at)
+    except ValueError:
+        return created_at
+    if t.tzinfo is not None:
+        t = t.astimezone(timezone.utc)
+    return t.strftime("%Y-%m-%d %H:%M") + (" UTC" if t.tzinfo is not None else "")
+
+
 def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
     runs_table = Table(
         "Runs",
@@ -344,7 +358,7 @@ def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
         runs_table.rows.append(
             [lab, r.run_id, r.model.spec, r.model.fingerprint_key[:16], benches,
              ", ".join(r.config.tasks), r.config.tie_policy, str(r.config.seed),
-             str(r.config.n_boot), r.lexsem_version, r.created_at]
+             str(r.config.n_boot), r.lexsem_version, _when(r.created_at)]
         )  # fmt: skip
     data_table = Table("Data files", ["benchmark", "subset", "items", "file", "sha256", "runs"])
     seen: dict[tuple[str, str], dict[str, list[int]]] = {}
