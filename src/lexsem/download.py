@@ -16,13 +16,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import httpx
 from filelock import FileLock
 
 from lexsem import paths
 from lexsem._version import __version__
 from lexsem.errors import DataError, DownloadError
+
+if TYPE_CHECKING:  # httpx is imported when a download starts: a run from local files needs none
+    import httpx
 
 __all__ = ["cache_path", "download", "resolve_source", "sha256_file"]
 
@@ -128,6 +131,8 @@ def _attempt(client: httpx.Client, url: str, part: Path) -> None:
     Returns once `part` holds a complete response body. Raises `_Retry` or an httpx transport
     error for transient failures, `DownloadError` for permanent ones (e.g. 404).
     """
+    import httpx
+
     offset = part.stat().st_size if part.exists() else 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
     with client.stream("GET", url, headers=headers) as resp:
@@ -168,6 +173,8 @@ def _attempt(client: httpx.Client, url: str, part: Path) -> None:
 
 def _fetch(source: SourceFile, part: Path, *, retries: int, timeout: float, backoff: float) -> None:
     """Fill `part` with the body of `source.url`, retrying transient failures."""
+    import httpx
+
     attempts = max(1, retries)
     last_error: BaseException | None = None
     headers = {"User-Agent": f"lexsem/{__version__}", "Accept-Encoding": "identity"}
