@@ -25,7 +25,8 @@ its tree, as `wait4` reports it). `--json OUT` writes every figure.
 `--limit N` takes the first N items of each subset: both tools then read the same shortened
 JSONs (lexsem as a user file folder, `sugarcrepe:FOLDER`; without `--limit`, lexsem reads the
 pinned public files with their checksums). Needs clip-benchmark (`pip install clip-benchmark`,
-which `make bench-peer` does) and open_clip.
+which `make bench-peer` does into `.bench-peer/`, outside the venv the tests use, given here as
+LEXSEM_PEER_SITE) and open_clip.
 """
 
 from __future__ import annotations
@@ -277,12 +278,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _peer_site() -> str | None:
+    """The folder `make bench-peer` installs CLIP_benchmark into (`--target`, outside the venv
+    the tests use); on the PYTHONPATH of the CLIP_benchmark process only."""
+    return os.environ.get("LEXSEM_PEER_SITE") or None
+
+
 def _check_tools() -> None:
     import importlib.util
 
-    for module, install in (("clip_benchmark", "clip-benchmark"), ("open_clip", "open_clip_torch")):
-        if importlib.util.find_spec(module) is None:
-            raise SystemExit(f"{module} is not installed: pip install {install} (make bench-peer)")
+    site = _peer_site()
+    if site:
+        sys.path.insert(0, site)
+    try:
+        for module, install in (
+            ("clip_benchmark", "clip-benchmark"),
+            ("open_clip", "open_clip_torch"),
+        ):
+            if importlib.util.find_spec(module) is None:
+                raise SystemExit(f"{module} is not installed: {install} (make bench-peer)")
+    finally:
+        if site:
+            sys.path.remove(site)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -318,6 +335,11 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
     peer_out, cold_out, warm_out = tmp / "clip_benchmark", tmp / "lexsem-cold", tmp / "lexsem-warm"
     peer_out.mkdir(exist_ok=True)
     procs: dict[str, Proc] = {}
+    peer_env = dict(env)
+    if _peer_site():
+        peer_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (_peer_site(), env.get("PYTHONPATH")) if p
+        )
     steps = [
         ("CLIP_benchmark", clip_benchmark_cmd(root, ckpt, args.subsets, peer_out, args.workers)),
         ("lexsem cold", lexsem_cmd(args, tmp, ckpt, cold_out)),
@@ -325,7 +347,8 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
     ]
     for name, cmd in steps:
         print(f"running {name} ...", flush=True)
-        procs[name] = run_timed(name, cmd, tmp / f"{name.replace(' ', '-')}.log", env)
+        step_env = peer_env if name == "CLIP_benchmark" else env
+        procs[name] = run_timed(name, cmd, tmp / f"{name.replace(' ', '-')}.log", step_env)
         print(f"  {procs[name].wall_s:.1f} s", flush=True)
 
     peer = peer_accuracies(peer_out, args.subsets)
