@@ -53,9 +53,9 @@ _CASE_PAIRS = (("itt", "tot"), ("i2t", "t2t"), ("p1n", "p2n"))
 class ReportOptions:
     """What the analyses read and how they compute (defaults: the papers')."""
 
-    data_dir: str | Path | None = None  # benchmark files (else the cache / a download)
+    # benchmark files, read offline (else the folders the runs recorded, else the cache)
+    data_dir: str | Path | None = None
     cache_dir: str | Path | None = None
-    offline: bool | None = None
     baseline: str | None = None  # model label for ↑/↓ (default: the first model)
     parser: str | None = None  # constituency parser for syntactic similarity / SLS
     n_boot: int = 1000
@@ -270,22 +270,38 @@ def priors_section(blind: Sequence[Run], models: Sequence[Run], opt: ReportOptio
 
 class _Items:
     """Each benchmark's items, read from its files at most once per report (similarity and the
-    qualitative captions both need them); a failure is kept and raised again."""
+    qualitative captions both need them); a failure is kept and raised again.
 
-    def __init__(self, opt: ReportOptions) -> None:
+    A report never touches the network: the files are looked for offline, in `opt.data_dir`,
+    else in the data folder the runs recorded (`config.evaluation.data_dir`), and in the
+    download cache (`opt.cache_dir`, else the runs' own). Only the subsets the runs scored are
+    read."""
+
+    def __init__(self, opt: ReportOptions, runs: Sequence[Run] = ()) -> None:
         self.opt = opt
         self._got: dict[str, list[Any] | LexsemError] = {}
+        self._subsets: dict[str, list[str]] = {}
+        self._dirs: dict[str, tuple[Any, Any]] = {}
+        for r in runs:
+            ev = r.record.config.evaluation or {}
+            for b in r.record.benchmarks:
+                subs = self._subsets.setdefault(b.name, [])
+                subs += [s for s in b.subsets if s not in subs]
+                where = (_path(ev.get("data_dir")), _path(ev.get("cache_dir")))
+                self._dirs.setdefault(b.name, where)
 
     def __call__(self, bench: str) -> list[Any]:
         if bench not in self._got:
             from lexsem.benchmarks.load import load_benchmark
 
+            data_dir, cache_dir = self._dirs.get(bench, (None, None))
+            subsets = self._subsets.get(bench)
             try:
                 loaded = load_benchmark(
-                    bench,
-                    data_dir=self.opt.data_dir,
-                    cache_root=self.opt.cache_dir,
-                    offline=self.opt.offline,
+                    f"{bench}/{','.join(subsets)}" if subsets else bench,
+                    data_dir=self.opt.data_dir or data_dir,
+                    cache_root=self.opt.cache_dir or cache_dir,
+                    offline=True,
                 )
                 self._got[bench] = list(loaded.items)
             except LexsemError as exc:
@@ -294,6 +310,11 @@ class _Items:
         if isinstance(got, LexsemError):
             raise got
         return got
+
+
+def _path(value: Any) -> Path | None:
+    """A folder recorded in run.json (home paths are written `~/...`)."""
+    return Path(value).expanduser() if isinstance(value, str) and value else None
 
 
 def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section | None:
@@ -386,13 +407,16 @@ def similarity_section(
         "App. C.1): a benchmark whose negatives are lexically closer to the positive than the "
         "paraphrase is tests meaning, not words.",
     )
-    items_of = items_of or _Items(opt)
+    items_of = items_of or _Items(opt, runs)
     notes = []
     for bench in _benchmarks(runs):
         try:
             items = items_of(bench)
         except LexsemError as exc:
-            notes.append(f"- {bench}: benchmark files not at hand ({exc})")
+            notes.append(
+                f"- {bench}: benchmark files not at hand ({exc}); give their folder with "
+                "`lexsem report --data-dir DIR`"
+            )
             continue
         sub = _similarity_for(bench, items, opt)
         if sub is None:
@@ -504,7 +528,7 @@ def qualitative_section(
         "Items grouped by what most models do on two metrics of the same item (SugarCrepe++ "
         "App. H): e.g. pass ITT (image) but fail TOT (text only).",
     )
-    items_of = items_of or _Items(opt)
+    items_of = items_of or _Items(opt, models)
     notes = []
     for bench in _benchmarks(models):
         pair = _case_pair(models, bench)
@@ -574,7 +598,7 @@ def analysis_sections(runs: Sequence[Run], opt: ReportOptions | None = None) -> 
     given twice counts once)."""
     opt = opt or ReportOptions()
     models, blind = split_runs(unique(runs))
-    items_of = _Items(opt)
+    items_of = _Items(opt, unique(runs))
     return [
         priors_section(blind, models, opt),
         similarity_section(runs, opt, items_of),
