@@ -455,3 +455,72 @@ def test_registered_in_the_factory(tiny: dict[str, Tiny]) -> None:
     assert registry.get_backend("openclip") is OpenClipEncoder
     enc = registry.load_image_encoder(spec(TINY, tiny[TINY].checkpoint, quick_gelu="false"))
     assert isinstance(enc, OpenClipEncoder) and enc.quick_gelu is False
+
+
+# -- a custom architecture from a model-config file ----------------------------------------------
+def test_custom_arch_config_file_matches_open_clip(
+    oc: Any, tiny: dict[str, Tiny], tmp_path: Path
+) -> None:
+    """`openclip:/path/arch.json@ckpt`: the tiny arch given as a file (never registered by the
+    user) gives open_clip's own embeddings of the same checkpoint."""
+    t = tiny[TINY]
+    config = tmp_path / "my arch.json"
+    config.write_text(json.dumps(TINY_CFG))
+    enc = OpenClipEncoder(spec(str(config), t.checkpoint, quick_gelu="false"), device="cpu")
+    assert enc.arch.startswith("my arch-") and enc.spec.config_file == config
+    text, image = ours(enc)
+    want_text, want_image = direct(t.model, t.transform, TINY, oc)
+    np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+    # an edited file is another arch: another fingerprint
+    config.write_text(json.dumps({**TINY_CFG, "embed_dim": 16, "custom_text": False}))
+    other = OpenClipEncoder(spec(str(config), t.checkpoint, quick_gelu="false"), device="cpu")
+    assert other.arch != enc.arch and other.fingerprint != enc.fingerprint
+
+
+def test_a_custom_config_named_like_a_builtin_arch_does_not_replace_it(
+    oc: Any, tiny: dict[str, Tiny], tmp_path: Path
+) -> None:
+    builtin = dict(oc.get_model_config("ViT-B-32"))
+    config = tmp_path / "ViT-B-32.json"
+    config.write_text(json.dumps(TINY_CFG))
+    enc = OpenClipEncoder(spec(str(config), tiny[TINY].checkpoint, quick_gelu="false"))
+    enc.encode(["a cat"])
+    assert oc.get_model_config("ViT-B-32") == builtin
+    assert enc.arch != "ViT-B-32" and oc.get_model_config(enc.arch)["embed_dim"] == 16
+
+
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ("{not json", r"bad\.json: not valid JSON"),
+        ('{"embed_dim": 16}', r"bad\.json: not an open_clip model config \(it lacks vision_cfg"),
+    ],
+)
+def test_a_bad_custom_config_is_named(
+    tiny: dict[str, Tiny], tmp_path: Path, content: str, match: str
+) -> None:
+    config = tmp_path / "bad.json"
+    config.write_text(content)
+    with pytest.raises(ModelError, match=match):
+        OpenClipEncoder(spec(str(config), tiny[TINY].checkpoint))
+    with pytest.raises(ModelError, match=r"missing\.json: cannot be read"):
+        OpenClipEncoder(spec(str(tmp_path / "missing.json"), tiny[TINY].checkpoint))
+    with pytest.raises(ModelError, match=r"takes a local checkpoint"):
+        parse_openclip_spec(f"openclip:{config}/openai")
+
+
+def test_custom_arch_from_the_cli(tiny: dict[str, Tiny], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+
+    config = tmp_path / "cli-arch.json"
+    config.write_text(json.dumps(TINY_CFG))
+    model = spec(str(config), tiny[TINY].checkpoint, quick_gelu="false")
+    args = ["eval", "-m", model, "-b", "synthetic/swap_att", "--n-boot", "0"]
+    res = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "run"), "--num-workers", "0"])
+    assert res.exit_code == 0, res.output
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["model"]["fingerprint"]["arch"].startswith("cli-arch-")
+    assert {r["task"] for r in record["results"]} >= {"itt", "tot"}

@@ -10,6 +10,12 @@ Spec NAME forms (docs/openclip.md has the long version):
 - `openclip:ARCH@/path/to/checkpoint.pt` — a local checkpoint (a state dict, `.pt`/`.pth`/`.bin`
   or `.safetensors`) for open_clip architecture ARCH; open_clip's default (OpenAI CLIP)
   preprocessing, as `create_model_and_transforms(ARCH, pretrained=path)` gives it.
+- `openclip:/path/to/my-arch.json@/path/to/checkpoint.pt` — a custom architecture: a model config
+  in open_clip's format (`embed_dim`, `vision_cfg`, `text_cfg`, as `open_clip.add_model_config`
+  reads), with a local checkpoint. It is registered under `my-arch-<sha256 of the file, 10 hex>`
+  (`custom_arch`), never under its own file name: a config named like a built-in arch must not
+  replace that arch for other models in the process, and an edited file is another arch (another
+  fingerprint, no stale cache entries).
 
 Options (`?key=value&...`): `quick_gelu=true|false`, `dtype`, `prefix`, `template`. open_clip
 text towers take a fixed context length, so `max_length` is not an option.
@@ -85,7 +91,10 @@ from lexsem.models.text_encoder import LazyTextEncoder
 BACKEND = "openclip"
 INSTALL_HINT = 'pip install "lexsem[openclip]"'
 MIN_OPEN_CLIP = "2.29"  # the first release whose pretrained registry records `quick_gelu`
-SYNTAX = "openclip:ARCH/PRETRAINED or openclip:ARCH@/path/to/checkpoint.pt[?options]"
+SYNTAX = (
+    "openclip:ARCH/PRETRAINED, openclip:ARCH@/path/to/checkpoint.pt or "
+    "openclip:/path/to/arch.json@/path/to/checkpoint.pt [?options]"
+)
 QUICKGELU_SUFFIX = "-quickgelu"
 # the preprocessing keys a pretrained tag may set (open_clip's PreprocessCfg minus the size)
 _TAG_PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
@@ -140,14 +149,21 @@ def _torchvision_mismatch(exc: Exception) -> str:
 
 
 # -- the spec ----------------------------------------------------------------------------------
+def _is_config_file(arch: str) -> bool:
+    return arch.lower().endswith(".json")
+
+
 def _split_name(name: str) -> tuple[str, str | None, str | None]:
-    """NAME → (arch, pretrained tag or None, checkpoint path or None)."""
+    """NAME → (arch, pretrained tag or None, checkpoint path or None); a custom arch's model
+    config file is returned as the arch, as written."""
     text = name.strip()
     if "@" in text:
         arch, _, path = text.partition("@")
         arch, path = arch.strip(), path.strip()
         if not arch or not path:
             raise ModelError(f"open_clip model {name!r}: expected ARCH@/path/to/checkpoint")
+        if _is_config_file(arch):
+            return arch, None, path
         tag = None
     else:
         arch, sep, tag_str = text.rpartition("/")
@@ -158,6 +174,11 @@ def _split_name(name: str) -> tuple[str, str | None, str | None]:
                 f"(e.g. openclip:ViT-B-32-quickgelu/openai)"
             )
         tag, path = tag_str, None
+        if _is_config_file(arch) or _is_config_file(text):
+            raise ModelError(
+                f"open_clip model {name!r}: a custom architecture (a model config .json) takes "
+                "a local checkpoint: openclip:/path/to/arch.json@/path/to/checkpoint.pt"
+            )
     if arch.startswith(("hf-hub:", "local-dir:")):
         raise ModelError(
             f"open_clip model {name!r}: hf-hub:/local-dir: sources are not supported; use a "
@@ -190,7 +211,15 @@ class OpenClipSpec(ModelSpec):
 
     @property
     def arch(self) -> str:
-        return _split_name(self.name)[0]
+        """The open_clip arch name (a custom config file's registered name, `custom_arch`)."""
+        arch = _split_name(self.name)[0]
+        return custom_arch(Path(arch).expanduser())[0] if _is_config_file(arch) else arch
+
+    @property
+    def config_file(self) -> Path | None:
+        """The model config file of a custom architecture (None: a registered arch)."""
+        arch = _split_name(self.name)[0]
+        return Path(arch).expanduser() if _is_config_file(arch) else None
 
     @property
     def pretrained(self) -> str | None:
@@ -225,6 +254,53 @@ def as_openclip_spec(spec: Any) -> OpenClipSpec:
         return OpenClipSpec(spec.name, dict(spec.options), alias=getattr(spec, "alias", None))
     shown = spec.to_string() if hasattr(spec, "to_string") else repr(spec)
     raise ModelError(f"{shown!r} is not an {BACKEND}: spec")
+
+
+# -- custom architectures ----------------------------------------------------------------------
+_CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")  # what open_clip.add_model_config requires
+
+
+def custom_arch(path: Path) -> tuple[str, dict[str, Any]]:
+    """(registered name, config) of a custom architecture's model config file; ModelError
+    naming the file when it cannot be read or is not an open_clip model config."""
+    import hashlib
+    import json
+
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise ModelError(f"open_clip model config {path}: cannot be read ({why})") from None
+    try:
+        config = json.loads(raw)
+    except ValueError as exc:
+        raise ModelError(f"open_clip model config {path}: not valid JSON ({exc})") from None
+    missing = [k for k in _CONFIG_KEYS if not isinstance(config, dict) or k not in config]
+    if missing:
+        raise ModelError(
+            f"open_clip model config {path}: not an open_clip model config (it lacks "
+            f"{', '.join(missing)}; see open_clip's model_configs/*.json)"
+        )
+    return f"{path.stem}-{hashlib.sha256(raw).hexdigest()[:10]}", config
+
+
+def register_custom_arch(oc: Any, path: Path) -> str:
+    """Register the config file `path` with open_clip under its `custom_arch` name (a copy in
+    lexsem's cache, named so); returns that name."""
+    import json
+
+    name, config = custom_arch(path)
+    if oc.get_model_config(name) is None:
+        folder = paths.cache_dir() / "models" / "openclip-configs"
+        folder.mkdir(parents=True, exist_ok=True)
+        copy = folder / f"{name}.json"
+        if not copy.is_file():
+            from lexsem.atomic import atomic_open
+
+            with atomic_open(copy, "w", encoding="utf-8") as fh:
+                json.dump(config, fh)
+        oc.add_model_config(copy)
+    return name
 
 
 # -- the registry: arch configs, tags, activations ----------------------------------------------
@@ -369,6 +445,8 @@ def resolve_openclip_source(spec: OpenClipSpec, oc: Any | None = None) -> OpenCl
     """Check the arch and the tag or checkpoint of `spec` (no weights are read); the registry
     facts come from open_clip (`oc`, else imported) or from their memo (`openclip_facts`)."""
     arch = spec.arch
+    if spec.config_file is not None and (oc is not None or read_memo(arch, None) is None):
+        register_custom_arch(oc or import_open_clip(), spec.config_file)
     if spec.checkpoint is not None:
         facts = openclip_facts(arch, None, oc)
         path = Path(spec.checkpoint).expanduser()
@@ -586,8 +664,15 @@ class OpenClipEncoder(LazyTextEncoder):
             raise ModelError(f"{self.name}: the registry entry of {src.arch}/{src.tag} has no file")
         return str(path)
 
-    def _load(self) -> Any:
+    def _open_clip(self) -> Any:
+        """open_clip, with this model's custom architecture registered (when it has one)."""
         oc = import_open_clip()
+        if self.spec.config_file is not None:
+            register_custom_arch(oc, self.spec.config_file)
+        return oc
+
+    def _load(self) -> Any:
+        oc = self._open_clip()
         weights = self._weights(oc)
         extra: dict[str, Any] = {}
         if self.quick_gelu != self.arch_quick_gelu:
@@ -649,7 +734,7 @@ class OpenClipEncoder(LazyTextEncoder):
     def tokenizer(self) -> Any:
         """open_clip's tokenizer for the arch (`open_clip.get_tokenizer`); no weights needed."""
         if self._tokenizer is None:
-            self._tokenizer = import_open_clip().get_tokenizer(self.arch)
+            self._tokenizer = self._open_clip().get_tokenizer(self.arch)
         return self._tokenizer
 
     def _tokenize(self, formatted: list[str]) -> Any:
