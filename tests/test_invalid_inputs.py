@@ -140,3 +140,23 @@ def test_git_lfs_pointers_and_cut_torch_checkpoints_are_refused(tmp_path: Path) 
     (tmp_path / "config.json").write_text("{")
     with pytest.raises(ModelError, match=r"config\.json is not valid JSON"):
         check_model_files(tmp_path, [])
+
+
+@pytest.mark.parametrize(
+    "name", ["preprocessor_config.json", "tokenizer.json", "1_Pooling/config.json"]
+)
+def test_every_json_file_of_a_model_folder_is_checked_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A damaged image-processor config failed only at the first image, after every text was
+    encoded; a damaged tokenizer.json with a message naming no file."""
+    folder = _model_folder(tmp_path)
+    (folder / name).parent.mkdir(exist_ok=True)
+    (folder / name).write_text('{"do_resize": true, "size": ')  # cut short
+    monkeypatch.setattr("lexsem.evaluator.load_benchmark", _never)
+    with pytest.raises(ModelError, match=rf"the model file {folder / name} is not valid JSON"):
+        evaluate(f"hf:{folder}", ["synthetic"], n_boot=0)
+    out = runner.invoke(
+        app, ["eval", "-m", f"hf:{folder}", "-b", "synthetic", "-o", str(tmp_path / "r")]
+    )
+    _one_line_error(out, f"error: the model file {folder / name} is not valid JSON")

@@ -11,7 +11,11 @@ raise a `ModelError` naming the file:
   does (cut short, or grown);
 - `*.bin` / `*.pt` / `*.pth`: a zip checkpoint (`torch.save`) whose central directory is
   missing (cut short), or a file that is neither a zip nor a pickle;
-- `config.json` that is not JSON.
+- a JSON file of the model folder (and of its immediate subfolders: sentence-transformers'
+  modules) that is not JSON: `config.json`, `preprocessor_config.json`, `tokenizer.json`,
+  `tokenizer_config.json`, `special_tokens_map.json`, ... (a damaged image-processor config
+  would otherwise fail only when the first image is preprocessed, after all the texts are
+  encoded; a damaged tokenizer with a message that names no file).
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ _PICKLE = 0x80  # the PROTO opcode a (legacy) torch.save pickle starts with
 
 
 def check_model_files(path: Path, weight_files: list[Path]) -> None:
-    """Check `weight_files` (and `path/config.json` when `path` is a folder)."""
+    """Check `weight_files`, and the JSON files of `path` (and of its immediate subfolders)
+    when it is a folder."""
     files = list(weight_files)
-    if path.is_dir() and (path / "config.json").is_file():
-        files.append(path / "config.json")
+    if path.is_dir():
+        files += sorted(p for p in path.glob("*.json") if p.is_file() and p not in files)
+        files += sorted(p for p in path.glob("*/*.json") if p.is_file() and p not in files)
     for f in files:
         _check(f)
 
