@@ -212,6 +212,26 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(
     assert len(again.encoded) == total - 20  # only what was missing
 
 
+def test_ctrl_c_within_a_long_chunk_keeps_the_batches_encoded_so_far(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Batches were committed once per 4096-text chunk: 15 s into a run Ctrl-C said "0 of 731
+    texts saved". Now they are committed at least every `COMMIT_EVERY_S` (0 here: each batch)."""
+    monkeypatch.setattr(embed, "COMMIT_EVERY_S", 0.0)
+    args = ["eval", "-m", "fake", "-b", "synthetic", "-o", str(tmp_path / "r"), "--n-boot", "0",
+            "--batch-size", "10"]  # fmt: skip
+    _with_model(monkeypatch, InterruptedEncoder(stop_at=4))  # one chunk; 3 batches done
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 130, res.output
+    assert "interrupted while encoding texts: 30 of " in flat(res.stderr), res.stderr
+    again = InterruptedEncoder(stop_at=None)
+    _with_model(monkeypatch, again)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    total = int(re.search(r"(\d+) unique texts", res.stderr).group(1))  # type: ignore[union-attr]
+    assert len(again.encoded) == total - 30
+
+
 def test_ctrl_c_without_the_cache_says_nothing_was_kept() -> None:
     err = Interrupted("encoding images", "images", done=64, saved=0, total=500, store=None)
     assert isinstance(err, KeyboardInterrupt)
@@ -251,6 +271,7 @@ MISSPELT = [
     ([*EVAL, "--tie-policy", "strikt"], "(did you mean 'strict'?)"),
     (["report", "x", "-f", "mdd"], "'mdd' is not one of 'md', 'csv', 'latex' (did you mean 'md'?)"),
     (["list", "taks"], "(did you mean 'tasks'?)"),
+    (["download", "coco-val2071"], "unknown image archive 'coco-val2071' (did you mean "),
 ]
 
 
@@ -265,3 +286,26 @@ def test_list_tasks_includes_blind() -> None:
     res = CliRunner().invoke(app, ["list", "tasks"])
     assert res.exit_code == 0
     assert any(line.startswith("blind ") for line in res.output.splitlines())
+
+
+def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> None:
+    """transformers' "Loading weights" bar went to stderr under `-q` and in logs."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    code = "import sys; from lexsem.cli import app; sys.argv[0] = 'lexsem'; app()"
+    for extra in (["-q"], []):
+        args = ["eval", "-m", "minilm", "-b", "synthetic/swap_att", "--n-boot", "0"]
+        args += ["-o", str(tmp_path / f"run{len(extra)}"), "--cache-dir", str(tmp_path / "c")]
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *args, *extra],
+            capture_output=True, text=True, env={**env, "HF_HUB_OFFLINE": "1"}, timeout=600,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        assert "Loading weights" not in proc.stderr and "it/s]" not in proc.stderr
+        if extra:
+            assert proc.stderr == ""
+        else:
+            assert "encoding texts" in proc.stderr  # lexsem's own lines stay

@@ -4,16 +4,19 @@ Missing texts are sorted by length (longest first, so the slowest chunks come fi
 chunk holds texts of similar length; within a chunk the encoder batches by its own token counts,
 `LazyTextEncoder.batch_order`, and each of those batches is one encoder call, so progress moves
 per batch and the vectors are those of one call for the whole chunk), encoded in chunks, and
-each chunk is committed to the store as soon as it is done: an interrupted run resumes from what
-was committed. A run whose texts are all stored never calls the encoder, so the model is never
-loaded. Vectors are keyed by ``content_key("text", text)``.
+committed to the store as they are done (batches at least every second, and every chunk at its
+end): an interrupted run resumes from what was committed. A run whose texts are all stored
+never calls the encoder, so the model is never loaded. Vectors are keyed by
+``content_key("text", text)``.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -73,10 +76,55 @@ def batches(encoder: TextEncoder, texts: Sequence[str], batch_size: int) -> list
     return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
 
 
+COMMIT_EVERY_S = 1.0  # within a chunk, encoded batches are committed at least this often
+
+
+class _Committer:
+    """Commits encoded batches to the store at most every `COMMIT_EVERY_S` (and at the end of
+    each chunk): a Ctrl-C loses about a second of work, never a whole chunk, while a fast
+    encoder is not slowed by a commit per batch."""
+
+    def __init__(self, store: RequestStore | None, keys: Sequence[str], stats: EmbedStats,
+                 bar: Progress) -> None:  # fmt: skip
+        self.store, self.keys, self.stats, self.bar = store, keys, stats, bar
+        self.idx: list[np.ndarray] = []
+        self.vecs: list[np.ndarray] = []
+        self.last = time.perf_counter()
+
+    def add(self, idx: np.ndarray, vecs: np.ndarray) -> None:
+        self.idx.append(idx)
+        self.vecs.append(vecs)
+        if time.perf_counter() - self.last >= COMMIT_EVERY_S:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.idx:
+            return
+        idx, vecs = np.concatenate(self.idx), np.concatenate(self.vecs)
+        self.idx, self.vecs = [], []
+        if self.store is not None:
+            t = time.perf_counter()
+            self.store.put_vectors([self.keys[i] for i in idx], vecs)
+            self.stats.cache_s += time.perf_counter() - t
+        self.stats.n_encoded += len(idx)
+        self.bar.saved(len(idx) if self.store is not None else 0)
+        self.last = time.perf_counter()
+
+
+def _add_rows(commit: _Committer, chunk_idx: np.ndarray, rows: np.ndarray, v: np.ndarray) -> None:
+    commit.add(chunk_idx[rows], v)
+
+
 def _encode_chunk(
-    encoder: TextEncoder, texts: list[str], batch_size: int, dim: int | None, bar: Progress
+    encoder: TextEncoder,
+    texts: list[str],
+    batch_size: int,
+    dim: int | None,
+    bar: Progress,
+    on_batch: Any = None,
 ) -> np.ndarray:
-    """Embeddings of one chunk, one encoder call per batch (the progress moves per batch)."""
+    """Embeddings of one chunk, one encoder call per batch (the progress moves per batch);
+    `on_batch(indices into texts, vectors)` is called after each."""
     out: np.ndarray | None = None
     for idx in batches(encoder, texts, batch_size):
         vecs = _encode(encoder, [texts[i] for i in idx], batch_size, dim)
@@ -84,6 +132,8 @@ def _encode_chunk(
             out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
             dim = vecs.shape[1]
         out[idx] = vecs
+        if on_batch is not None:
+            on_batch(idx, vecs)
         bar.advance(len(idx))
     return out if out is not None else np.zeros((0, dim or 0), dtype=np.float32)
 
@@ -99,8 +149,9 @@ def embed_texts(
 ) -> tuple[np.ndarray, EmbedStats]:
     """Embeddings of the unique `texts` (float32, in order), encoding only what `store` lacks.
 
-    Each chunk of `chunk` texts (default `CHUNK`) is one store commit, encoded one batch per
-    encoder call (`batches`); with `progress` a bar (terminal) or periodic lines (piped) move per
+    Each chunk of `chunk` texts (default `CHUNK`) is encoded one batch per encoder call
+    (`batches`), and its batches are committed to the store at least every `COMMIT_EVERY_S`
+    and at the chunk's end; with `progress` a bar (terminal) or periodic lines (piped) move per
     batch, and Ctrl-C raises `Interrupted` saying how many texts the store kept.
     """
     stats = EmbedStats(n_unique=len(texts))
@@ -121,21 +172,20 @@ def embed_texts(
 
     n_missing, chunks = missing_chunks(texts, keys, found, CHUNK if chunk is None else chunk)
     bar = Progress("encoding texts", n_missing, unit="texts", enabled=progress, store=store)
+    commit = _Committer(store, keys, stats, bar)
     with bar:
         for idx in chunks:
-            t1 = time.perf_counter()
+            t1, cache_before = time.perf_counter(), stats.cache_s
             dim = None if out is None else out.shape[1]
-            vecs = _encode_chunk(encoder, [texts[i] for i in idx], batch_size, dim, bar)
-            stats.encode_s += time.perf_counter() - t1
+            vecs = _encode_chunk(
+                encoder, [texts[i] for i in idx], batch_size, dim, bar,
+                functools.partial(_add_rows, commit, np.asarray(idx, dtype=np.int64)),
+            )  # fmt: skip
+            commit.flush()
+            stats.encode_s += time.perf_counter() - t1 - (stats.cache_s - cache_before)
             if out is None:
                 out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
-            if store is not None:
-                t2 = time.perf_counter()
-                store.put_vectors([keys[i] for i in idx], vecs)
-                stats.cache_s += time.perf_counter() - t2
-            stats.n_encoded += len(idx)
-            bar.saved(len(idx) if store is not None else 0)
     if out is None:
         out = np.zeros((0, 0), dtype=np.float32)
     return out, stats
