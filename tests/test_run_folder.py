@@ -322,6 +322,24 @@ def test_out_that_is_a_file_is_refused_before_any_work(
     _cli_error(_cli("eval", "-m", "minilm", "-b", "synthetic", "-o", file / "run"), file)
 
 
+def test_out_inside_a_run_folder_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run nested in another run folder was lost at that folder's next `--force` (and made it
+    unreplaceable: "holds files that are not a lexsem run")."""
+    outer = tmp_path / "x"
+    evaluate(SpyEncoder(), ["synthetic"], out=outer, **COMMON)
+    spy = SpyEncoder()
+    with pytest.raises(LexsemError, match=r"lies inside the run folder .*x \(run "):
+        evaluate(spy, ["synthetic"], out=outer / "sub" / "deeper", **COMMON)
+    assert not spy.touched and not (outer / "sub").exists()
+    from lexsem.models import registry
+
+    monkeypatch.setattr(registry, "load_model", _never_load)
+    out = _cli("eval", "-m", "minilm", "-b", "synthetic", "-o", outer / "sub")
+    _cli_error(out, outer / "sub", "lies inside the run folder")
+
+
 def _never_load(*args: object, **kwargs: object) -> None:
     raise AssertionError("the model was loaded although --out is unusable")
 
@@ -457,7 +475,9 @@ def test_damaged_items_parquet_is_named_by_report_and_compare(
 ) -> None:
     file = _corrupt_parquet(out)
     _cli_error(_cli("report", out), file, "unreadable per-item file")
-    _cli_error(_cli("report", out, "--html", tmp_path / "r.html"), file)
+    html = _cli("report", out, "--html", tmp_path / "r.html")
+    _cli_error(html, file)
+    assert html.output.strip().count("\n") == 0, html.output  # one line, no table before it
     _cli_error(_cli("compare", two_runs[1], out), file)
     with pytest.raises(LexsemError, match="unreadable per-item file"):
         Run.load(out)

@@ -124,9 +124,29 @@ def _ours(name: str) -> bool:
     )
 
 
+def _enclosing_run(folder: Path) -> Path | None:
+    """The run folder `folder` lies inside (a parent holding run.json), if any."""
+    for parent in folder.absolute().parents:
+        if (parent / RUN_JSON).is_file():
+            return parent
+    return None
+
+
+def refuse_nested(folder: Path) -> None:
+    """Refuse a `folder` inside a run folder (a run there would be lost with it)."""
+    outer = _enclosing_run(folder)
+    if outer is not None:
+        raise LexsemError(
+            f"{folder} lies inside the run folder {outer} ({_describe(outer)}): a run folder is "
+            "replaced as a whole, so a run written inside it would be lost with it; choose an "
+            "--out outside it"
+        )
+
+
 def check_target(folder: Path, *, force: bool) -> None:
-    """Refuse a `folder` that is a file, holds other files, holds a run (unless `force`), or is
-    read-only."""
+    """Refuse a `folder` that is a file, lies inside a run folder, holds other files, holds a
+    run (unless `force`), or is read-only."""
+    refuse_nested(folder)
     if folder.exists() and not folder.is_dir():
         raise LexsemError(f"{folder} is a file, not a folder: --out needs a folder for the run")
     if not folder.is_dir():
@@ -191,6 +211,7 @@ def check_out_dir(folder: str | Path, *, force: bool = False) -> None:
     """Before any work: can a run be written to `folder`? (See `check_target`; also a read-only
     parent and a full disk.) Tidies what a killed write left beside it."""
     folder = _target(folder)
+    refuse_nested(folder)  # before any parent folder is made
     _make_parent(folder)
     with locked(folder.parent):
         tidy(folder)

@@ -98,7 +98,8 @@ def _read_json(file: Path) -> Any:
 
 def _parquet_error(file: Path, exc: BaseException) -> LexsemError:
     return LexsemError(
-        f"{file}: unreadable per-item file ({type(exc).__name__}: {exc}); the run folder is "
+        f"{file}: unreadable per-item file ({type(exc).__name__}: {' '.join(str(exc).split())}); "
+        "the run folder is "
         "damaged: evaluate again to rewrite it"
     )
 
