@@ -62,7 +62,9 @@ def test_skipped_items_show_as_scored_of_total(fixture_pp: dict[str, Path]) -> N
     assert re.search(r"\| \d+\.\d\d \|", md)  # replace_att: all scored, shown as before
     assert "(scored/total): not every item was scored" in md
     assert "(2/3)" in to_csv(build_tables([rec]))
-    assert coverage_summary(rec) == "coverage below 100%: fixture_pp ITT 4 of 5 items scored"
+    assert coverage_summary(rec) == (
+        "coverage below 100%: fixture_pp ITT 4 of 5 items scored (images skipped: 1 missing)"
+    )
     page = render_html("r", runs_overview_sections([rec]), runs_metadata([rec]))
     assert re.search(r'<td class="num">[^<]*\(2/3\)', page)  # still a number column
     assert "fixture_pp ITT 4 of 5 items scored" in page  # the Runs section says so
@@ -94,7 +96,9 @@ def test_eval_summary_line_says_when_coverage_is_below_100(
     out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     summary = next(line for line in out.output.splitlines() if "run written to" in line)
-    assert summary.endswith("; coverage below 100%: fixture_pp ITT 4 of 5 items scored")
+    assert summary.endswith(
+        "; coverage below 100%: fixture_pp ITT 4 of 5 items scored (images skipped: 1 missing)"
+    )
     assert "(2/3)" in out.output
     quiet = CliRunner().invoke(app, [*args[:-1], str(tmp_path / "run2"), "-q"])
     assert quiet.exit_code == 0, quiet.output
@@ -118,3 +122,13 @@ def test_aggregate_rows_cover_their_members() -> None:
     vg = registry.get("aro_vg")
     cover = {"vg_relation": 8, "vg_attribution": 9}
     assert row_coverage(vg, "_vg_relation_macro", {"vg_relation": 7}, cover) == (7, 8)
+
+
+def test_compare_shows_paired_items_of_total(fixture_pp: dict[str, Path], tmp_path: Path) -> None:
+    (fixture_pp["images"] / "2.jpg").unlink()
+    _run(fixture_pp, skip_bad_images=True, out=tmp_path / "a")
+    _run(fixture_pp, skip_bad_images=True, out=tmp_path / "b", name="again")
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    assert "| fixture_pp | itt | 4/5 |" in res.stdout
+    assert "coverage below 100%" in res.stdout

@@ -297,6 +297,13 @@ def test_evaluate_refuses_or_skips_and_records_images_over_the_limit(
     run = evaluate(TinyDualEncoder(), ["fixture_pp"], skip_bad_images=True, out=out, **common)
     assert run.record.benchmarks[0].skipped == {"swap_obj": ["2"]}
     assert run.record.timings.n_images_skipped == 1
+    assert run.record.timings.image_skip_reasons == {"too-large": 1}  # why, in run.json too
+    from lexsem.report.tables import coverage_summary
+
+    assert coverage_summary(run.record) == (
+        "coverage below 100%: fixture_pp ITT 4 of 5 items scored (images skipped: 1 over the "
+        "pixel limit (--max-image-pixels))"
+    )
     saved = json.loads((out / "run.json").read_text())["config"]
     assert saved["evaluation"]["max_image_pixels"] == 2500
     raised = evaluate(TinyDualEncoder(), ["fixture_pp"], **{**common, "max_image_pixels": 2700})

@@ -202,6 +202,11 @@ def test_wrap_breaks_paths_and_long_runs() -> None:
     assert plots.wrap(NO_BREAKS, 40).split("\n") == ["x" * 40] * 3 + ["x" * 30]
     assert plots.wrap(PATH_NAME, 20).replace("\n", "") == PATH_NAME  # nothing lost
     assert plots.wrap("a\nb", 10) == "a\nb"
+    # never inside a number (a legend's "mean -3.76e-05" was cut after "-3.")
+    assert plots.wrap("tiny GPT-2 (n=500, mean -3.76e-05)", 28) == (
+        "tiny GPT-2 (n=500, mean\n-3.76e-05)"
+    )
+    assert plots.wrap("lr1e-6-wd0.1/epoch-10", 8) == "lr1e-6-\nwd0.1/\nepoch-10"
 
 
 def test_names_are_recorded_and_used_in_tables(long_named_runs: list[Run], tmp_path: Path) -> None:

@@ -220,13 +220,21 @@ def test_compare_without_a_common_metric_says_why_instead_of_an_empty_table(
     assert code == 2, out
     assert "| benchmark |" not in out
     assert (
-        "nothing to compare: synthetic: no metric in common (A: itt, tot; B: none; B: a blind "
-        "run, no model metric)"
+        "nothing to compare: synthetic: no metric in common (A: itt, tot; B: none, a blind run: "
+        "no model metric)"
     ) in out
     code, out = _compare(str(compare_runs["bow"]), str(compare_runs["dual"]), "--metric", "itt")
     assert code == 2 and "nothing to compare: synthetic: no metric 'itt' (A has tot)" in out
     code, out = _compare(str(compare_runs["bow"]), str(compare_runs["dual"]), "-b", "nope")
     assert code == 2 and "nope: not in run A nor B" in out
+    code, out = _compare(str(compare_runs["bow"]), str(compare_runs["dual"]), "-b", "synthetc")
+    assert code == 2 and "synthetc: not in run A nor B (did you mean 'synthetic'?)" in out
+
+
+def test_compare_of_a_run_with_itself_notes_it(compare_runs: dict[str, Path]) -> None:
+    res = CliRunner().invoke(app, ["compare", str(compare_runs["bow"]), str(compare_runs["bow"])])
+    assert res.exit_code == 0, res.output
+    assert "hold the same run" in res.stderr and "| synthetic | tot | 500 |" in res.stdout
 
 
 def test_report_of_a_run_given_twice_notes_it(compare_runs: dict[str, Path]) -> None:
@@ -234,3 +242,21 @@ def test_report_of_a_run_given_twice_notes_it(compare_runs: dict[str, Path]) -> 
     assert res.exit_code == 0, res.output
     assert res.stdout.count("| bow |") == 1
     assert "holds the same run as" in res.stderr and "shown once" in res.stderr
+
+
+def test_subset_columns_follow_the_benchmark_not_the_first_run() -> None:
+    """A run of one subset given first put that subset first (and the others after it)."""
+    one = record("one", [result("synthetic", "tot", "tot", "swap_obj", 40.0)])
+    full = record(
+        "full",
+        [
+            result("synthetic", "tot", "tot", s, 50.0)
+            for s in ("replace_att", "swap_att", "swap_obj", "_micro", "_macro")
+        ],
+    )
+    for runs in ([one, full], [full, one]):
+        (table,) = build_tables(runs)
+        assert table.headers == ["model", "replace_att", "swap_att", "swap_obj", "micro", "macro"]
+    from lexsem.report.tables import subset_order
+
+    assert subset_order("my-own", ["b", "_micro", "a"]) == ["a", "b", "_micro"]

@@ -59,6 +59,19 @@ def _friendly(fn):
     return wrapper
 
 
+def _quiet_libraries(quiet: bool) -> None:
+    """With `-q`, or when stderr is not a terminal (lexsem prints its own progress lines
+    there), the libraries' own progress bars (transformers' "Loading weights", Hub downloads)
+    are off; the user's own HF_HUB_DISABLE_PROGRESS_BARS wins. Set before they are imported."""
+    import os
+    import sys
+
+    if quiet or not sys.stderr.isatty():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        if "transformers" in sys.modules:  # imported already (the Python API, tests)
+            sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
 def _one_of(choices: type[Enum]) -> Any:
     """A callback checking an option's value against an Enum's values, with "did you mean"."""
 
@@ -185,6 +198,7 @@ def eval_cmd(
     from lexsem.evaluator import Evaluator
     from lexsem.report.tables import build_tables, coverage_summary, to_markdown
 
+    _quiet_libraries(quiet)
     if out is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         out = Path("runs") / f"{stamp}-{_slug(model)}"
@@ -249,8 +263,12 @@ def download(
     for name in benchmark or registry.names():
         if name.startswith("coco-"):
             if name not in images.IMAGE_ARCHIVES:
+                from lexsem.registry import did_you_mean
+
+                known = list(images.IMAGE_ARCHIVES)
                 raise LexsemError(
-                    f"unknown image archive {name!r}; known: {', '.join(images.IMAGE_ARCHIVES)}"
+                    f"unknown image archive {name!r}{did_you_mean(name, known)}; known: "
+                    f"{', '.join(known)}"
                 )
             got = images.download_coco(name, cache_root=root, archive_file=from_zip, offline=False)
             typer.echo(f"{name}: {got.n_files} images in {got.folder}")
@@ -259,12 +277,51 @@ def download(
         if spec.origin == "hf":
             typer.echo(f"{spec.name}: a Hugging Face dataset, fetched on first use (see README)")
             continue
-        spec, _ = registry.parse_selector(name)
         if not spec.sources:
             typer.echo(f"{spec.name}: generated locally, nothing to download")
         for src in spec.sources:
             path = dl.resolve_source(src, data_dir=None, cache_root=root, offline=False)
             typer.echo(f"{spec.name}: {path} sha256={src.sha256[:12]}… ok")
+
+
+@app.command("score-answers")
+@_friendly
+def score_answers(
+    answers: Annotated[Path, typer.Argument(help="JSONL (or JSON list) of recorded answers.")],
+    benchmark: Annotated[
+        str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET the answers are about.")
+    ],
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            help="Prompt of records that name none: scpp1, scpp2, scpp3, scpp_order, sc_gpt4v."
+        ),
+    ] = None,
+    data_dir: DataDir = None,
+    cache_dir: CacheDir = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write every score and parsed answer.")
+    ] = None,
+) -> None:
+    """Score recorded free-form answers to multiple-choice prompts (a model run elsewhere, a
+    benchmark's published answers): accuracy per prompt and option ordering, circular accuracy,
+    the positions chosen, and the answers that name no single option."""
+    from lexsem.benchmarks.load import load_benchmark
+    from lexsem.tasks.choice_report import choice_markdown, choice_record, score_recorded
+    from lexsem.tasks.recorded import read_answers
+
+    loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
+    subsets = [s.spec.name for s in loaded.subsets]
+    given = read_answers(answers, prompt=prompt, subset=subsets[0] if len(subsets) == 1 else None)
+    scores = score_recorded(given, loaded.items, str(answers))
+    typer.echo(choice_markdown(scores))
+    if json_out is not None:
+        import json
+
+        from lexsem.atomic import atomic_open
+
+        with atomic_open(json_out, "w", encoding="utf-8") as fh:
+            json.dump(choice_record(scores), fh, indent=2)
 
 
 @app.command()
@@ -324,9 +381,12 @@ def report(
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
     from lexsem.report.tables import build_tables, to_csv, to_latex, to_markdown
+    from lexsem.results.run import Run
     from lexsem.results.store import load_run
 
     records = [load_run(r) for r in runs]
+    # with --html the per-item files are read too: a damaged one fails before any output
+    loaded = [Run.load(r) for r in runs] if html is not None else None
     _note_repeats(runs, records)
     tables = build_tables(records, ci=ci)
     render = {Format.md: to_markdown, Format.csv: to_csv, Format.latex: to_latex}[Format(fmt)]
@@ -336,9 +396,8 @@ def report(
     else:
         with atomic_open(out, "w", encoding="utf-8") as fh:
             fh.write(text)
-    if html is not None:
+    if loaded is not None:
         from lexsem.report.analyses import ReportOptions, build_report
-        from lexsem.results.run import Run
 
         opt = ReportOptions(
             data_dir=data_dir,
@@ -348,7 +407,7 @@ def report(
             n_boot=n_boot,
             seed=seed,
         )
-        page = build_report([Run.load(r) for r in runs], opt, title=title)  # per-item tables
+        page = build_report(loaded, opt, title=title)  # per-item tables
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
@@ -378,22 +437,36 @@ def compare(
     metric: Annotated[str | None, typer.Option(help="Metric (default: each main metric).")] = None,
 ) -> None:
     """Exact McNemar test of two runs on the paired per-item hits of each shared benchmark."""
-    from lexsem.analysis.compare import mcnemar, plan_comparison
+    from lexsem.analysis.compare import items_total, mcnemar, plan_comparison
     from lexsem.results.run import Run
 
     a, b = Run.load(run_a), Run.load(run_b)
+    if a.record.run_id == b.record.run_id:
+        typer.echo(
+            f"note: {run_a} and {run_b} hold the same run ({a.record.run_id}): every item agrees",
+            err=True,
+        )
     plan = plan_comparison(a, b, benchmark, metric)
     if not plan.pairs:  # say why there is nothing to show, never an empty table
         raise LexsemError(plan.why_empty())
     typer.echo("| benchmark | metric | items | A | B | A only | B only | p |")
     typer.echo("|---|---|---:|---:|---:|---:|---:|---:|")
+    partial = False
     for bench, m in plan.pairs:
         r = mcnemar(a, b, bench, m)
+        totals = [t for t in (items_total(a, bench, m), items_total(b, bench, m)) if t]
+        items = f"{r.n}/{max(totals)}" if totals and r.n < max(totals) else str(r.n)
+        partial |= items != str(r.n)
         typer.echo(
-            f"| {bench} | {m} | {r.n} | {r.accuracy_a:.2f} | {r.accuracy_b:.2f} | {r.b} | "
+            f"| {bench} | {m} | {items} | {r.accuracy_a:.2f} | {r.accuracy_b:.2f} | {r.b} | "
             f"{r.c} | {r.p_value:.3g} |"
         )
     typer.echo(f"A = {a.record.model.name}, B = {b.record.model.name}; exact McNemar (two-sided).")
+    if partial:
+        typer.echo(
+            "items: paired items scored / items of the benchmark (n/N): coverage below 100%, "
+            "the test is over the scored items only (run.json: skipped, dropped, notices)"
+        )
     for why in plan.skipped:
         typer.echo(f"skipped {why}")
 

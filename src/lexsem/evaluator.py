@@ -244,8 +244,8 @@ def _score_task(
     if not by_items:
         raise LexsemError(
             f"no item of {bench.spec.name} could be scored for task {task.name!r}: all "
-            f"{len(work.items)} were skipped (their images are missing or unreadable); check "
-            "the image folders"
+            f"{len(work.items)} were skipped (their images are missing, unreadable or too "
+            "large); check the image folders"
         )
     scored = {name: len(its) for name, its in by_items.items()}
     for m_i, (metric, hits) in enumerate(task.compute(cols, cfg.tie_policy).items()):

@@ -344,7 +344,7 @@ def plan_comparison(
     for bench in benchmarks or [b for b in in_a if b in in_b]:
         missing = [x for x, have in (("A", bench in in_a), ("B", bench in in_b)) if not have]
         if missing:
-            skipped.append(f"{bench}: not in run {' nor '.join(missing)}")
+            skipped.append(f"{bench}: not in run {' nor '.join(missing)}{_known(bench, in_a)}")
             continue
         if metric is not None:
             lack = [
@@ -360,11 +360,31 @@ def plan_comparison(
         ma, mb = main_metrics(run_a, bench), main_metrics(run_b, bench)
         common = [m for m in ma if m in mb]
         if not common:
-            blind = [x for x, r in (("A", run_a), ("B", run_b)) if _is_blind(r)]
-            why = f"; {' and '.join(blind)}: a blind run, no model metric" if blind else ""
-            skipped.append(f"{bench}: no metric in common (A: {_names(ma)}; B: {_names(mb)}{why})")
+            has = [
+                f"{x}: {_names(m)}" + (", a blind run: no model metric" if _is_blind(r) else "")
+                for x, r, m in (("A", run_a, ma), ("B", run_b, mb))
+            ]
+            skipped.append(f"{bench}: no metric in common ({'; '.join(has)})")
         pairs += [(bench, m) for m in common]
     return ComparisonPlan(pairs, skipped)
+
+
+def _known(bench: str, names: Sequence[str]) -> str:
+    from lexsem.registry import did_you_mean
+
+    return did_you_mean(bench, list(names))
+
+
+def items_total(run: Run, benchmark: str, metric: str) -> int | None:
+    """The items the benchmark's subsets hold in `run` for `metric` (scored or not), from its
+    per-subset result rows; None when the run records no coverage (older runs)."""
+    rows = [
+        r
+        for r in run.record.results
+        if r.benchmark == benchmark and r.metric == metric and not r.subset.startswith("_")
+    ]
+    totals = [r.items_total for r in rows]
+    return sum(totals) if rows and all(t is not None for t in totals) else None  # type: ignore[misc]
 
 
 def model_labels(runs: Sequence[Run]) -> dict[str, str]:

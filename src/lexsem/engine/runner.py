@@ -127,6 +127,12 @@ def _add(timing: dict[str, Any], **counts: int) -> None:
         timing[k] = timing.get(k, 0) + v
 
 
+def _add_reasons(timing: dict[str, Any], reasons: dict[str, int]) -> None:
+    into = timing.setdefault("image_skip_reasons", {})
+    for k, v in reasons.items():
+        into[k] = into.get(k, 0) + v
+
+
 def _pairs(
     model: Any,
     plan: Plan,
@@ -152,6 +158,7 @@ def _pairs(
             n_images_from_memory=pst.n_from_memory,
             n_images_skipped=pst.n_skipped,
         )
+        _add_reasons(out.timing, pst.skip_reasons)
     out.scores.pair_values = np.concatenate(values)
 
 
@@ -180,4 +187,5 @@ def _images(
             n_images_from_memory=ist.n_from_memory,
             n_images_skipped=ist.n_skipped,
         )
+        _add_reasons(out.timing, ist.skip_reasons)
     out.scores.image_unit = np.concatenate(units)

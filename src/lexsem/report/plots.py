@@ -73,13 +73,15 @@ def _empty(ax: Any, text: str = "no data") -> None:
     ax.set_yticks([])
 
 
-_BREAK_AFTER = re.compile(r"[^\s/_\-.:,]*(?:[\s/_\-.:,]+|$)")
+# a token, then what it may be broken after: spaces, `/ _ :`, and `- . ,` unless a digit
+# follows (never inside a number: `-3.76e-05`, `0.1`, `1,000`)
+_BREAK_AFTER = re.compile(r"(?:[^\s/_\-.:,]|[\-.,](?=\d))*(?:(?:\s|[/_:]|[\-.,](?!\d))+|$)")
 
 
 def wrap(text: Any, width: int) -> str:
     """`text` in lines of at most `width` characters (its own line breaks kept): broken after
-    spaces and after `/ _ - . : ,` (paths, hub ids), and anywhere inside a longer run, so that
-    a long model name never runs off a figure."""
+    spaces and after `/ _ - . : ,` (paths, hub ids) but never inside a number, and anywhere
+    inside a longer run, so that a long model name never runs off a figure."""
     width = max(int(width), 4)
     lines: list[str] = []
     for para in str(text).split("\n"):

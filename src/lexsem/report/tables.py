@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from lexsem.errors import LexsemError
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks.registry import find_task
@@ -121,14 +122,34 @@ def _row_labels(runs: Sequence[RunRecord]) -> list[str]:
 
 
 def result_groups(runs: Sequence[RunRecord]) -> dict[tuple[str, str], dict[str, list[str]]]:
-    """(benchmark, task) → metric → subsets, each in first-seen order over the runs."""
+    """(benchmark, task) → metric → subsets: the subsets in the benchmark's own order
+    (`subset_order`), whichever run is given first, then the aggregates in first-seen order."""
     groups: dict[tuple[str, str], dict[str, list[str]]] = {}
     for run in runs:
         for r in run.results:
             subsets = groups.setdefault((r.benchmark, r.task), {}).setdefault(r.metric, [])
             if r.subset not in subsets:
                 subsets.append(r.subset)
+    for (bench, _), metrics in groups.items():
+        for metric, subsets in metrics.items():
+            metrics[metric] = subset_order(bench, subsets)
     return groups
+
+
+def subset_order(bench: str, subsets: Sequence[str]) -> list[str]:
+    """Plain subsets in the registered benchmark's order (alphabetical for a user's benchmark),
+    then the aggregates (`_micro`, `_macro`, groups) in the order given."""
+    from lexsem.benchmarks import registry
+
+    try:
+        known = [s.name for s in registry.get(bench).subsets]
+    except LexsemError:
+        known = []
+    rank = {name: i for i, name in enumerate(known)}
+    plain = sorted(
+        (s for s in subsets if not s.startswith("_")), key=lambda s: (rank.get(s, len(rank)), s)
+    )
+    return plain + [s for s in subsets if s.startswith("_")]
 
 
 def aggregate_labels(runs: Sequence[RunRecord]) -> dict[tuple[str, str, str], str]:
@@ -248,8 +269,8 @@ def _coverage_note(rows: Sequence[tuple[str, RunRecord]], cells: Cells) -> list[
         return []
     return [
         "(scored/total): not every item was scored — the others were skipped (an image "
-        "missing or unreadable) or left out (incomplete, or of an unknown type); the accuracy "
-        "is over the scored items only (run.json: skipped, dropped, notices)"
+        "missing, unreadable or too large) or left out (incomplete, or of an unknown type); "
+        "the accuracy is over the scored items only (run.json: skipped, dropped, notices)"
     ]
 
 
@@ -270,7 +291,15 @@ def coverage_summary(record: RunRecord) -> str | None:
         scored = sum(r.items_scored or 0 for r in whole)
         total = sum(r.items_total or 0 for r in whole)
         parts.append(f"{bench} {label(task)} {scored} of {total} items scored")
-    return f"coverage below 100%: {'; '.join(parts)}" if parts else None
+    if not parts:
+        return None
+    reasons = record.timings.image_skip_reasons
+    why = ", ".join(f"{n} {_REASON.get(k, k)}" for k, n in sorted(reasons.items()))
+    skipped = f" (images skipped: {why})" if why else ""
+    return f"coverage below 100%: {'; '.join(parts)}{skipped}"
+
+
+_REASON = {"too-large": "over the pixel limit (--max-image-pixels)", "undecodable": "not decodable"}
 
 
 def _subset_metrics(task: str, metrics: Sequence[str]) -> list[str]:

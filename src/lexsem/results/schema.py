@@ -108,6 +108,8 @@ class Timings(_Model):
     n_images_encoded: int = 0
     n_images_skipped: int = 0
     n_images_from_memory: int = 0  # decoded images an Evaluator kept from an earlier run
+    # why images were skipped (--skip-bad-images): {"missing": 2, "too-large": 1, ...}
+    image_skip_reasons: dict[str, int] = Field(default_factory=dict)
     n_pairs_unique: int = 0  # (image, text) pairs, for pair scorers
     n_pairs_cached: int = 0
     n_pairs_scored: int = 0

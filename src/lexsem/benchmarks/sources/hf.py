@@ -925,7 +925,8 @@ def load_hf_benchmark(
         if paths.offline():
             raise LexsemError(
                 f"{spec.key}: offline ($LEXSEM_OFFLINE / $HF_HUB_OFFLINE) and no data folder: "
-                f"{hf_hub.snapshot_hint(spec.repo, looked)}; or pass data_dir=DIR"
+                f"{hf_hub.snapshot_hint(spec.repo, looked)}; or give the folder with "
+                "--data-dir DIR (data_dir=DIR in Python)"
             )
         token = token or stored_token()
         ds = _hub_dataset(spec, split, token, revision, load_dataset, looked)

@@ -1,0 +1,218 @@
+"""Prompted multiple choice: the papers' prompts, every ordering of the options, and the scores
+of the answers (accuracy per prompt x ordering, circular accuracy, position bias, answers that
+name no single option).
+
+Prompts, verbatim (`PROMPTS`):
+
+- `scpp1`, `scpp2`, `scpp3`: SugarCrepe++ §3.3 (GPT-4o, Table 8), asking which of the three
+  captions does *not* match the image (Prompts 1 and 2 also allow `none`);
+- `scpp_order`: SugarCrepe++ App. G.1 (BakLLaVA, Figure 7, Table 18), the same question with
+  the options in every order;
+- `sc_gpt4v`: SugarCrepe's GPT-4V evaluation (its published `gpt-4v-results`), asking which of
+  two captions *best* describes the image, run with the positive first and the negative first.
+
+Orderings (`orderings`): for a triplet the position of the negative N among (P1, P2) — `NPP`
+= (N, P1, P2), `PNP` = (P1, N, P2), `PPN` = (P1, P2, N), as App. G.1 names them; the paper's
+Prompts 1-3 list N first (`NPP`). For a pair, `pos_first` = (C+, C-) and `neg_first` =
+(C-, C+). The hit of a "does not match" prompt is the answer naming N's position; of a "best
+describes" prompt, the positive's. Answers are read by `lexsem.tasks.answers.parse_answer`: an
+answer naming no option, several, `none`, or refusing is never a hit and is counted by kind.
+
+Scores (`score_choices`): accuracy per (prompt, ordering); circular accuracy (an item counts
+when it is a hit under every ordering it was asked in, as in MMBench's CircularEval); the
+distribution of the positions chosen (position bias: for a model with no preference each
+position is chosen about equally, and a model always answering `(1)` scores exactly the share
+of orderings that put the right option first); and the share of answers of each kind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lexsem.tasks.answers import ParsedAnswer, parse_answer
+
+__all__ = [
+    "ORDERINGS",
+    "PROMPTS",
+    "Answer",
+    "ChoicePrompt",
+    "ChoiceScores",
+    "options_of",
+    "orderings",
+    "render",
+    "score_choices",
+]
+
+
+@dataclass(frozen=True)
+class ChoicePrompt:
+    """A prompt template with `{1}`, `{2}` (and `{3}`) for the options in order; `target` is
+    what the right answer names: `negative` (which caption does not match) or `positive`
+    (which caption describes the image). `source`: where it is from (paper and section)."""
+
+    name: str
+    template: str
+    n_options: int
+    target: str  # "negative" | "positive"
+    source: str
+
+    def render(self, options: Sequence[str]) -> str:
+        if len(options) != self.n_options:
+            raise ValueError(f"prompt {self.name!r} takes {self.n_options} options")
+        return self.template.format(None, *options)
+
+
+_P3 = "(1) {1}; (2) {2}; (3) {3}"
+PROMPTS: dict[str, ChoicePrompt] = {
+    p.name: p
+    for p in (
+        ChoicePrompt(
+            "scpp1",
+            "Do any of the following captions not match the image? (1) {1}; (2){2}; (3) {3}; "
+            "provide output as (1), (2), (3) or none",
+            3,
+            "negative",
+            "SugarCrepe++, §3.3, Prompt 1 (Table 8)",
+        ),  # the paper's own spacing: "(2)<P1>"
+        ChoicePrompt(
+            "scpp2",
+            f"Do any of these captions fail to correspond with the image? {_P3}; provide "
+            "output as (1), (2), (3) or none",
+            3,
+            "negative",
+            "SugarCrepe++, §3.3, Prompt 2 (Table 8)",
+        ),
+        ChoicePrompt(
+            "scpp3",
+            f"Do any of these captions fail to correspond with the image? {_P3}; provide "
+            "output as (1), (2) or (3)",
+            3,
+            "negative",
+            "SugarCrepe++, §3.3, Prompt 3 (Table 8)",
+        ),
+        ChoicePrompt(
+            "scpp_order",
+            f"Which one of the three captions does not match the image? {_P3}; provide output "
+            "as either (1), (2), or (3). Do not provide any explanation",
+            3,
+            "negative",
+            "SugarCrepe++, App. G.1 (Figure 7, Table 18)",
+        ),
+        ChoicePrompt(
+            "sc_gpt4v",
+            "Which caption best describes the image?\n(1) {1}\n (2) {2}\nOutput (1) or (2).",
+            2,
+            "positive",
+            "SugarCrepe, GPT-4V evaluation (its published gpt-4v-results)",
+        ),
+    )
+}
+
+ORDERINGS: dict[int, tuple[str, ...]] = {3: ("NPP", "PNP", "PPN"), 2: ("pos_first", "neg_first")}
+
+
+def orderings(n_options: int) -> tuple[str, ...]:
+    return ORDERINGS[n_options]
+
+
+def options_of(item: Any, ordering: str) -> tuple[list[str], int, int]:
+    """The options of `item` in `ordering`: (texts, position of the negative, position of the
+    positive — for a triplet the first of P1, P2), positions 1-based."""
+    if hasattr(item, "p1"):
+        order = {"NPP": ("n", "p1", "p2"), "PNP": ("p1", "n", "p2"), "PPN": ("p1", "p2", "n")}
+        fields = order[ordering]
+        texts = [getattr(item, f) for f in fields]
+        return texts, fields.index("n") + 1, min(fields.index("p1"), fields.index("p2")) + 1
+    if hasattr(item, "pos"):
+        first = {"pos_first": ("pos", "neg"), "neg_first": ("neg", "pos")}[ordering]
+        texts = [getattr(item, f) for f in first]
+        return texts, first.index("neg") + 1, first.index("pos") + 1
+    raise TypeError(f"multiple choice needs triplet or pair items, not {type(item).__name__}")
+
+
+def render(prompt: str | ChoicePrompt, item: Any, ordering: str) -> str:
+    """The prompt text for `item` with its options in `ordering`."""
+    p = PROMPTS[prompt] if isinstance(prompt, str) else prompt
+    return p.render(options_of(item, ordering)[0])
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One recorded answer: to `prompt` about `item_id` (of `subset`), options in `ordering`."""
+
+    item_id: str
+    subset: str
+    prompt: str
+    ordering: str
+    text: str | None
+
+
+@dataclass
+class ChoiceScores:
+    """What `score_choices` computes; accuracies in percent. Keys `(prompt, ordering)` and, for
+    circular accuracy, `prompt`."""
+
+    accuracy: dict[tuple[str, str], float] = field(default_factory=dict)
+    n: dict[tuple[str, str], int] = field(default_factory=dict)
+    circular: dict[str, float] = field(default_factory=dict)
+    n_circular: dict[str, int] = field(default_factory=dict)
+    positions: dict[str, dict[int, float]] = field(default_factory=dict)  # share chosen, %
+    kinds: dict[str, dict[str, float]] = field(default_factory=dict)  # share of each kind, %
+    parsed: dict[tuple[str, str, str], ParsedAnswer] = field(default_factory=dict)
+    hits: dict[tuple[str, str, str], bool] = field(default_factory=dict)  # (item, prompt, order)
+
+
+def score_choices(answers: Iterable[Answer], items: Mapping[str, Any]) -> ChoiceScores:
+    """Score recorded `answers` against `items` (by `"subset/item_id"` or `item_id`)."""
+    out = ChoiceScores()
+    by_prompt: dict[str, list[Answer]] = {}
+    for a in answers:
+        by_prompt.setdefault(a.prompt, []).append(a)
+    for prompt, given in by_prompt.items():
+        p = PROMPTS[prompt]
+        per_item: dict[str, list[bool]] = {}
+        chosen: Counter[int] = Counter()
+        kinds: Counter[str] = Counter()
+        for a in given:
+            item = items.get(f"{a.subset}/{a.item_id}", items.get(a.item_id))
+            if item is None:
+                raise KeyError(f"answer for unknown item {a.subset}/{a.item_id}")
+            texts, neg, pos = options_of(item, a.ordering)
+            parsed = parse_answer(a.text, texts)
+            right = neg if p.target == "negative" else _positions(item, a.ordering, pos)
+            hit = parsed.kind == "option" and parsed.option in _as_set(right)
+            key = (f"{a.subset}/{a.item_id}", prompt, a.ordering)
+            out.parsed[key], out.hits[key] = parsed, hit
+            per_item.setdefault(key[0], []).append(hit)
+            kinds[parsed.kind] += 1
+            if parsed.option is not None:
+                chosen[parsed.option] += 1
+            acc_key = (prompt, a.ordering)
+            out.n[acc_key] = out.n.get(acc_key, 0) + 1
+            out.accuracy[acc_key] = out.accuracy.get(acc_key, 0.0) + hit
+        for acc_key in [k for k in out.accuracy if k[0] == prompt]:
+            out.accuracy[acc_key] = 100.0 * out.accuracy[acc_key] / out.n[acc_key]
+        out.n_circular[prompt] = len(per_item)
+        out.circular[prompt] = 100.0 * sum(all(h) for h in per_item.values()) / len(per_item)
+        total = sum(kinds.values())
+        out.kinds[prompt] = {k: 100.0 * v / total for k, v in sorted(kinds.items())}
+        n_chosen = sum(chosen.values())
+        out.positions[prompt] = {
+            k: 100.0 * chosen[k] / n_chosen if n_chosen else 0.0 for k in range(1, p.n_options + 1)
+        }
+    return out
+
+
+def _positions(item: Any, ordering: str, pos: int) -> int | set[int]:
+    """For a "best describes" prompt over a triplet, either positive is right."""
+    if hasattr(item, "p1"):
+        texts, neg, _ = options_of(item, ordering)
+        return {k for k in range(1, len(texts) + 1) if k != neg}
+    return pos
+
+
+def _as_set(value: int | set[int]) -> set[int]:
+    return value if isinstance(value, set) else {value}

@@ -1,0 +1,90 @@
+"""Recorded answers to multiple-choice prompts, read from a file, so that answers collected
+elsewhere (an API run, a benchmark's published answers) are scored by the same parser and
+scores as lexsem's own (`lexsem score-answers`).
+
+The file is JSON Lines (one object per line) or a JSON list of objects, each with:
+
+- `id`: the item id in the benchmark's files;
+- `subset`: the item's subset (may be left out when the benchmark selection has one subset);
+- `ordering`: `NPP` / `PNP` / `PPN` (triplets) or `pos_first` / `neg_first` (pairs);
+- `answer`: the model's free-form answer (text; `null` for none received);
+- `prompt`: optional, a name of `lexsem.tasks.choice.PROMPTS` (else the one given to
+  `read_answers`).
+
+Errors name the file and the line (JSONL) or the record (JSON list).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lexsem.errors import DataError
+from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
+
+__all__ = ["read_answers"]
+
+_ORDERINGS = {o for names in ORDERINGS.values() for o in names}
+
+
+def read_answers(path: str | Path, *, prompt: str | None, subset: str | None) -> list[Answer]:
+    """The answers of the file at `path` (see the module doc); `prompt` / `subset`: the values
+    of records that give none."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the answers file ({exc})") from None
+    records = _records(path, text)
+    if not records:
+        raise DataError(f"{path}: no answers in the file")
+    return [_answer(path, where, rec, prompt, subset) for where, rec in records]
+
+
+def _records(path: Path, text: str) -> list[tuple[str, Any]]:
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+        return [(f"record {i}", rec) for i, rec in enumerate(data, 1)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((f"line {n}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+    return out
+
+
+def _answer(path: Path, where: str, rec: Any, prompt: str | None, subset: str | None) -> Answer:
+    def bad(why: str) -> DataError:
+        return DataError(f"{path}, {where}: {why}")
+
+    if not isinstance(rec, dict):
+        raise bad("expected an object with id, ordering and answer")
+    missing = [k for k in ("id", "ordering", "answer") if k not in rec]
+    if missing:
+        raise bad(f"missing {', '.join(missing)}")
+    name = rec.get("prompt", prompt)
+    if name not in PROMPTS:
+        from lexsem.registry import did_you_mean
+
+        known = list(PROMPTS)
+        raise bad(
+            f"unknown prompt {name!r}{did_you_mean(str(name), known)} (known: {', '.join(known)};"
+            " give it per record or with --prompt)"
+        )
+    if rec["ordering"] not in _ORDERINGS:
+        raise bad(f"unknown ordering {rec['ordering']!r} (known: {', '.join(sorted(_ORDERINGS))})")
+    sub = rec.get("subset", subset)
+    if sub is None:
+        raise bad("no subset: give it per record, or select one subset (-b NAME/SUBSET)")
+    answer = rec["answer"]
+    if answer is not None and not isinstance(answer, str):
+        raise bad(f"answer must be text or null, not {type(answer).__name__}")
+    return Answer(str(rec["id"]), str(sub), str(name), rec["ordering"], answer)
