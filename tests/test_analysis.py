@@ -1,4 +1,5 @@
-"""Analyses over runs: linguistic priors (paper 004), McNemar, cross-benchmark ranks
+"""Analyses over runs: linguistic priors (The Role of Linguistic Priors
+in Measuring Compositional Generalization of Vision-Language Models), McNemar, cross-benchmark ranks
 (SugarCrepe++ Table 6), qualitative cases (App. H). Hand-made runs with known answers, plus one
 end-to-end test on the real data with MiniLM."""
 

@@ -1,6 +1,6 @@
-"""Docs, code and the HTML report cite the papers by title and section: never by an internal
-name ("paper 004", "SPEC §3") nor by a file outside the repository (the team's spec, the paper
-text files)."""
+"""Docs, code, tests, benches and the HTML report cite the papers by title and section: never
+by an internal name ("paper 004", "SPEC §3") nor by a file outside the repository (the team's
+spec, the paper text files)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ INTERNAL = re.compile(r"paper[ -]?0\d\d|\bSPEC\b|SPEC\.md|shared/seeds|\.\./shar
 
 def _files() -> list[Path]:
     out = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-    return out + sorted((ROOT / "src" / "lexsem").rglob("*.py"))
+    out += [ROOT / "Makefile", *sorted((ROOT / "bench").glob("*.py"))]
+    tests = [p for p in sorted((ROOT / "tests").glob("*.py")) if p.name != Path(__file__).name]
+    return out + sorted((ROOT / "src" / "lexsem").rglob("*.py")) + tests
 
 
 @pytest.mark.parametrize("path", _files(), ids=lambda p: str(p.relative_to(ROOT)))

