@@ -38,5 +38,7 @@ def evaluate(
     selectors = [benchmarks] if isinstance(benchmarks, str) else list(benchmarks)
     if not selectors:
         raise LexsemError("no benchmark given")
+    # one run: decoded images would never be used again (an Evaluator keeps them across runs)
+    settings.setdefault("keep_decoded_mb", 0)
     config = build_config(benchmarks=selectors, **settings)
     return Evaluator(config, images=images).run(model, out=out, force=force)
