@@ -298,7 +298,8 @@ def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> N
     code = "import sys; from lexsem.cli import app; sys.argv[0] = 'lexsem'; app()"
     for extra in (["-q"], []):
         args = ["eval", "-m", "minilm", "-b", "synthetic/swap_att", "--n-boot", "0"]
-        args += ["-o", str(tmp_path / f"run{len(extra)}"), "--cache-dir", str(tmp_path / "c")]
+        args += ["-o", str(tmp_path / f"run{len(extra)}")]
+        args += ["--cache-dir", str(tmp_path / f"c{len(extra)}")]  # each run encodes
         proc = subprocess.run(
             [sys.executable, "-c", code, *args, *extra],
             capture_output=True, text=True, env={**env, "HF_HUB_OFFLINE": "1"}, timeout=600,

@@ -99,8 +99,9 @@ def test_run_files_and_reproducibility(tmp_path: Path, monkeypatch: pytest.Monke
         "confidence": 0.95,
     }
     # the full settings, as given: they rebuild the same evaluation
+    # (`evaluate` runs once, so it keeps no decoded images: keep_decoded_mb=0)
     assert EvalConfig(**evaluation) == EvalConfig(
-        benchmarks=["fixture_pp/swap_obj"], data_dir=data, seed=5, n_boot=300
+        benchmarks=["fixture_pp/swap_obj"], data_dir=data, seed=5, n_boot=300, keep_decoded_mb=0
     )
     assert raw["benchmarks"][0]["files"][0]["sha256"] == spec.subset("swap_obj").source.sha256
     assert raw["benchmarks"][0]["subsets"] == ["swap_obj"]
