@@ -63,7 +63,8 @@ def main() -> int:
     raw = time.perf_counter() - t
 
     cache = Path(tempfile.mkdtemp(prefix="lexsem-bench-cache-"))
-    out = Path(tempfile.mkdtemp(prefix="lexsem-bench-run-"))
+    runs = Path(tempfile.mkdtemp(prefix="lexsem-bench-run-"))
+    out = runs / "cold"  # the warm run goes beside it: a run folder is never nested in another
     t = time.perf_counter()
     evaluate(
         "minilm",
@@ -94,13 +95,15 @@ def main() -> int:
         data,
         "-q",
         "-o",
-        str(out / "warm"),
+        str(runs / "warm"),
     ]
     for b in BENCHMARKS:
         cmd += ["-b", b]
     t = time.perf_counter()
-    proc = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     warm = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"the warm CLI run failed (exit {proc.returncode}):\n{proc.stderr}")
     hwm = [ln.split()[1] for ln in proc.stderr.splitlines() if ln.startswith("VMHWM_KB")]
 
     rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
