@@ -63,6 +63,10 @@ TABLE: list[tuple[str, str, int | None]] = [
     ("Both (1) and (3) could be wrong.", "multiple", None),
     ("(1) and (2) match the image, while (3) does not.", "multiple", None),  # never a guess
     ("(3). Captions (1) and (2) describe the image correctly.", "multiple", None),
+    ("2, 3", "multiple", None),
+    ("2 or 3", "multiple", None),
+    ("1) a dog 2) a cat", "multiple", None),
+    ("The image shows a horse, so (2) is correct; none of the other captions fit.", "option", 2),
     ("Captions (2) and (3) do not match.", "multiple", None),
     ("It is either option 1 or option 3.", "multiple", None),
     # quoted option text, no marker
@@ -106,6 +110,15 @@ def test_rules_are_reported_and_the_count_form_reads_markers_only() -> None:
     # two options (SugarCrepe GPT-4V: "Output (1) or (2).")
     assert parse_answer("(3)", 2).kind == "unparseable"
     assert (parse_answer("(2)", 2).kind, parse_answer("(2)", 2).option) == ("option", 2)
+
+
+def test_an_option_inside_another_option_is_not_quoted_on_its_own() -> None:
+    """SugarCrepe add_* negatives often extend the positive: `a dog` / `a dog on a bed`."""
+    options = ["a dog", "a dog on a bed", "a cat"]
+    got = parse_answer("A dog on a bed.", options)
+    assert (got.kind, got.option, got.rule) == ("option", 2, "quoted")
+    assert parse_answer("a dog", options).option == 1
+    assert parse_answer("a dog on a bed, or a cat", options).kind == "multiple"
 
 
 def test_the_parser_is_deterministic() -> None:

@@ -157,6 +157,15 @@ def test_score_answers_errors_name_the_file_and_line(
         ),
         ('{"id": 9, "subset": "swap_obj", "ordering": "NPP", "answer": "1"}', "item swap_obj/9"),
         ('{"id": 0, "ordering": "NPP", "answer": "1"}', "line 1: no subset"),
+        (
+            '{"id": 0, "subset": "swap_obj", "ordering": "pos_first", "answer": "1"}',
+            "item swap_obj/0: ordering 'pos_first' is not one of a triplet's",
+        ),
+        (
+            '{"id": 0, "subset": "swap_obj", "ordering": "NPP", "answer": "1"}\n'
+            '{"id": 0, "subset": "swap_obj", "ordering": "NPP", "answer": "2"}',
+            "two answers for swap_obj/0, prompt 'scpp3', NPP",
+        ),
     ]
     for text, want in cases:
         path.write_text(text)
@@ -166,6 +175,10 @@ def test_score_answers_errors_name_the_file_and_line(
         assert res.exit_code == 2, res.output
         assert "error:" in res.output and want in res.output and str(path) in res.output, res.output
     path.write_text('{"id": 0, "subset": "swap_obj", "ordering": "NPP", "answer": "1"}')
+    res = _cli(
+        "score-answers", path, "-b", "fixture_pp", "--prompt", "sc_gpt4v", "--data-dir", data
+    )
+    assert res.exit_code == 2 and "prompt 'sc_gpt4v' lists 2 options, the item has 3" in res.output
     res = _cli("score-answers", path, "-b", "fixture_pp", "--prompt", "scpp33", "--data-dir", data)
     assert res.exit_code == 2 and "unknown prompt 'scpp33' (did you mean 'scpp3'?)" in res.output
     res = _cli(

@@ -108,3 +108,13 @@ def test_a_rerun_of_the_evaluator_reads_its_intervals(
     assert [(r.ci_low, r.ci_high) for r in nocache.record.results] == [
         (r.ci_low, r.ci_high) for r in first.record.results
     ]
+
+
+def test_a_read_only_store_serves_intervals_and_stores_none(tmp_path: Path) -> None:
+    with RequestStore(tmp_path, "ci") as store, B.ci_memo(store):
+        B.summarize(_hits(0), n_boot=100, seed=1)
+    with RequestStore(tmp_path, "ci", readonly=True) as ro, B.ci_memo(ro):
+        again = B.summarize(_hits(0), n_boot=100, seed=1)  # served
+        other = B.summarize(_hits(2), n_boot=100, seed=1)  # computed, not stored, no error
+    assert again == B.summarize(_hits(0), n_boot=100, seed=1)
+    assert other == B.summarize(_hits(2), n_boot=100, seed=1)

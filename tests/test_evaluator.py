@@ -322,10 +322,17 @@ def test_decoded_images_are_kept_across_runs_of_a_changed_model(
         assert len(calls) == n
     model.step = 1
     calls.clear()
-    second = ev.run(model)
+    import lexsem.engine.images as engine_images
+
+    def no_decode(*args: Any, **kw: Any) -> Any:  # forked workers inherit this too
+        raise RuntimeError("decoded again")
+
+    monkeypatch.setattr(engine_images, "decode", no_decode)
+    second = ev.run(model)  # would fail ("cannot be decoded") if any image were decoded
     t = second.record.timings
-    assert calls == []  # nothing decoded, in this process or (workers) in another
+    assert calls == []
     assert t.n_images_encoded == n and t.n_images_from_memory == n
+    monkeypatch.undo()  # decoding allowed again, for the reference run
     fresh = Evaluator(cfg.model_copy(update={"keep_decoded_mb": 0, "use_cache": False}))
     expected = fresh.run(model)
     assert expected.record.timings.n_images_from_memory == 0

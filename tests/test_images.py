@@ -764,7 +764,12 @@ def test_unchanged_files_are_not_read_again_in_a_new_process(
 def test_files_written_just_now_are_hashed_and_not_remembered(
     coco: dict[str, Any], cache: RequestStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _new_process(monkeypatch)  # the fixture's files were written a moment ago
+    from lexsem.engine import images as engine_images
+
+    # the fixture's files were written a moment ago; a slow machine may take longer than the
+    # 2 s settling time to get here, so the test stretches it instead of racing the clock
+    monkeypatch.setattr(engine_images, "_SETTLE_S", 3600.0)
+    _new_process(monkeypatch)
     embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
     assert cache.count("records") == 0
     reads = _count_reads(monkeypatch)

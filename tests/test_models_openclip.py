@@ -524,3 +524,21 @@ def test_custom_arch_from_the_cli(tiny: dict[str, Tiny], tmp_path: Path) -> None
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["model"]["fingerprint"]["arch"].startswith("cli-arch-")
     assert {r["task"] for r in record["results"]} >= {"itt", "tot"}
+
+
+def test_a_custom_arch_resolves_when_open_clip_is_already_imported(
+    oc: Any, tiny: dict[str, Tiny], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its facts were remembered by an earlier process; this one has imported open_clip (a
+    training script): the arch must be registered before open_clip's registry is asked."""
+    config = tmp_path / "late-arch.json"
+    config.write_text(json.dumps(TINY_CFG))
+    model = spec(str(config), tiny[TINY].checkpoint, quick_gelu="false")
+    first = OpenClipEncoder(model)  # remembers the facts
+    registry = dict(oc.factory._MODEL_CONFIGS)
+    monkeypatch.setattr(
+        oc.factory, "_MODEL_CONFIGS", {k: v for k, v in registry.items() if k != first.arch}
+    )  # fmt: skip  (as in a new process: the arch not registered)
+    assert "open_clip" in sys.modules and oc.get_model_config(first.arch) is None
+    again = OpenClipEncoder(model)
+    assert again.arch == first.arch and oc.get_model_config(first.arch) is not None

@@ -229,6 +229,8 @@ def test_compare_without_a_common_metric_says_why_instead_of_an_empty_table(
     assert code == 2 and "nope: not in run A nor B" in out
     code, out = _compare(str(compare_runs["bow"]), str(compare_runs["dual"]), "-b", "synthetc")
     assert code == 2 and "synthetc: not in run A nor B (did you mean 'synthetic'?)" in out
+    code, out = _compare(str(compare_runs["bow"]), str(compare_runs["dual"]), "-b", "synthetic_bi")
+    assert "synthetic_bi: not in run A" in out and "did you mean" not in out  # a real name
 
 
 def test_compare_of_a_run_with_itself_notes_it(compare_runs: dict[str, Path]) -> None:

@@ -568,3 +568,16 @@ def test_paths_outside_home_and_lookalikes_are_kept(monkeypatch: pytest.MonkeyPa
         "home": "~",
     }
     assert home_relative(base) is base  # nothing under home: the record as it is
+
+
+def test_dotdot_and_links_are_resolved_before_the_nested_check(tmp_path: Path) -> None:
+    """`-o ../b` from inside a run folder is beside it, not inside; a link into a run folder
+    is inside it."""
+    from lexsem.results.folder import refuse_nested
+
+    run = tmp_path / "a"
+    evaluate(SpyEncoder(), ["synthetic"], out=run, **COMMON)
+    refuse_nested(run / ".." / "b")  # beside it: fine
+    (tmp_path / "link").symlink_to(run)
+    with pytest.raises(LexsemError, match="lies inside the run folder"):
+        refuse_nested(tmp_path / "link" / "sub")

@@ -4,6 +4,7 @@ copy sent to another process runs there the same way."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -55,6 +56,13 @@ class EvalConfig(BaseModel):
     @classmethod
     def _one_or_many(cls, value: object) -> object:
         return (value,) if isinstance(value, str) else value
+
+    @field_validator("data_dir", "cache_dir", "coco_val2017", "coco_train2017", "image_root")
+    @classmethod
+    def _absolute(cls, value: Path | None) -> Path | None:
+        """Folders are recorded absolute (`~` expanded): run.json says where the files were,
+        whatever folder a later `report` is run from."""
+        return Path(os.path.abspath(value.expanduser())) if value is not None else None
 
     @field_validator("name")
     @classmethod

@@ -344,7 +344,8 @@ def plan_comparison(
     for bench in benchmarks or [b for b in in_a if b in in_b]:
         missing = [x for x, have in (("A", bench in in_a), ("B", bench in in_b)) if not have]
         if missing:
-            skipped.append(f"{bench}: not in run {' nor '.join(missing)}{_known(bench, in_a)}")
+            hint = _known(bench, [*in_a, *in_b]) if len(missing) == 2 else ""  # a misspelling
+            skipped.append(f"{bench}: not in run {' nor '.join(missing)}{hint}")
             continue
         if metric is not None:
             lack = [

@@ -93,7 +93,7 @@ class _Committer:
 
     def add(self, idx: np.ndarray, vecs: np.ndarray) -> None:
         self.idx.append(idx)
-        self.vecs.append(vecs)
+        self.vecs.append(np.array(vecs, dtype=np.float32))  # a copy: encoders may reuse buffers
         if time.perf_counter() - self.last >= COMMIT_EVERY_S:
             self.flush()
 

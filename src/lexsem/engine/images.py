@@ -201,8 +201,8 @@ class _DecodeDataset:
     def __getitem__(self, slot: int) -> _Sample:
         key, src = self.entries[slot]
         image = self.decoded.get(key)
-        if image is not None:
-            return self._preprocessed(slot, image, None)
+        if image is not None:  # a copy: a `preprocess` may change its image in place
+            return self._preprocessed(slot, image.copy(), None)
         profile = self.profiles.get(key, self.default)
         try:
             data = src.read()

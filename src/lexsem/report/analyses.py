@@ -288,7 +288,8 @@ class _Items:
                 subs = self._subsets.setdefault(b.name, [])
                 subs += [s for s in b.subsets if s not in subs]
                 where = (_path(ev.get("data_dir")), _path(ev.get("cache_dir")))
-                self._dirs.setdefault(b.name, where)
+                old = self._dirs.get(b.name, (None, None))
+                self._dirs[b.name] = (old[0] or where[0], old[1] or where[1])
 
     def __call__(self, bench: str) -> list[Any]:
         if bench not in self._got:

@@ -126,7 +126,7 @@ def _ours(name: str) -> bool:
 
 def _enclosing_run(folder: Path) -> Path | None:
     """The run folder `folder` lies inside (a parent holding run.json), if any."""
-    for parent in folder.absolute().parents:
+    for parent in Path(os.path.realpath(folder)).parents:  # `..` and links resolved
         if (parent / RUN_JSON).is_file():
             return parent
     return None

@@ -88,7 +88,7 @@ def _ci(samples: list[np.ndarray], statistic, n_boot: int, seed: int, confidence
         if isinstance(found, list) and len(found) == 2:
             return float(found[0]), float(found[1])
     lo, hi = _bootstrap(samples, statistic, n_boot, seed, confidence)
-    if key is not None and np.isfinite([lo, hi]).all():
+    if key is not None and np.isfinite([lo, hi]).all() and getattr(memo, "writable", True):
         memo.put_records([key], [[lo, hi]])
     return lo, hi
 

@@ -19,14 +19,16 @@ The rules, in this order (the first that applies decides; `rule` says which):
    followed by the end, punctuation or a dash (`2`, `2.`, `2)`, `2 - ...`) — optionally after
    `Answer:`, `Option`, `Caption`, `Output:` or `The answer is` (a bare `2` followed by a word,
    as in a caption `2 dogs play`, is not a marker; a bare letter never is: `A man ...`). If the
-   answer names no other option, that option; if it does (`(1) and (2) match, (3) does not`),
-   ``multiple``: which one it means would be a guess;
-2. ``none``: it starts with `none` or `neither`, or says `none of the`, `no caption`, `all
-   (three|the|of the) captions match`, `all of them match`, `they all match`;
+   answer names no other option, that option; if it does (`(1) and (2) match, (3) does not`,
+   `2, 3`, `1) a dog 2) a cat`), ``multiple``: which one it means would be a guess;
+2. ``none``: it starts with `none` or `neither`, or says `none of the` (not `none of the
+   other(s)`), `no caption`, `all (three|the|of the) captions match`, `all of them match`,
+   `they all match`;
 3. ``markers``: the option markers anywhere in it — `(2)`, `(b)`, `option 2`, `caption 2`,
    `number 2`, `#2` — one distinct option: that option; several: ``multiple``;
 4. ``quoted``: the text of exactly one option appears in it (case, spaces and final
-   punctuation ignored): that option; of several: ``multiple``;
+   punctuation ignored; an option found only inside another option that is also found, as
+   `a dog` in `a dog on a bed`, does not count): that option; of several: ``multiple``;
 5. ``refusal``: a refusal phrase;
 6. otherwise ``unparseable``.
 
@@ -54,16 +56,19 @@ _PREFIX = (
 )
 # a leading marker: (2) / (b) / 2) / b) / 2. / 2 at the end, before punctuation or a space
 _LEADING = re.compile(
-    rf"^\s*{_PREFIX}(?:\(\s*([1-9]|[a-i])\s*\)|([a-i])\)|([1-9])(?=$|[.,;:!)\]]|\s*[-–:]|\s*$))",
+    rf"^\s*{_PREFIX}(?:\(\s*([1-9]|[a-i])\s*\)|([a-i])\)|([1-9])(?=$|[.,;:!)\]]|\s*[-–:]|\s*$|\s+(?:or|and|&)\s+\(?[1-9]))",
 )
 _NONE = re.compile(
-    r"^\s*(?:none|neither)\b|\bnone of (?:the|them|these)\b|\bno caption\b|"
+    r"^\s*(?:none|neither)\b|\bnone of (?:the|them|these)\b(?! others?\b)|\bno caption\b|"
     r"\ball (?:three |the |of the )?captions? (?:do )?(?:match|correspond|describe)|"
     r"\ball of them (?:match|correspond)|\bthey all (?:match|correspond)"
 )
 _MARKERS = re.compile(
     r"\(\s*([1-9]|[a-i])\s*\)|\b(?:option|caption|choice|number)\s*#?\s*([1-9])\b|#([1-9])\b"
 )
+# what else names an option right after a leading marker: `2) ...`, or a list `2, 3` / `2 or 3`
+_OTHER = re.compile(r"(?:^|\s)([1-9])\)")
+_LIST = re.compile(r"^\s*(?:,|;|/|&|and|or)\s*\(?\s*([1-9]|[a-i])\s*\)?(?=$|[\s.,;:!)])")
 _REFUSAL = re.compile(
     r"\bi(?:'m| am)? (?:sorry|unable|not able)\b|\bi can(?:not|'t|\s+not)\b|\bas an ai\b|"
     r"\bcannot (?:determine|see|view|tell)\b|\bunable to (?:determine|see|view|tell)\b|"
@@ -108,7 +113,12 @@ def parse_answer(answer: str | None, options: int | Sequence[str]) -> ParsedAnsw
     if m is not None:
         k = _number(next(g for g in m.groups() if g))
         if 1 <= k <= n:
-            if named <= {k}:
+            rest = text[m.end() :]
+            others = named | {int(d) for d in _OTHER.findall(rest)}
+            listed = _LIST.match(rest)
+            if listed is not None:
+                others.add(_number(listed.group(1)))
+            if {o for o in others if 1 <= o <= n} <= {k}:
                 return ParsedAnswer("option", k, "leading")
             return ParsedAnswer("multiple", None, "leading")
     if _NONE.search(text):
@@ -117,7 +127,15 @@ def parse_answer(answer: str | None, options: int | Sequence[str]) -> ParsedAnsw
         return ParsedAnswer("option", named.pop(), "markers")
     if len(named) > 1:
         return ParsedAnswer("multiple", None, "markers")
-    quoted = [i for i, t in enumerate(texts, 1) if _norm(t) and _norm(t) in _norm(text)]
+    said = _norm(text)
+    quoted = [i for i, t in enumerate(texts, 1) if _norm(t) and _norm(t) in said]
+    # an option found only inside another found option (`a dog` in `a dog on a bed`) is not
+    # quoted on its own
+    quoted = [
+        i for i in quoted
+        if not any(j != i and _norm(texts[i - 1]) in _norm(texts[j - 1]) for j in quoted)
+        or any(_norm(texts[i - 1]) == _norm(texts[j - 1]) for j in quoted if j != i)
+    ]  # fmt: skip
     if len(quoted) == 1:
         return ParsedAnswer("option", quoted[0], "quoted")
     if len(quoted) > 1:

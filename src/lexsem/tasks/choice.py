@@ -123,11 +123,16 @@ def options_of(item: Any, ordering: str) -> tuple[list[str], int, int]:
     positive — for a triplet the first of P1, P2), positions 1-based."""
     if hasattr(item, "p1"):
         order = {"NPP": ("n", "p1", "p2"), "PNP": ("p1", "n", "p2"), "PPN": ("p1", "p2", "n")}
+        if ordering not in order:
+            raise ValueError(f"ordering {ordering!r} is not one of a triplet's: {', '.join(order)}")
         fields = order[ordering]
         texts = [getattr(item, f) for f in fields]
         return texts, fields.index("n") + 1, min(fields.index("p1"), fields.index("p2")) + 1
     if hasattr(item, "pos"):
-        first = {"pos_first": ("pos", "neg"), "neg_first": ("neg", "pos")}[ordering]
+        orders = {"pos_first": ("pos", "neg"), "neg_first": ("neg", "pos")}
+        if ordering not in orders:
+            raise ValueError(f"ordering {ordering!r} is not one of a pair's: {', '.join(orders)}")
+        first = orders[ordering]
         texts = [getattr(item, f) for f in first]
         return texts, first.index("neg") + 1, first.index("pos") + 1
     raise TypeError(f"multiple choice needs triplet or pair items, not {type(item).__name__}")
@@ -166,7 +171,9 @@ class ChoiceScores:
 
 
 def score_choices(answers: Iterable[Answer], items: Mapping[str, Any]) -> ChoiceScores:
-    """Score recorded `answers` against `items` (by `"subset/item_id"` or `item_id`)."""
+    """Score recorded `answers` against `items` (by `"subset/item_id"` or `item_id`).
+    ValueError for an ordering the item kind does not have, a prompt whose number of options
+    is not the item's, or two answers to the same (item, prompt, ordering)."""
     out = ChoiceScores()
     by_prompt: dict[str, list[Answer]] = {}
     for a in answers:
@@ -180,11 +187,22 @@ def score_choices(answers: Iterable[Answer], items: Mapping[str, Any]) -> Choice
             item = items.get(f"{a.subset}/{a.item_id}", items.get(a.item_id))
             if item is None:
                 raise KeyError(f"answer for unknown item {a.subset}/{a.item_id}")
-            texts, neg, pos = options_of(item, a.ordering)
+            try:
+                texts, neg, pos = options_of(item, a.ordering)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"item {a.subset}/{a.item_id}: {exc}") from None
+            if len(texts) != p.n_options:
+                raise ValueError(
+                    f"item {a.subset}/{a.item_id}: prompt {prompt!r} lists {p.n_options} "
+                    f"options, the item has {len(texts)} captions"
+                )
             parsed = parse_answer(a.text, texts)
-            right = neg if p.target == "negative" else _positions(item, a.ordering, pos)
-            hit = parsed.kind == "option" and parsed.option in _as_set(right)
+            hit = parsed.kind == "option" and parsed.option == (
+                neg if p.target == "negative" else pos
+            )
             key = (f"{a.subset}/{a.item_id}", prompt, a.ordering)
+            if key in out.parsed:
+                raise ValueError(f"two answers for {key[0]}, prompt {prompt!r}, {a.ordering}")
             out.parsed[key], out.hits[key] = parsed, hit
             per_item.setdefault(key[0], []).append(hit)
             kinds[parsed.kind] += 1
@@ -204,15 +222,3 @@ def score_choices(answers: Iterable[Answer], items: Mapping[str, Any]) -> Choice
             k: 100.0 * chosen[k] / n_chosen if n_chosen else 0.0 for k in range(1, p.n_options + 1)
         }
     return out
-
-
-def _positions(item: Any, ordering: str, pos: int) -> int | set[int]:
-    """For a "best describes" prompt over a triplet, either positive is right."""
-    if hasattr(item, "p1"):
-        texts, neg, _ = options_of(item, ordering)
-        return {k for k in range(1, len(texts) + 1) if k != neg}
-    return pos
-
-
-def _as_set(value: int | set[int]) -> set[int]:
-    return value if isinstance(value, set) else {value}

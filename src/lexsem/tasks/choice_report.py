@@ -21,13 +21,10 @@ def score_recorded(answers: Sequence[Answer], items: Sequence[Any], source: str)
         if item is None:
             raise DataError(f"{source}: an answer about item {a.subset}/{a.item_id}, which the "
                             "benchmark selection does not have")  # fmt: skip
-        n = len(item.texts())
-        if PROMPTS[a.prompt].n_options != n and PROMPTS[a.prompt].target == "negative":
-            raise DataError(
-                f"{source}: prompt {a.prompt!r} lists {PROMPTS[a.prompt].n_options} options, "
-                f"item {a.subset}/{a.item_id} has {n} captions"
-            )
-    return score_choices(answers, by_key)
+    try:
+        return score_choices(answers, by_key)
+    except (ValueError, TypeError) as exc:
+        raise DataError(f"{source}: {exc}") from None
 
 
 def choice_markdown(s: ChoiceScores) -> str:

@@ -287,20 +287,33 @@ def custom_arch(path: Path) -> tuple[str, dict[str, Any]]:
 def register_custom_arch(oc: Any, path: Path) -> str:
     """Register the config file `path` with open_clip under its `custom_arch` name (a copy in
     lexsem's cache, named so); returns that name."""
-    import json
 
     name, config = custom_arch(path)
     if oc.get_model_config(name) is None:
-        folder = paths.cache_dir() / "models" / "openclip-configs"
-        folder.mkdir(parents=True, exist_ok=True)
-        copy = folder / f"{name}.json"
-        if not copy.is_file():
-            from lexsem.atomic import atomic_open
-
-            with atomic_open(copy, "w", encoding="utf-8") as fh:
-                json.dump(config, fh)
-        oc.add_model_config(copy)
+        oc.add_model_config(_config_copy(name, config))
     return name
+
+
+def _config_copy(name: str, config: dict[str, Any]) -> Path:
+    """The config written as `<name>.json` (open_clip names an arch after its file), in
+    lexsem's cache, or in a temporary folder when the cache cannot be written."""
+    import json
+    import tempfile
+
+    from lexsem.atomic import atomic_open
+
+    for folder in (paths.cache_dir() / "models" / "openclip-configs", None):
+        try:
+            where = folder if folder is not None else Path(tempfile.mkdtemp(prefix="lexsem-oc-"))
+            where.mkdir(parents=True, exist_ok=True)
+            copy = where / f"{name}.json"
+            if not copy.is_file():
+                with atomic_open(copy, "w", encoding="utf-8") as fh:
+                    json.dump(config, fh)
+            return copy
+        except OSError as exc:
+            error = exc
+    raise ModelError(f"cannot write the open_clip model config {name}.json: {error}")
 
 
 # -- the registry: arch configs, tags, activations ----------------------------------------------
@@ -445,7 +458,9 @@ def resolve_openclip_source(spec: OpenClipSpec, oc: Any | None = None) -> OpenCl
     """Check the arch and the tag or checkpoint of `spec` (no weights are read); the registry
     facts come from open_clip (`oc`, else imported) or from their memo (`openclip_facts`)."""
     arch = spec.arch
-    if spec.config_file is not None and (oc is not None or read_memo(arch, None) is None):
+    if spec.config_file is not None and (
+        oc is not None or "open_clip" in sys.modules or read_memo(arch, None) is None
+    ):  # open_clip's registry will be asked (`openclip_facts`): the arch must be in it
         register_custom_arch(oc or import_open_clip(), spec.config_file)
     if spec.checkpoint is not None:
         facts = openclip_facts(arch, None, oc)
