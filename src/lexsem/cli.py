@@ -284,6 +284,85 @@ def download(
             typer.echo(f"{spec.name}: {path} sha256={src.sha256[:12]}… ok")
 
 
+@app.command()
+@_friendly
+def ask(
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="openai:MODEL?base_url=URL (any OpenAI-compatible "
+            "server: vLLM, llama.cpp, Ollama, OpenAI); key from $OPENAI_API_KEY.",
+        ),
+    ],
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")],
+    prompt: Annotated[
+        str, typer.Option(help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs).")
+    ],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write the answers here (JSON Lines).")
+    ] = None,
+    replay_only: Annotated[
+        bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
+    ] = False,
+    max_requests: Annotated[
+        int | None, typer.Option("--max-requests", min=0, help="Refuse to send more than this.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests at a time.")] = 4,
+    data_dir: DataDir = None,
+    cache_dir: CacheDir = None,
+    coco_val2017: Annotated[
+        Path | None,
+        typer.Option("--coco-val2017", envvar="LEXSEM_COCO_VAL2017", help="COCO val2017 folder."),
+    ] = None,
+    image_root: Annotated[
+        Path | None, typer.Option("--image-root", envvar="LEXSEM_IMAGE_ROOT")
+    ] = None,
+) -> None:
+    """Ask a chat model the papers' multiple-choice prompts about each item, in every option
+    ordering; answers are stored as they arrive (a rerun sends only what is missing) and scored
+    as `score-answers` does."""
+    import json
+
+    from lexsem.atomic import atomic_open
+    from lexsem.benchmarks.load import load_benchmark
+    from lexsem.engine.store import RequestStore
+    from lexsem.images.store import ImageStore
+    from lexsem.models.backends.openai_chat import OpenAIChat
+    from lexsem.models.protocols import fingerprint_key
+    from lexsem.paths import cache_dir as resolve_cache
+    from lexsem.tasks.choice import PROMPTS
+    from lexsem.tasks.choice_report import choice_markdown, score_recorded
+    from lexsem.tasks.choice_run import ask_choices
+
+    if prompt not in PROMPTS:
+        from lexsem.registry import did_you_mean
+
+        raise LexsemError(f"unknown prompt {prompt!r}{did_you_mean(prompt, list(PROMPTS))}")
+    chat = OpenAIChat(model)
+    loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
+    root = resolve_cache(cache_dir)
+    images = ImageStore(coco_val2017=coco_val2017, image_root=image_root, cache_root=root)
+    with RequestStore(root, fingerprint_key(chat.fingerprint)) as store:
+        answers, stats = ask_choices(
+            chat, loaded.items, images, prompt, store, replay_only=replay_only,
+            max_requests=max_requests, concurrency=concurrency,
+        )  # fmt: skip
+    if out is not None:
+        with atomic_open(out, "w", encoding="utf-8") as fh:
+            for a in answers:
+                rec = {"id": a.item_id, "subset": a.subset, "prompt": a.prompt,
+                       "ordering": a.ordering, "answer": a.text}  # fmt: skip
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    typer.echo(choice_markdown(score_recorded(answers, loaded.items, chat.name)))
+    typer.echo(
+        f"{stats.n_requests} requests: {stats.n_stored} answered from the store, {stats.n_sent} "
+        f"sent ({stats.n_attempts} attempts)" + (f"; answers written to {out}" if out else ""),
+        err=True,
+    )
+
+
 @app.command("score-answers")
 @_friendly
 def score_answers(

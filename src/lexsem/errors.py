@@ -44,6 +44,11 @@ class CacheError(LexsemError):
     """The embedding cache cannot be used."""
 
 
+class RetryableError(Exception):
+    """A request that failed in a way worth another attempt (rate limit, server error,
+    time-out, a broken answer); not a user error: the engine retries it, then reports it."""
+
+
 class DataWarning(UserWarning):
     """The data is usable but not what it claims to be: a partial snapshot, an empty subset or
     rows left out (`lexsem.benchmarks.checks`; recorded in the run as a notice)."""
