@@ -1,0 +1,151 @@
+"""The `vqa:` backend (VQAScore of a generative VLM) on a tiny random LLaVA built here (a tiny CLIP
+vision tower and Llama, a word-level tokenizer, a chat template), loaded through the normal
+code path; its scores against a direct teacher-forced computation with transformers on the
+same model, one pair at a time, and batched = unbatched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:", "Does", "this",
+         "figure", "show", '"a', "dog", "cat", "runs", 'sleeps"?', "Please", "answer", "yes",
+         "or", "no.", "Yes", "No"]  # fmt: skip
+TEMPLATE = (
+    "{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }}{% endif %}{% endfor %} "
+    "{% endfor %}{% if add_generation_prompt %}ASSISTANT:{% endif %}"
+)
+TEXTS = ["a dog runs", "a cat sleeps", "a dog sleeps", "a cat runs"]
+
+
+def write_tiny_llava(folder: Path) -> Path:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )  # fmt: skip
+
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="removed")
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk, unk_token="<unk>", pad_token="<pad>", bos_token="<s>",
+        eos_token="</s>",
+    )  # fmt: skip
+    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    proc = LlavaProcessor(
+        image_processor=CLIPImageProcessor(
+            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
+        ),
+        tokenizer=tok, patch_size=16, vision_feature_select_strategy="default",
+        chat_template=TEMPLATE, image_token="<image>", num_additional_image_tokens=1,
+    )  # fmt: skip
+    config = LlavaConfig(
+        vision_config=CLIPVisionConfig(
+            hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+            image_size=32, patch_size=16,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=2, num_key_value_heads=2,
+        ),
+        image_token_index=vocab["<image>"], vision_feature_select_strategy="default",
+        vision_feature_layer=-1,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    LlavaForConditionalGeneration(config).save_pretrained(folder)
+    proc.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def llava(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_tiny_llava(tmp_path_factory.mktemp("llava") / "tiny-llava")
+
+
+def images() -> list[Image.Image]:
+    rng = np.random.default_rng(1)
+    return [
+        Image.fromarray(rng.integers(0, 256, (30 + 9 * i, 40, 3), dtype=np.uint8)) for i in range(4)
+    ]
+
+
+def direct_p_yes(folder: Path, image: Image.Image, text: str, answer: str = "Yes") -> float:
+    """VQAScore by hand: the processor on the real image, one pair, exp(mean log P(answer))."""
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+    proc = AutoProcessor.from_pretrained(folder)
+    model = LlavaForConditionalGeneration.from_pretrained(folder).eval()
+    question = f'Does this figure show "{text}"? Please answer yes or no.'
+    msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+    prompt = proc.apply_chat_template(msgs, add_generation_prompt=True)
+    n = len(proc(text=prompt, images=image, return_tensors="pt")["input_ids"][0])
+    enc = proc(text=f"{prompt} {answer}", images=image, return_tensors="pt")
+    with torch.no_grad():
+        logp = torch.log_softmax(model(**enc).logits[0].double(), dim=-1)
+    ids = enc["input_ids"][0]
+    return float(np.exp(np.mean([logp[t - 1, ids[t]].item() for t in range(n, len(ids))])))
+
+
+def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
+    from lexsem.models.registry import load_model
+
+    scorer = load_model(f"vqa:{llava}", device="cpu")
+    pixels = torch.stack([scorer.preprocess(im) for im in images()])
+    batched = scorer.score(pixels, TEXTS)
+    one_by_one = np.array([scorer.score(pixels[i : i + 1], [t])[0] for i, t in enumerate(TEXTS)])
+    want = np.array([direct_p_yes(llava, im, t) for im, t in zip(images(), TEXTS, strict=True)])
+    np.testing.assert_allclose(batched, want, rtol=1e-5)
+    np.testing.assert_allclose(batched, one_by_one, rtol=1e-5)
+    assert batched.dtype == np.float32 and (batched > 0).all() and (batched < 1).all()
+
+
+def test_normalised_and_difference_scores(llava: Path) -> None:
+    from lexsem.models.registry import load_model
+
+    pixels = torch.stack([load_model(f"vqa:{llava}").preprocess(im) for im in images()[:2]])
+    norm = load_model(f"vqa:{llava}?score=vqa_norm").score(pixels, TEXTS[:2])
+    diff = load_model(f"vqa:{llava}?score=vqa_diff").score(pixels, TEXTS[:2])
+    yes = np.array(
+        [direct_p_yes(llava, im, t) for im, t in zip(images()[:2], TEXTS[:2], strict=True)]
+    )
+    no = np.array(
+        [direct_p_yes(llava, im, t, "No") for im, t in zip(images()[:2], TEXTS[:2], strict=True)]
+    )
+    np.testing.assert_allclose(norm, yes / (yes + no), rtol=1e-5)
+    np.testing.assert_allclose(diff, yes - no, rtol=1e-4, atol=1e-7)
+
+
+def test_options_are_in_the_fingerprint(llava: Path) -> None:
+    from lexsem.errors import ModelError
+    from lexsem.models.registry import load_model
+
+    a = load_model(f"vqa:{llava}").fingerprint
+    b = load_model(f"vqa:{llava}?answer=yes").fingerprint
+    c = load_model(f"vqa:{llava}?score=vqa_norm").fingerprint
+    assert len({str(a), str(b), str(c)}) == 3
+    with pytest.raises(ModelError, match="placeholder"):
+        load_model(f"vqa:{llava}?question=Is it true?")
+
+
+def test_vqascore_runs_a_benchmark_end_to_end(llava: Path, tmp_path: Path) -> None:
+    import lexsem
+
+    run = lexsem.evaluate(f"vqa:{llava}", ["synthetic_bi/swap_att"], n_boot=0, num_workers=0,
+                          cache_dir=tmp_path)  # fmt: skip
+    assert {r.metric for r in run.record.results} >= {"i2t", "t2i", "group"}
+    scores = run.items.column("s_i0_c0").to_numpy()
+    assert np.isfinite(scores).all() and ((scores > 0) & (scores < 1)).all()
+    again = lexsem.evaluate(f"vqa:{llava}", ["synthetic_bi/swap_att"], n_boot=0, num_workers=0,
+                            cache_dir=tmp_path)  # fmt: skip
+    assert again.record.timings.n_pairs_scored == 0  # every pair from the store
