@@ -6,6 +6,7 @@ same model, one pair at a time, and batched = unbatched."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -149,3 +150,60 @@ def test_vqascore_runs_a_benchmark_end_to_end(llava: Path, tmp_path: Path) -> No
     again = lexsem.evaluate(f"vqa:{llava}", ["synthetic_bi/swap_att"], n_boot=0, num_workers=0,
                             cache_dir=tmp_path)  # fmt: skip
     assert again.record.timings.n_pairs_scored == 0  # every pair from the store
+
+
+# -- VGPTScore -----------------------------------------------------------------------------------
+
+
+def direct_caption_logp(
+    folder: Path, image: Image.Image, caption: str, pixels: Any = None
+) -> float:
+    """Σ log P(caption tokens | "Describe the image." turn, image) by hand; `pixels` replaces
+    the processed image (the blind variant's noise)."""
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+    proc = AutoProcessor.from_pretrained(folder)
+    model = LlavaForConditionalGeneration.from_pretrained(folder).eval()
+    turn = [{"type": "image"}, {"type": "text", "text": "Describe the image."}]
+    msgs = [{"role": "user", "content": turn}]
+    prompt = proc.apply_chat_template(msgs, add_generation_prompt=True)
+    n = len(proc(text=prompt, images=image, return_tensors="pt")["input_ids"][0])
+    enc = proc(text=f"{prompt} {caption}", images=image, return_tensors="pt")
+    if pixels is not None:
+        enc["pixel_values"] = pixels[None]
+    with torch.no_grad():
+        logp = torch.log_softmax(model(**enc).logits[0].double(), dim=-1)
+    ids = enc["input_ids"][0]
+    return float(sum(logp[t - 1, ids[t]].item() for t in range(n, len(ids))))
+
+
+CAPTIONS = ['"a dog runs', 'a cat sleeps"?']  # words of the tiny vocabulary
+
+
+def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava: Path) -> None:
+    from lexsem.models.registry import load_model
+
+    ims = images()[:2]
+    pixels = torch.stack([load_model(f"vgpt:{llava}").preprocess(im) for im in ims])
+    got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5").score(pixels, CAPTIONS)
+           for s in ("sum", "mean", "blind", "debiased")}  # fmt: skip
+    want_sum = np.array(
+        [direct_caption_logp(llava, im, c) for im, c in zip(ims, CAPTIONS, strict=True)]
+    )
+    np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5)
+    n_tokens = np.array([len(c.split()) for c in CAPTIONS])
+    np.testing.assert_allclose(got["mean"], want_sum / n_tokens, rtol=1e-5)
+    # blind: 3 standard-normal pixel tensors seeded 0, 1, 2, averaged in probability space
+    noise = [torch.randn(tuple(pixels[0].shape), generator=torch.Generator().manual_seed(j))
+             for j in range(3)]  # fmt: skip
+    blind = []
+    for im, c in zip(ims, CAPTIONS, strict=True):
+        lps = np.array([direct_caption_logp(llava, im, c, pixels=z) for z in noise])
+        blind.append(np.log(np.mean(np.exp(lps))))
+    np.testing.assert_allclose(got["blind"], blind, rtol=1e-5)
+    np.testing.assert_allclose(got["debiased"], want_sum - 0.5 * np.array(blind), rtol=1e-5)
+    batched = load_model(f"vgpt:{llava}").score(pixels, CAPTIONS)
+    single = [
+        load_model(f"vgpt:{llava}").score(pixels[i : i + 1], [c])[0] for i, c in enumerate(CAPTIONS)
+    ]
+    np.testing.assert_allclose(batched, single, rtol=1e-5)

@@ -65,6 +65,7 @@ ALIASES: dict[str, str] = {
     "blip2-itm": "itm:Salesforce/blip2-itm-vit-g",
     "vilt-itm": "itm:dandelin/vilt-b32-finetuned-coco",
     "llava-vqa": "vqa:llava-hf/llava-1.5-7b-hf",  # VQAScore (docs/generative.md)
+    "llava-vgpt": "vgpt:llava-hf/llava-1.5-7b-hf",  # VGPTScore
     # blind text scorers (linguistic-prior baselines)
     "gpt2": "lm:openai-community/gpt2",
     "vera": "vera:liujch1998/vera",

@@ -104,19 +104,26 @@ class VQAScorer(LazyModel):
     # -- the primitive ----------------------------------------------------------------------------
     def prompt(self, text: str) -> str:
         """The chat-templated question about `text`, up to where the answer starts."""
+        return self.user_turn(self.question.format(text=text))
+
+    def user_turn(self, text: str) -> str:
+        """The chat template of one user turn (the image, then `text`), up to the reply."""
         self._ensure_loaded()
-        messages = [{"role": "user", "content": [
-            {"type": "image"}, {"type": "text", "text": self.question.format(text=text)},
-        ]}]  # fmt: skip
+        messages = [
+            {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
+        ]
         return self._processor.apply_chat_template(messages, add_generation_prompt=True)
 
-    def answer_logprobs(self, pixels: Any, prompts: Sequence[str], answer: str) -> list[Any]:
-        """Per-token log-probabilities (float64 arrays) of `answer` after each prompt, each
-        with the image `pixels[i]` (one batch, right-padded)."""
+    def answer_logprobs(
+        self, pixels: Any, prompts: Sequence[str], answer: str | Sequence[str]
+    ) -> list[Any]:
+        """Per-token log-probabilities (float64 arrays) of `answer` (one for all rows, or one per
+        row) after each prompt, each with the image `pixels[i]` (one batch, right-padded)."""
         import torch
 
         model = self._ensure_loaded()
-        full = [f"{p} {answer}" for p in prompts]
+        answers = [answer] * len(prompts) if isinstance(answer, str) else list(answer)
+        full = [f"{p} {a}" for p, a in zip(prompts, answers, strict=True)]
         enc = self._encode(full, pixels)
         n_prompt = self._prompt_lengths(prompts, pixels, enc["input_ids"])
         with torch.inference_mode():
@@ -127,7 +134,7 @@ class VQAScorer(LazyModel):
         for i, start in enumerate(n_prompt):
             end = int(lengths[i])
             if end <= start:
-                raise ModelError(f"{self.name}: the answer {answer!r} has no tokens of its own")
+                raise ModelError(f"{self.name}: {answers[i]!r} has no tokens of its own")
             pos = torch.arange(start, end)
             out.append(logp[i, pos - 1, ids[i, pos]].cpu().numpy())
         return out
