@@ -57,6 +57,8 @@ class Server:
         parts = body["messages"][0]["content"]
         prompt = next(p["text"] for p in parts if p["type"] == "text")
         image = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
+        if body["model"] == "no-such-model":
+            return _send(handler, 404, b'{"error": "model not found"}')
         if fault == "drop":
             handler.close_connection = True
             handler.connection.close()
@@ -158,7 +160,7 @@ def test_failed_requests_are_not_stored_and_a_rerun_sends_only_them(
     state, url = server
     victim = TRIPLETS["swap_obj"][1][2]  # one item's negative: its prompts always fail
     state.fail = victim
-    with pytest.raises(ModelError, match=r"3 of 15 requests failed after 5 attempts each"):
+    with pytest.raises(ModelError, match=r"3 of 15 requests failed .* tried 5 times"):
         _ask(url, bench)
     assert len(state.answered) == 12
     state.fail = None
@@ -204,3 +206,19 @@ def test_ask_from_the_cli_writes_answers_that_score_answers_reads(
     assert (
         bad.exit_code == 2 and "unknown option 'base_ur' (did you mean 'base_url'?)" in bad.output
     )
+
+
+def test_a_client_error_is_not_retried_and_names_the_server(
+    server: tuple[Server, str], bench: dict[str, Any]
+) -> None:
+    """A wrong model name (HTTP 404) fails at once: retrying cannot fix it."""
+    state, url = server
+    chat = OpenAIChat(f"openai:no-such-model?base_url={url}")
+    with RequestStore(bench["cache"], fingerprint_key(chat.fingerprint)) as store:
+        with pytest.raises(ModelError, match=r"HTTP 404 from http://127\.0\.0\.1:\d+/v1"):
+            ask_choices(
+                chat, bench["items"][:1], ImageStore(coco_val2017=bench["images"]), "scpp3",
+                store, backoff=0.01, concurrency=1,
+            )  # fmt: skip
+        assert store.count("records") == 0
+    assert state.posts == 3  # one per ordering, none retried

@@ -85,9 +85,10 @@ def chat_answers(
         _send_all(model, todo, body_of, store, answers, stats, concurrency, retries, backoff)
     if stats.failures:
         raise ModelError(
-            f"{model.name}: {len(stats.failures)} of {len(todo)} requests failed after "
-            f"{retries} attempts each (first: {stats.failures[0]}); the {stats.n_sent} answers "
-            "received are stored: run the same command again to send only the rest"
+            f"{model.name}: {len(stats.failures)} of {len(todo)} requests failed (first: "
+            f"{stats.failures[0]}; rate limits, server errors and time-outs were tried {retries} "
+            f"times, other errors once); the {stats.n_sent} answers received are stored: run the "
+            "same command again to send only the rest"
         )
     return [answers[k] for k in keys], stats
 
