@@ -207,3 +207,39 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
         load_model(f"vgpt:{llava}").score(pixels[i : i + 1], [c])[0] for i, c in enumerate(CAPTIONS)
     ]
     np.testing.assert_allclose(batched, single, rtol=1e-5)
+
+
+def test_a_processor_without_a_chat_template_is_refused_clearly(
+    llava: Path, tmp_path: Path
+) -> None:
+    import json
+    import shutil
+
+    from lexsem.errors import ModelError
+    from lexsem.models.registry import load_model
+
+    bare = tmp_path / "bare"
+    shutil.copytree(llava, bare)
+    for f in bare.glob("*"):
+        if "chat_template" in f.name:
+            f.unlink()
+        elif f.suffix == ".json" and "chat_template" in f.read_text():
+            data = json.loads(f.read_text())
+            data.pop("chat_template", None)
+            f.write_text(json.dumps(data))
+    scorer = load_model(f"vqa:{bare}")
+    pixels = torch.stack([scorer.preprocess(images()[0])])
+    with pytest.raises(ModelError, match="has no chat template"):
+        scorer.score(pixels, ["a dog runs"])
+
+
+def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
+    """The processor's float32 pixels are cast to the model's dtype (a bf16 tower refuses them)."""
+    from lexsem.models.registry import load_model
+
+    fp32 = load_model(f"vqa:{llava}", device="cpu")
+    bf16 = load_model(f"vqa:{llava}?dtype=bf16", device="cpu")
+    pixels = torch.stack([fp32.preprocess(im) for im in images()[:2]])
+    a, b = fp32.score(pixels, TEXTS[:2]), bf16.score(pixels, TEXTS[:2])
+    assert np.isfinite(b).all()
+    np.testing.assert_allclose(a, b, rtol=0.1)  # bf16 keeps about 2-3 digits

@@ -109,6 +109,12 @@ class VQAScorer(LazyModel):
     def user_turn(self, text: str) -> str:
         """The chat template of one user turn (the image, then `text`), up to the reply."""
         self._ensure_loaded()
+        if not getattr(self._processor, "chat_template", None):
+            raise ModelError(
+                f"{self.name}: its processor has no chat template; this backend places the "
+                "question and answer with it (processors without one, such as base BLIP-2 or "
+                "PaliGemma checkpoints, are not supported yet)"
+            )
         messages = [
             {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]}
         ]
@@ -145,7 +151,9 @@ class VQAScorer(LazyModel):
         size = (int(pixels.shape[-1]), int(pixels.shape[-2]))
         stand_in = [Image.new("RGB", size)] * len(texts)
         enc = self._processor(text=texts, images=stand_in, return_tensors="pt", padding=True)
-        enc["pixel_values"] = pixels.to(enc["pixel_values"].dtype)
+        model = self._ensure_loaded()
+        dtype = next(model.parameters()).dtype if enc["pixel_values"].is_floating_point() else None
+        enc["pixel_values"] = pixels.to(dtype or enc["pixel_values"].dtype)
         return {k: v.to(self.device) if hasattr(v, "to") else v for k, v in enc.items()}
 
     def _prompt_lengths(self, prompts: Sequence[str], pixels: Any, full_ids: Any) -> list[int]:
