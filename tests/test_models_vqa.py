@@ -243,3 +243,16 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
     a, b = fp32.score(pixels, TEXTS[:2]), bf16.score(pixels, TEXTS[:2])
     assert np.isfinite(b).all()
     np.testing.assert_allclose(a, b, rtol=0.1)  # bf16 keeps about 2-3 digits
+
+
+def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> None:
+    from lexsem.models.backends.vqa import QUESTIONS
+    from lexsem.models.registry import load_model
+
+    assert QUESTIONS["t17_3"].format(text="<caption>") == (
+        "Do the image and the following caption match: <caption>? Provide 'yes' or 'no' as response"
+    )
+    assert QUESTIONS["t17_5"].endswith("as response.")  # the paper's final period, kept
+    scorer = load_model(f"vqa:{llava}?question=t17_2&answer=yes&negative=no")
+    assert scorer.question == QUESTIONS["t17_2"]
+    assert scorer.fingerprint != load_model(f"vqa:{llava}?question=t17_1").fingerprint

@@ -2,7 +2,9 @@
 its processor and chat template), as a pair scorer: how likely the model answers "Yes" to
 `Does this figure show "{text}"? Please answer yes or no.` about the image.
 
-Spec: `vqa:NAME?score=vqa|vqa_norm|vqa_diff&question=...&answer=Yes&negative=No`.
+Spec: `vqa:NAME?score=vqa|vqa_norm|vqa_diff&question=...&answer=Yes&negative=No`; `question`
+is a template with `{text}` or a preset: `t17_1` ... `t17_5`, the five prompt paraphrases of
+SugarCrepe++ Table 17 (prompt sensitivity), verbatim.
 
 - `vqa` (default): the VQAScore reference's score, exp(mean log-probability) of the answer's
   tokens, teacher-forced after the question in the model's chat template (the answer is the
@@ -42,11 +44,29 @@ __all__ = ["VQAScorer"]
 
 QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
 SCORES = ("vqa", "vqa_norm", "vqa_diff")
+# the five prompt paraphrases of SugarCrepe++ Table 17 (prompt sensitivity), verbatim with
+# `<caption>` as `{text}`; use them as `question=t17_1` ... `question=t17_5` (with
+# `answer=yes&negative=no`, the words they ask for)
+QUESTIONS = {
+    "t17_1": "Does the following caption match the image: {text}? Provide 'yes' or 'no' as "
+    "response",
+    "t17_2": "Does the caption match the image: {text}? Provide 'yes' or 'no' as response",
+    "t17_3": "Do the image and the following caption match: {text}? Provide 'yes' or 'no' as "
+    "response",
+    "t17_4": "Does the caption correctly describe the image: {text}? Provide 'yes' or 'no' as "
+    "response",
+    "t17_5": "Is the caption an accurate description of the image: {text}? Provide 'yes' or 'no' "
+    "as response.",
+}
 
 
 def _question(text: str) -> str:
+    """A question template with `{text}`, or the name of one of `QUESTIONS`."""
+    text = QUESTIONS.get(text, text)
     if "{text}" not in text:
-        raise ValueError("it must contain the placeholder {text}")
+        raise ValueError(
+            f"it must contain the placeholder {{text}} or name a preset ({', '.join(QUESTIONS)})"
+        )
     return text
 
 
@@ -83,7 +103,7 @@ class VQAScorer(LazyModel):
     def __init__(self, spec: Any, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)
         self.score_mode = self.spec.get("score") or "vqa"
-        self.question = self.spec.get("question") or QUESTION
+        self.question = _question(self.spec.get("question") or QUESTION)
         self.answer = self.spec.get("answer") or "Yes"
         self.negative = self.spec.get("negative") or "No"
         self._pixels = _Pixels(str(self.source.path))
