@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-INTERNAL = re.compile(r"paper[ -]?0\d\d|\bSPEC\b|SPEC\.md|shared/seeds|\.\./shared/(?!data\b)")
+# the team's own names (a paper's number, the spec, its files, its issue tracker's numbers)
+INTERNAL = re.compile(
+    r"paper[ -]?0\d\d|\bSPEC\b|SPEC\.md|shared/seeds|\.\./shared/(?!data\b)|\bissues? #\d|\bPR #\d"
+)
 
 
 def _files() -> list[Path]:
