@@ -291,6 +291,13 @@ def _counting_decode(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+def _bivlc_file(tmp_path: Path) -> str:
+    """A user's BiVLC-style parquet file (images embedded), as a benchmark selector."""
+    path = tmp_path / "my_bivlc.parquet"
+    write_parquet(path, bivlc_columns())
+    return f"bivlc:{path}"
+
+
 def _image_cols(run: Any) -> list[Any]:
     return run.items.select(["item_id", "metric", "hit", "s_i0_c0", "s_i1_c1"]).to_pylist()
 
@@ -302,11 +309,10 @@ def test_decoded_images_are_kept_across_runs_of_a_changed_model(
     """Every epoch of a training loop: new weights (no store hit), the same images. The second
     run decodes no image (they come from the Evaluator's memory, also from DataLoader workers),
     and scores exactly as a run that decodes every file."""
-    path = tmp_path / "my_bivlc.parquet"
-    write_parquet(path, bivlc_columns())
+    bivlc = _bivlc_file(tmp_path)
     calls = _counting_decode(monkeypatch)
     cfg = EvalConfig(
-        benchmarks=[f"bivlc:{path}"],
+        benchmarks=[bivlc],
         n_boot=0,
         num_workers=workers,
         batch_size=2,
@@ -343,10 +349,9 @@ def test_decoded_images_are_kept_across_runs_of_a_changed_model(
 def test_keep_decoded_mb_0_keeps_nothing_and_the_budget_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    path = tmp_path / "my_bivlc.parquet"
-    write_parquet(path, bivlc_columns())
+    bivlc = _bivlc_file(tmp_path)
     calls = _counting_decode(monkeypatch)
-    cfg = EvalConfig(benchmarks=[f"bivlc:{path}"], n_boot=0, num_workers=0, use_cache=False)
+    cfg = EvalConfig(benchmarks=[bivlc], n_boot=0, num_workers=0, use_cache=False)
     ev = Evaluator(cfg.model_copy(update={"keep_decoded_mb": 0}))
     ev.run(SteppedDual())
     n = len(calls)
@@ -377,12 +382,9 @@ def test_a_pair_scorer_decodes_each_image_once_across_runs(
 ) -> None:
     from fakes import ConstantPairScorer
 
-    path = tmp_path / "my_bivlc.parquet"
-    write_parquet(path, bivlc_columns())
+    bivlc = _bivlc_file(tmp_path)
     calls = _counting_decode(monkeypatch)
-    ev = Evaluator(
-        EvalConfig(benchmarks=[f"bivlc:{path}"], n_boot=0, num_workers=0, use_cache=False)
-    )
+    ev = Evaluator(EvalConfig(benchmarks=[bivlc], n_boot=0, num_workers=0, use_cache=False))
     first = ev.run(ConstantPairScorer())
     n = len(calls)
     assert n == first.record.timings.n_images_unique > 0

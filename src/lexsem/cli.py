@@ -37,6 +37,51 @@ CacheDir = Annotated[
         help="Cache folder for downloads and embeddings (default: ~/.cache/lexsem).",
     ),
 ]
+CocoVal = Annotated[
+    Path | None,
+    typer.Option("--coco-val2017", envvar="LEXSEM_COCO_VAL2017", help="COCO val2017 folder."),
+]
+CocoTrain = Annotated[
+    Path | None,
+    typer.Option(
+        "--coco-train2017",
+        envvar="LEXSEM_COCO_TRAIN2017",
+        help="COCO train2017 folder (VISLA spatial).",
+    ),
+]
+ImageRoot = Annotated[
+    Path | None,
+    typer.Option(
+        "--image-root",
+        envvar="LEXSEM_IMAGE_ROOT",
+        help="Base folder of downloaded images [default: <cache>/images].",
+    ),
+]
+SkipBad = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad-images",
+        help="Skip (and record) items whose image is missing, undecodable or too large.",
+    ),
+]
+MaxPixels = Annotated[
+    int,
+    typer.Option(
+        "--max-image-pixels",
+        min=1,
+        help="Refuse images with more pixels (width × height) than this; the benchmarks' "
+        "images have a few megapixels at most.",
+    ),
+]
+Exif = Annotated[
+    bool | None,
+    typer.Option(
+        "--exif-transpose/--no-exif-transpose",
+        help="Apply (or not) EXIF orientation for every benchmark [default: each "
+        "benchmark's decode profile decides, as its reference does].",
+    ),
+]
+Workers = Annotated[int | None, typer.Option("--num-workers", help="Image decoding workers.")]
 
 
 def _friendly(fn):
@@ -141,53 +186,13 @@ def eval_cmd(
     batch_size: Annotated[int, typer.Option("--batch-size")] = 64,
     device: Annotated[str, typer.Option(help="auto, cpu, cuda, cuda:N, mps.")] = "auto",
     dtype: Annotated[str, typer.Option(help="auto, fp32, fp16, bf16.")] = "auto",
-    coco_val2017: Annotated[
-        Path | None,
-        typer.Option("--coco-val2017", envvar="LEXSEM_COCO_VAL2017", help="COCO val2017 folder."),
-    ] = None,
-    coco_train2017: Annotated[
-        Path | None,
-        typer.Option(
-            "--coco-train2017",
-            envvar="LEXSEM_COCO_TRAIN2017",
-            help="COCO train2017 folder (VISLA spatial).",
-        ),
-    ] = None,
-    image_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--image-root",
-            envvar="LEXSEM_IMAGE_ROOT",
-            help="Base folder of downloaded images [default: <cache>/images].",
-        ),
-    ] = None,
-    skip_bad_images: Annotated[
-        bool,
-        typer.Option(
-            "--skip-bad-images",
-            help="Skip (and record) items whose image is missing, undecodable or too large.",
-        ),
-    ] = False,
-    max_image_pixels: Annotated[
-        int,
-        typer.Option(
-            "--max-image-pixels",
-            min=1,
-            help="Refuse images with more pixels (width × height) than this; the benchmarks' "
-            "images have a few megapixels at most.",
-        ),
-    ] = DEFAULT_MAX_IMAGE_PIXELS,
-    exif_transpose: Annotated[
-        bool | None,
-        typer.Option(
-            "--exif-transpose/--no-exif-transpose",
-            help="Apply (or not) EXIF orientation for every benchmark [default: each "
-            "benchmark's decode profile decides, as its reference does].",
-        ),
-    ] = None,
-    num_workers: Annotated[
-        int | None, typer.Option("--num-workers", help="Image decoding workers.")
-    ] = None,
+    coco_val2017: CocoVal = None,
+    coco_train2017: CocoTrain = None,
+    image_root: ImageRoot = None,
+    skip_bad_images: SkipBad = False,
+    max_image_pixels: MaxPixels = DEFAULT_MAX_IMAGE_PIXELS,
+    exif_transpose: Exif = None,
+    num_workers: Workers = None,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
@@ -196,7 +201,6 @@ def eval_cmd(
     keeps what was computed (the cache): the same command resumes."""
     from lexsem.config import build_config
     from lexsem.evaluator import Evaluator
-    from lexsem.report.tables import build_tables, coverage_summary, to_markdown
 
     _quiet_libraries(quiet)
     if out is None:
@@ -227,10 +231,17 @@ def eval_cmd(
         progress=not quiet,  # a bar on a terminal, periodic lines when piped
     )
     run = Evaluator(config).run(model, out=out, force=force)  # checks --out first
-    t = run.record.timings
-    coverage = coverage_summary(run.record)  # items skipped or left out: say so, always
+    _eval_summary(run.record, out, quiet=quiet, ci=ci)
+
+
+def _eval_summary(record: Any, out: Path, *, quiet: bool, ci: bool) -> None:
+    """The results table and a summary line (stderr); coverage below 100% is always said."""
+    from lexsem.report.tables import build_tables, coverage_summary, to_markdown
+
+    t = record.timings
+    coverage = coverage_summary(record)  # items skipped or left out: say so, always
     if not quiet:
-        typer.echo(to_markdown(build_tables([run.record], ci=ci)))
+        typer.echo(to_markdown(build_tables([record], ci=ci)))
         typer.echo(
             f"{t.n_texts_unique} unique texts ({t.n_texts_cached} cached, "
             f"{t.n_texts_encoded} encoded) in {t.total_s:.1f} s; run written to {out}"
@@ -312,13 +323,8 @@ def ask(
     concurrency: Annotated[int, typer.Option(min=1, help="Requests at a time.")] = 4,
     data_dir: DataDir = None,
     cache_dir: CacheDir = None,
-    coco_val2017: Annotated[
-        Path | None,
-        typer.Option("--coco-val2017", envvar="LEXSEM_COCO_VAL2017", help="COCO val2017 folder."),
-    ] = None,
-    image_root: Annotated[
-        Path | None, typer.Option("--image-root", envvar="LEXSEM_IMAGE_ROOT")
-    ] = None,
+    coco_val2017: CocoVal = None,
+    image_root: ImageRoot = None,
 ) -> None:
     """Ask a chat model the papers' multiple-choice prompts about each item, in every option
     ordering; answers are stored as they arrive (a rerun sends only what is missing) and scored

@@ -83,6 +83,46 @@ def qualitative_cases(
     cases count the models that have both. All (model, metric) hit sets must cover the same
     items (a mismatch is refused, naming the items) unless `allow_partial`, where each item
     counts the models that have it. `df.attrs["models"]` lists the models."""
+    names = _check_args(metric_a, metric_b, threshold, case, runs)
+    labels = model_labels(runs)
+    per_model = _hits_per_model(runs, benchmark, metric_a, metric_b, labels)
+    order = _item_order(per_model, benchmark, labels, allow_partial)
+    a, b = (_hit_matrix(per_model, order, m) for m in (metric_a, metric_b))
+    both = ~np.isnan(a) & ~np.isnan(b)
+    n_a, n_b, n_both = (~np.isnan(a)).sum(1), (~np.isnan(b)).sum(1), both.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac_a = np.nansum(a, 1) / n_a
+        frac_b = np.nansum(b, 1) / n_b
+    fracs, cases = _cases(a, b, both, n_both, names, threshold)
+
+    pd = require_pandas()
+    data: dict[str, Any] = {
+        "subset": [k[0] for k in order],
+        "item_id": [k[1] for k in order],
+    }
+    if captions:
+        data |= _caption_columns(benchmark, order, items, data_dir)
+    data |= {
+        f"n_models_{metric_a}": n_a,
+        f"frac_pass_{metric_a}": frac_a,
+        f"n_models_{metric_b}": n_b,
+        f"frac_pass_{metric_b}": frac_b,
+        "n_models_both": n_both,
+        **{f"frac_{name}": fracs[:, j] for j, name in enumerate(names)},
+        "case": cases.tolist(),
+    }
+    df = pd.DataFrame(data)
+    df.attrs["models"] = [labels[k] for k in per_model]
+    df.attrs["threshold"] = threshold
+    if case is not None:
+        df = df[df["case"] == case].reset_index(drop=True)  # keeps attrs
+    return df
+
+
+def _check_args(
+    metric_a: str, metric_b: str, threshold: float, case: str | None, runs: Sequence[Run]
+) -> tuple[str, ...]:
+    """The four case names of (metric_a, metric_b), once the arguments are checked."""
     if metric_a == metric_b:
         raise LexsemError("metric_a and metric_b must differ")
     if not 0.0 < threshold <= 1.0:
@@ -92,7 +132,13 @@ def qualitative_cases(
         raise LexsemError(f"unknown case {case!r}; one of {', '.join((*names, MIXED, UNKNOWN))}")
     if not runs:
         raise LexsemError("no runs given")
-    labels = model_labels(runs)
+    return tuple(names)
+
+
+def _hits_per_model(
+    runs: Sequence[Run], benchmark: str, metric_a: str, metric_b: str, labels: dict[str, str]
+) -> dict[str, dict[str, ItemHits]]:
+    """fingerprint key -> metric -> the model's hits (some models have one metric only)."""
     per_model: dict[str, dict[str, ItemHits]] = {}
     for run in runs:
         key = run.record.model.fingerprint_key
@@ -109,16 +155,22 @@ def qualitative_cases(
             f"no model has both {metric_a!r} and {metric_b!r} on {benchmark!r} (the cases need "
             "both for the same model; group a model's runs by giving them all)"
         )
+    return per_model
 
-    order: list[Key] = []
-    seen: set[Key] = set()
-    for m in per_model.values():
-        for h in m.values():
-            for k in h.item_keys():
-                if k not in seen:
-                    seen.add(k)
-                    order.append(k)
+
+def _item_order(
+    per_model: dict[str, dict[str, ItemHits]],
+    benchmark: str,
+    labels: dict[str, str],
+    allow_partial: bool,
+) -> list[Key]:
+    """Every item of any hit set, first-seen order; unless `allow_partial`, every hit set must
+    cover them all."""
+    order: list[Key] = list(
+        dict.fromkeys(k for m in per_model.values() for h in m.values() for k in h.item_keys())
+    )
     if not allow_partial:
+        seen = set(order)
         for key, m in per_model.items():
             for metric, h in m.items():
                 missing = seen - set(h.item_keys())
@@ -128,37 +180,41 @@ def qualitative_cases(
                         f"other runs have: {format_keys(missing)} (allow_partial=True to count "
                         "per item)"
                     )
+    return order
 
+
+def _hit_matrix(
+    per_model: dict[str, dict[str, ItemHits]], order: list[Key], metric: str
+) -> np.ndarray:
+    """(items, models): 1 hit, 0 miss, NaN absent."""
     pos = {k: i for i, k in enumerate(order)}
-    n = len(order)
+    cols = []
+    for m in per_model.values():
+        col = np.full(len(order), np.nan)
+        if metric in m:
+            h = m[metric]
+            idx = np.fromiter((pos[k] for k in h.item_keys()), np.int64, len(h))
+            col[idx] = h.hit.astype(np.float64)
+        cols.append(col)
+    return np.column_stack(cols)
 
-    def matrix(metric: str) -> np.ndarray:  # (n, models): 1 hit, 0 miss, NaN absent
-        cols = []
-        for m in per_model.values():
-            col = np.full(n, np.nan)
-            if metric in m:
-                h = m[metric]
-                idx = np.fromiter((pos[k] for k in h.item_keys()), np.int64, len(h))
-                col[idx] = h.hit.astype(np.float64)
-            cols.append(col)
-        return np.column_stack(cols)
 
-    a, b = matrix(metric_a), matrix(metric_b)
-    both = ~np.isnan(a) & ~np.isnan(b)
-    n_a, n_b, n_both = (~np.isnan(a)).sum(1), (~np.isnan(b)).sum(1), both.sum(1)
+def _cases(
+    a: np.ndarray, b: np.ndarray, both: np.ndarray, n_both: np.ndarray,
+    names: Sequence[str], threshold: float,
+) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(share of the models with both metrics in each case, the item's case)."""
+    pa, pb = a == 1, b == 1
+    counts = np.stack(
+        [
+            (both & pa & ~pb).sum(1),
+            (both & ~pa & pb).sum(1),
+            (both & pa & pb).sum(1),
+            (both & ~pa & ~pb).sum(1),
+        ],
+        axis=1,
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
-        frac_a = np.nansum(a, 1) / n_a
-        frac_b = np.nansum(b, 1) / n_b
-        pa, pb = a == 1, b == 1
-        counts = np.stack(
-            [
-                (both & pa & ~pb).sum(1),
-                (both & ~pa & pb).sum(1),
-                (both & pa & pb).sum(1),
-                (both & ~pa & ~pb).sum(1),
-            ],
-            axis=1,
-        )
         fracs = counts / n_both[:, None]
     best = counts.argmax(1)
     top = counts.max(1)
@@ -168,39 +224,23 @@ def qualitative_cases(
         UNKNOWN,
         np.where(unique & (fracs.max(1) >= threshold - 1e-12), np.asarray(names)[best], MIXED),
     )
+    return fracs, cases
 
-    pd = require_pandas()
-    data: dict[str, Any] = {
-        "subset": [k[0] for k in order],
-        "item_id": [k[1] for k in order],
-    }
-    if captions:
-        if items is None:
-            from lexsem.benchmarks.load import load_benchmark
 
-            items = load_benchmark(benchmark, data_dir=data_dir).items
-        loaded = {(it.subset, str(it.id)): it for it in items}
-        absent = [k for k in order if k not in loaded]
-        if absent:
-            raise LexsemError(
-                f"{len(absent)} items of the runs are not in the {benchmark!r} files: "
-                f"{format_keys(absent)}"
-            )
-        caps = [_captions(loaded[k]) for k in order]
-        for col in caps[0] if caps else ():
-            data[col] = [c[col] for c in caps]
-    data |= {
-        f"n_models_{metric_a}": n_a,
-        f"frac_pass_{metric_a}": frac_a,
-        f"n_models_{metric_b}": n_b,
-        f"frac_pass_{metric_b}": frac_b,
-        "n_models_both": n_both,
-        **{f"frac_{name}": fracs[:, j] for j, name in enumerate(names)},
-        "case": cases.tolist(),
-    }
-    df = pd.DataFrame(data)
-    df.attrs["models"] = [labels[k] for k in per_model]
-    df.attrs["threshold"] = threshold
-    if case is not None:
-        df = df[df["case"] == case].reset_index(drop=True)  # keeps attrs
-    return df
+def _caption_columns(
+    benchmark: str, order: list[Key], items: Sequence[Any] | None, data_dir: Any
+) -> dict[str, list[Any]]:
+    """The captions of each item, by column (read from the benchmark's files if not given)."""
+    if items is None:
+        from lexsem.benchmarks.load import load_benchmark
+
+        items = load_benchmark(benchmark, data_dir=data_dir).items
+    loaded = {(it.subset, str(it.id)): it for it in items}
+    absent = [k for k in order if k not in loaded]
+    if absent:
+        raise LexsemError(
+            f"{len(absent)} items of the runs are not in the {benchmark!r} files: "
+            f"{format_keys(absent)}"
+        )
+    caps = [_captions(loaded[k]) for k in order]
+    return {col: [c[col] for c in caps] for col in (caps[0] if caps else ())}

@@ -467,6 +467,73 @@ def _count_reasons(skipped: Mapping[str, str]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+# ---------------------------------------------------------------------------- decoding
+
+
+@dataclass
+class _Decoding:
+    """The DataLoader over the images (by key) that must be decoded now, and how to name them."""
+
+    entries: list[tuple[str, ResolvedImage]]  # (image key, where to read it), by slot
+    refs_of: dict[str, list[str]]  # image key -> the references that reach it
+    workers: int
+    n_from_memory: int  # images the DataLoader takes from `decoded`, not from their files
+    batches: Any  # iterator of _Batch; its workers have started
+
+    def failures(
+        self, batch: _Batch, *, on_error: str, labels: Mapping[str, str] | None, model: str
+    ) -> dict[str, str]:
+        """{ref: reason} of what to skip in `batch` (or raise, as `_batch_failure` says)."""
+        if not batch.errors:
+            return {}
+        return _batch_failure(
+            batch.errors,
+            lambda slot: self.refs_of[self.entries[slot][0]],
+            on_error=on_error,
+            labels=labels,
+            model=model,
+        )
+
+
+def _start_decoding(
+    model: Any,
+    keys: Sequence[str],
+    scan: _Scan,
+    store: ImageStore,
+    decoded: DecodedImages | None,
+    batch_size: int,
+    num_workers: int | None,
+) -> _Decoding:
+    """Start the DataLoader decoding and preprocessing the images `keys` for `model`."""
+    refs_of: dict[str, list[str]] = {}
+    for ref, key in scan.key_of.items():
+        refs_of.setdefault(key, []).append(ref)
+    entries = [(k, scan.source_of[k]) for k in keys]
+    cuda = _on_cuda(model)
+    workers = (
+        default_num_workers(len(entries), batch_size, cuda=cuda)
+        if num_workers is None
+        else max(0, int(num_workers))
+    )
+    dataset = _dataset(entries, model.preprocess, scan, store, decoded)
+    # workers start here, before any progress-bar thread exists
+    batches = iter(_loader(dataset, batch_size, workers, pin=cuda))
+    return _Decoding(entries, refs_of, workers, len(dataset.decoded), batches)
+
+
+def _scan_for(
+    model: Any, refs: Sequence[str], store: ImageStore, cache: RequestStore | None, *,
+    on_error: str, labels: Mapping[str, str] | None, exif_transpose: bool | None,
+    profiles: Profiles, batch_size: int,
+) -> _Scan:  # fmt: skip
+    """The checked arguments' scan of `refs` under `model`'s decode profiles."""
+    _check_on_error(on_error)
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    profile_of = profile_lookup(profiles, exif_transpose, accepts_raw_mode(model))
+    return _scan(store, refs, on_error=on_error, labels=labels, profile_of=profile_of, memo=cache)
+
+
 # ---------------------------------------------------------------------------- embeddings
 
 
@@ -518,13 +585,12 @@ def embed_images(
         ``(embeddings, stats, skipped)``. When no image could be embedded nor was cached, the
         embedding dimension is unknown and the array has shape ``(len(refs), 0)``.
     """
-    _check_on_error(on_error)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
     stats = ImageEmbedStats()
     t0 = time.perf_counter()
-    profile_of = profile_lookup(profiles, exif_transpose, accepts_raw_mode(encoder))
-    scan = _scan(store, refs, on_error=on_error, labels=labels, profile_of=profile_of, memo=cache)
+    scan = _scan_for(
+        encoder, refs, store, cache, on_error=on_error, labels=labels,
+        exif_transpose=exif_transpose, profiles=profiles, batch_size=batch_size,
+    )  # fmt: skip
     stats.read_s = time.perf_counter() - t0
     stats.n_refs = len(scan.key_of) + len(scan.skipped)
     stats.n_unique = len(scan.source_of)
@@ -535,80 +601,70 @@ def embed_images(
     stats.cache_s += time.perf_counter() - t1
     stats.n_cached = len(found)
     vectors: dict[str, np.ndarray] = dict(found)
-    dim: int | None = len(next(iter(found.values()))) if found else None
     skipped: dict[str, str] = dict(scan.skipped)
-
     missing = [k for k in keys if k not in found]
     if missing:
-        refs_of: dict[str, list[str]] = {}
-        for ref, key in scan.key_of.items():
-            refs_of.setdefault(key, []).append(ref)
-        entries = [(k, scan.source_of[k]) for k in missing]
-        cuda = _on_cuda(encoder)
-        workers = (
-            default_num_workers(len(missing), batch_size, cuda=cuda)
-            if num_workers is None
-            else max(0, int(num_workers))
-        )
-        stats.num_workers = workers
-        dataset = _dataset(entries, encoder.preprocess, scan, store, decoded)
-        stats.n_from_memory = len(dataset.decoded)
-        loader = _loader(dataset, batch_size, workers, pin=cuda)
-        batches = iter(loader)  # workers start here, before any progress-bar thread exists
+        dec = _start_decoding(encoder, missing, scan, store, decoded, batch_size, num_workers)
+        stats.num_workers, stats.n_from_memory = dec.workers, dec.n_from_memory
         bar = Progress(
             "encoding images", len(missing), unit="images", enabled=progress, store=cache
         )
         with bar:
             t2, cache_before = time.perf_counter(), stats.cache_s
-            for batch in batches:
-                if batch.errors:
-                    skipped.update(
-                        _batch_failure(
-                            batch.errors,
-                            lambda slot: refs_of[entries[slot][0]],
-                            on_error=on_error,
-                            labels=labels,
-                            model=encoder.name,
-                        )
-                    )
-                _keep_decoded(decoded, batch, entries)
+            for batch in dec.batches:
+                skipped.update(
+                    dec.failures(batch, on_error=on_error, labels=labels, model=encoder.name)
+                )
+                _keep_decoded(decoded, batch, dec.entries)
                 if batch.slots:
-                    vecs = np.asarray(encoder.encode_images(batch.inputs))
-                    n = len(batch.slots)
-                    if vecs.ndim != 2 or vecs.shape[0] != n:
-                        raise ModelError(
-                            f"image encoder {encoder.name!r} returned shape {vecs.shape} for "
-                            f"{n} images"
-                        )
-                    vecs = vecs.astype(np.float32, copy=False)
-                    if dim is None:
-                        dim = int(vecs.shape[1])
-                    elif vecs.shape[1] != dim:
-                        raise ModelError(
-                            f"image encoder {encoder.name!r} returned dimension {vecs.shape[1]}, "
-                            f"expected {dim} (from the cache or earlier batches)"
-                        )
-                    batch_keys = [entries[s][0] for s in batch.slots]
+                    batch_keys = [dec.entries[s][0] for s in batch.slots]
+                    vecs = _encoded(encoder, batch.inputs, len(batch_keys), _dim(vectors))
                     if cache is not None:
                         t3 = time.perf_counter()
                         cache.put_vectors(batch_keys, vecs)
                         stats.cache_s += time.perf_counter() - t3
-                    for k, v in zip(batch_keys, vecs, strict=True):
-                        vectors[k] = v
-                    stats.n_encoded += n
-                    bar.saved(n if cache is not None else 0)
+                    vectors.update(zip(batch_keys, vecs, strict=True))
+                    stats.n_encoded += len(batch_keys)
+                    bar.saved(len(batch_keys) if cache is not None else 0)
                 bar.advance(len(batch.slots) + len(batch.errors))
             stats.encode_s = time.perf_counter() - t2 - (stats.cache_s - cache_before)
+    stats.n_skipped = len(skipped)
+    stats.skip_reasons = _count_reasons(skipped)
+    out = _rows(refs, scan, vectors, skipped)
+    return out, stats, [r for r in dict.fromkeys(refs) if r in skipped]
 
-    out = np.full((len(refs), dim or 0), np.nan, dtype=np.float32)
+
+def _dim(vectors: Mapping[str, np.ndarray]) -> int | None:
+    """The embedding dimension so far (from the cache or earlier batches), None before any."""
+    return len(next(iter(vectors.values()))) if vectors else None
+
+
+def _encoded(encoder: ImageEncoder, inputs: Any, n: int, dim: int | None) -> np.ndarray:
+    """`encoder.encode_images(inputs)` as float32, checked: n rows of the known dimension."""
+    vecs = np.asarray(encoder.encode_images(inputs))
+    if vecs.ndim != 2 or vecs.shape[0] != n:
+        raise ModelError(
+            f"image encoder {encoder.name!r} returned shape {vecs.shape} for {n} images"
+        )
+    if dim is not None and vecs.shape[1] != dim:
+        raise ModelError(
+            f"image encoder {encoder.name!r} returned dimension {vecs.shape[1]}, "
+            f"expected {dim} (from the cache or earlier batches)"
+        )
+    return vecs.astype(np.float32, copy=False)
+
+
+def _rows(
+    refs: Sequence[str], scan: _Scan, vectors: Mapping[str, np.ndarray], skipped: Mapping[str, str]
+) -> np.ndarray:
+    """One row per ref (NaN for skipped or unreadable ones); width 0 when nothing was embedded."""
+    out = np.full((len(refs), _dim(vectors) or 0), np.nan, dtype=np.float32)
     for i, ref in enumerate(refs):
         key = scan.key_of.get(ref)
         vec = vectors.get(key) if key is not None and ref not in skipped else None
         if vec is not None:
             out[i] = vec
-    stats.n_skipped = len(skipped)
-    stats.skip_reasons = _count_reasons(skipped)
-    return out, stats, [r for r in dict.fromkeys(refs) if r in skipped]
+    return out
 
 
 # ---------------------------------------------------------------------------- pair scores
@@ -651,33 +707,15 @@ def pair_scores(
     pair key, includes the decode variant); skipped pairs score NaN and their image references
     are returned in ``skipped``.
     """
-    _check_on_error(on_error)
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
     stats = PairScoreStats(n_pairs=len(pairs))
     t0 = time.perf_counter()
-    scan = _scan(
-        store,
-        [img for img, _ in pairs],
-        on_error=on_error,
-        labels=labels,
-        profile_of=profile_lookup(profiles, exif_transpose, accepts_raw_mode(scorer)),
-        memo=cache,
-    )
+    scan = _scan_for(
+        scorer, [img for img, _ in pairs], store, cache, on_error=on_error, labels=labels,
+        exif_transpose=exif_transpose, profiles=profiles, batch_size=batch_size,
+    )  # fmt: skip
     stats.read_s = time.perf_counter() - t0
     skipped: dict[str, str] = dict(scan.skipped)
-
-    # unique (image key, text) pairs among the readable ones
-    pkey_of: list[str | None] = []
-    pair_of: dict[str, tuple[str, str]] = {}
-    for img, text in pairs:
-        ikey = scan.key_of.get(img)
-        if ikey is None:
-            pkey_of.append(None)
-            continue
-        pk = pair_key(ikey, text)
-        pkey_of.append(pk)
-        pair_of.setdefault(pk, (ikey, text))
+    pkey_of, pair_of = _pair_keys(pairs, scan)
     stats.n_unique = len(pair_of)
 
     t1 = time.perf_counter()
@@ -691,77 +729,72 @@ def pair_scores(
         if pk not in scores:
             todo.setdefault(ikey, []).append((pk, text))
     if todo:
-        import torch
-
-        refs_of: dict[str, list[str]] = {}
-        for ref, key in scan.key_of.items():
-            refs_of.setdefault(key, []).append(ref)
-        entries = [(k, scan.source_of[k]) for k in todo]
-        stats.n_images = len(entries)
-        cuda = _on_cuda(scorer)
-        workers = (
-            default_num_workers(len(entries), batch_size, cuda=cuda)
-            if num_workers is None
-            else max(0, int(num_workers))
-        )
-        stats.num_workers = workers
-        dataset = _dataset(entries, scorer.preprocess, scan, store, decoded)
-        stats.n_from_memory = len(dataset.decoded)
-        batches = iter(_loader(dataset, batch_size, workers, pin=cuda))
+        dec = _start_decoding(scorer, list(todo), scan, store, decoded, batch_size, num_workers)
+        stats.n_images = len(dec.entries)
+        stats.num_workers, stats.n_from_memory = dec.workers, dec.n_from_memory
         n_todo = sum(len(v) for v in todo.values())
         bar = Progress("scoring pairs", n_todo, unit="pairs", enabled=progress, store=cache)
         with bar:
             t2, cache_before = time.perf_counter(), stats.cache_s
-            for batch in batches:
-                if batch.errors:
-                    failed = _batch_failure(
-                        batch.errors,
-                        lambda slot: refs_of[entries[slot][0]],
-                        on_error=on_error,
-                        labels=labels,
-                        model=scorer.name,
-                    )
-                    skipped.update(failed)
-                    bar.advance(sum(len(todo[entries[s][0]]) for s, *_ in batch.errors))
-                _keep_decoded(decoded, batch, entries)
-                rows: list[int] = []
-                texts: list[str] = []
-                pkeys: list[str] = []
-                for row, slot in enumerate(batch.slots):
-                    for pk, text in todo[entries[slot][0]]:
-                        rows.append(row)
-                        texts.append(text)
-                        pkeys.append(pk)
+            for batch in dec.batches:
+                failed = dec.failures(batch, on_error=on_error, labels=labels, model=scorer.name)
+                skipped.update(failed)
+                bar.advance(sum(len(todo[dec.entries[s][0]]) for s, *_ in batch.errors))
+                _keep_decoded(decoded, batch, dec.entries)
+                rows = [
+                    (row, pk, text)
+                    for row, slot in enumerate(batch.slots)
+                    for pk, text in todo[dec.entries[slot][0]]
+                ]
                 for start in range(0, len(rows), batch_size):
-                    idx = torch.as_tensor(rows[start : start + batch_size], dtype=torch.long)
-                    chunk_texts = texts[start : start + batch_size]
-                    chunk_keys = pkeys[start : start + batch_size]
-                    vals = np.asarray(
-                        scorer.score(_take(batch.inputs, idx), chunk_texts), dtype=np.float64
-                    ).reshape(-1)
-                    if vals.shape[0] != len(chunk_texts):
-                        raise ModelError(
-                            f"pair scorer {scorer.name!r} returned {vals.shape[0]} scores for "
-                            f"{len(chunk_texts)} pairs"
-                        )
+                    chunk = rows[start : start + batch_size]
+                    vals = _scored(scorer, batch.inputs, chunk)
+                    keys = [pk for _, pk, _ in chunk]
                     if cache is not None:
                         t3 = time.perf_counter()
-                        cache.put_scalars(chunk_keys, vals)
+                        cache.put_scalars(keys, vals)
                         stats.cache_s += time.perf_counter() - t3
-                    for k, v in zip(chunk_keys, vals, strict=True):
-                        scores[k] = float(v)
-                    stats.n_scored += len(chunk_keys)
-                    bar.saved(len(chunk_keys) if cache is not None else 0)
-                    bar.advance(len(chunk_keys))
+                    scores.update(zip(keys, vals.tolist(), strict=True))
+                    stats.n_scored += len(keys)
+                    bar.saved(len(keys) if cache is not None else 0)
+                    bar.advance(len(keys))
             stats.score_s = time.perf_counter() - t2 - (stats.cache_s - cache_before)
 
     out = np.full(len(pairs), np.nan, dtype=np.float32)
-    n_skipped_pairs = 0
     for i, ((img, _), pk) in enumerate(zip(pairs, pkey_of, strict=True)):
         if pk is None or img in skipped:
-            n_skipped_pairs += 1
-            continue
-        out[i] = scores[pk]
-    stats.n_skipped = n_skipped_pairs
+            stats.n_skipped += 1
+        else:
+            out[i] = scores[pk]
     stats.skip_reasons = _count_reasons(skipped)
     return out, stats, [r for r in dict.fromkeys(img for img, _ in pairs) if r in skipped]
+
+
+def _pair_keys(
+    pairs: Sequence[tuple[str, str]], scan: _Scan
+) -> tuple[list[str | None], dict[str, tuple[str, str]]]:
+    """(the pair key of each pair, None when its image is unreadable; pair key -> (image key,
+    text) of the unique readable pairs)."""
+    pkey_of: list[str | None] = []
+    pair_of: dict[str, tuple[str, str]] = {}
+    for img, text in pairs:
+        ikey = scan.key_of.get(img)
+        pk = pair_key(ikey, text) if ikey is not None else None
+        pkey_of.append(pk)
+        if pk is not None:
+            pair_of.setdefault(pk, (ikey, text))  # type: ignore[arg-type]
+    return pkey_of, pair_of
+
+
+def _scored(scorer: PairScorer, inputs: Any, chunk: list[tuple[int, str, str]]) -> np.ndarray:
+    """The scores (float64) of one chunk of (batch row, pair key, text), checked."""
+    import torch
+
+    idx = torch.as_tensor([row for row, _, _ in chunk], dtype=torch.long)
+    texts = [text for _, _, text in chunk]
+    vals = np.asarray(scorer.score(_take(inputs, idx), texts), dtype=np.float64).reshape(-1)
+    if vals.shape[0] != len(texts):
+        raise ModelError(
+            f"pair scorer {scorer.name!r} returned {vals.shape[0]} scores for {len(texts)} pairs"
+        )
+    return vals

@@ -187,59 +187,74 @@ def _priors_for(
     else:
         notes.append("- No model run covers these items: no hard-test accuracy.")
     if plots is not None:
-        for name, run, metric in maps[: opt.max_prior_maps]:
-            try:
-                pm = priors.prior_map(
-                    avg, run, bench, metric,
-                    bins=opt.prior_bins, min_items=opt.prior_min_items,
-                )  # fmt: skip
-            except LexsemError as exc:
-                notes.append(f"- prior map of {name}: {exc}")
-                continue
-            axis = priors.axis_label(pm, blind)
-            png = plots.heatmap(
-                pm.accuracy.T,
-                pm.true_edges,
-                pm.false_edges,
-                counts=pm.counts.T,
-                title=f"{name} — {bench} {label(metric)}: prior map",
-                xlabel=f"true-caption {axis}",
-                ylabel=f"false-caption {axis}",
-            )
-            sec.figures.append(
-                (
-                    f"Prior map ({PRIORS}, §5.1, Fig. 1): accuracy (%) of {name} "
-                    f"({label(metric)}) per block of true- and false-caption {axis} under "
-                    f"[{scorers}], {opt.prior_bins} equal-width bins per axis; blocks with fewer "
-                    f"than {opt.prior_min_items} items are grey." + (_NLL if "NLL" in axis else ""),
-                    png,
-                )
-            )
-        if len(maps) > opt.max_prior_maps:
-            notes.append(f"- Prior maps shown for the first {opt.max_prior_maps} model metrics.")
-        series = {}
-        for run in blind:
-            try:
-                series[run.record.model.name] = priors.score_gaps(run, bench).gap
-            except LexsemError as exc:
-                notes.append(f"- score gap of {run.record.model.name}: {exc}")
-        if series:
-            png = plots.histograms(
-                series,
-                f"{bench}: blind score gap (positive − negative)",
-                "score gap (oriented: > 0 = positive more plausible)",
-            )
-            sec.figures.append(
-                (
-                    "Score gap per item (SugarCrepe++ App. I): ½(V(P1)+V(P2)) − V(N) for "
-                    "triplets, V(C+) − V(C−) for pairs, on each scorer's oriented score "
-                    "(an LM's mean token NLL negated). A benchmark free of language bias centres "
-                    "it on 0.",
-                    png,
-                )
-            )
+        _prior_maps(sec, notes, plots, avg, bench, maps, blind, scorers, opt)
+        _score_gap_figure(sec, notes, plots, bench, blind)
     sec.text = "\n".join(notes)
     return sec
+
+
+def _prior_maps(
+    sec: Section, notes: list[str], plots: Any, avg: Any, bench: str,
+    maps: list[tuple[str, Run, str]], blind: Sequence[Run], scorers: str, opt: ReportOptions,
+) -> None:  # fmt: skip
+    """One prior-map figure per (model, metric), up to `opt.max_prior_maps`."""
+    for name, run, metric in maps[: opt.max_prior_maps]:
+        try:
+            pm = priors.prior_map(
+                avg, run, bench, metric,
+                bins=opt.prior_bins, min_items=opt.prior_min_items,
+            )  # fmt: skip
+        except LexsemError as exc:
+            notes.append(f"- prior map of {name}: {exc}")
+            continue
+        axis = priors.axis_label(pm, blind)
+        png = plots.heatmap(
+            pm.accuracy.T,
+            pm.true_edges,
+            pm.false_edges,
+            counts=pm.counts.T,
+            title=f"{name} — {bench} {label(metric)}: prior map",
+            xlabel=f"true-caption {axis}",
+            ylabel=f"false-caption {axis}",
+        )
+        sec.figures.append(
+            (
+                f"Prior map ({PRIORS}, §5.1, Fig. 1): accuracy (%) of {name} "
+                f"({label(metric)}) per block of true- and false-caption {axis} under "
+                f"[{scorers}], {opt.prior_bins} equal-width bins per axis; blocks with fewer "
+                f"than {opt.prior_min_items} items are grey." + (_NLL if "NLL" in axis else ""),
+                png,
+            )
+        )
+    if len(maps) > opt.max_prior_maps:
+        notes.append(f"- Prior maps shown for the first {opt.max_prior_maps} model metrics.")
+
+
+def _score_gap_figure(
+    sec: Section, notes: list[str], plots: Any, bench: str, blind: Sequence[Run]
+) -> None:
+    """The histogram of each blind scorer's per-item score gap."""
+    series = {}
+    for run in blind:
+        try:
+            series[run.record.model.name] = priors.score_gaps(run, bench).gap
+        except LexsemError as exc:
+            notes.append(f"- score gap of {run.record.model.name}: {exc}")
+    if series:
+        png = plots.histograms(
+            series,
+            f"{bench}: blind score gap (positive − negative)",
+            "score gap (oriented: > 0 = positive more plausible)",
+        )
+        sec.figures.append(
+            (
+                "Score gap per item (SugarCrepe++ App. I): ½(V(P1)+V(P2)) − V(N) for "
+                "triplets, V(C+) − V(C−) for pairs, on each scorer's oriented score "
+                "(an LM's mean token NLL negated). A benchmark free of language bias centres "
+                "it on 0.",
+                png,
+            )
+        )
 
 
 def priors_section(blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions) -> Section:

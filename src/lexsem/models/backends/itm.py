@@ -33,13 +33,13 @@ processor's padding to the largest image of a batch (up to float rounding: ViLT 
 patches). A ViLT config with `max_image_length > 0` samples patches at random when an image has
 more, as transformers does (its default, -1, keeps all patches).
 
-**Notes.** BLIP follows transformers, whose ITM reads the `[CLS]` position; the original
-BLIP/LAVIS code overwrites the first token with `[ENC]` (transformers GitHub issues 22732 and
-25629), so scores can differ slightly from LAVIS. For BLIP and BLIP-2 the vision tower runs once per distinct
-image of a batch (consecutive identical images — the engine sends each image with all its texts —
-are encoded once); the computation is otherwise the transformers forward pass, which the tests
-check to rtol 1e-5. FLAVA runs `FlavaModel` + `itm_head`, which is the ITM path of
-`FlavaForPreTraining.forward` without its masked-modeling and contrastive heads.
+**Notes.** BLIP follows transformers, whose ITM reads the `[CLS]` position; the original BLIP/LAVIS
+code overwrites the first token with `[ENC]` (transformers GitHub issues 22732 and 25629), so scores
+can differ slightly from LAVIS. For BLIP and BLIP-2 the vision tower runs once per distinct image of
+a batch (consecutive identical images — the engine sends each image with all its texts — are encoded
+once); the computation is otherwise the transformers forward pass, which the tests check to rtol
+1e-5. FLAVA runs `FlavaModel` + `itm_head`, which is the ITM path of `FlavaForPreTraining.forward`
+without its masked-modeling and contrastive heads.
 
 Options: `score` (prob|logit), `revision`, `dtype` (auto|fp32|fp16|bf16), `trust_remote_code`
 (passed to the tokenizer and image processor loaders; the model classes are fixed per family),
