@@ -81,48 +81,99 @@ def images() -> list[Image.Image]:
     ]
 
 
-def direct_p_yes(folder: Path, image: Image.Image, text: str, answer: str = "Yes") -> float:
-    """VQAScore by hand: the processor on the real image, one pair, exp(mean log P(answer))."""
+def direct_p_yes(
+    folder: Path,
+    image: Image.Image,
+    text: str,
+    answer: str = "Yes",
+    *,
+    mean: bool = True,
+    prompt: str | None = None,
+) -> float:
+    """VQAScore by hand: the processor on the real image, one pair, exp(mean log P(answer))
+    (exp(sum) with `mean=False`: the answer's probability)."""
     from transformers import AutoProcessor, LlavaForConditionalGeneration
 
     proc = AutoProcessor.from_pretrained(folder)
     model = LlavaForConditionalGeneration.from_pretrained(folder).eval()
     question = f'Does this figure show "{text}"? Please answer yes or no.'
     msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
-    prompt = proc.apply_chat_template(msgs, add_generation_prompt=True)
+    prompt = prompt or proc.apply_chat_template(msgs, add_generation_prompt=True)
     n = len(proc(text=prompt, images=image, return_tensors="pt")["input_ids"][0])
     enc = proc(text=f"{prompt} {answer}", images=image, return_tensors="pt")
     with torch.no_grad():
         logp = torch.log_softmax(model(**enc).logits[0].double(), dim=-1)
     ids = enc["input_ids"][0]
-    return float(np.exp(np.mean([logp[t - 1, ids[t]].item() for t in range(n, len(ids))])))
+    lps = [logp[t - 1, ids[t]].item() for t in range(n, len(ids))]
+    return float(np.exp(np.mean(lps) if mean else np.sum(lps)))
+
+
+def rows(ims: list[Image.Image]) -> Any:
+    from lexsem.models.protocols import ImageRows
+
+    return ImageRows(ims)
 
 
 def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
     from lexsem.models.registry import load_model
 
     scorer = load_model(f"vqa:{llava}", device="cpu")
-    pixels = torch.stack([scorer.preprocess(im) for im in images()])
-    batched = scorer.score(pixels, TEXTS)
-    one_by_one = np.array([scorer.score(pixels[i : i + 1], [t])[0] for i, t in enumerate(TEXTS)])
+    batched = scorer.score(rows(images()), TEXTS)
+    one_by_one = np.array([scorer.score(rows([im]), [t])[0] for im, t in zip(images(), TEXTS)])
     want = np.array([direct_p_yes(llava, im, t) for im, t in zip(images(), TEXTS, strict=True)])
     np.testing.assert_allclose(batched, want, rtol=1e-5)
     np.testing.assert_allclose(batched, one_by_one, rtol=1e-5)
     assert batched.dtype == np.float32 and (batched > 0).all() and (batched < 1).all()
 
 
+def test_one_image_with_many_captions_shares_its_prefix_and_equals_whole_sequences(
+    llava: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every caption of one image (the same decoded object in the batch) is scored on one
+    computed prompt start; the numbers equal running each sequence whole (`reuse=false`)."""
+    from lexsem.models.registry import load_model
+    from lexsem.models.vlm import prefix
+
+    shared_starts: list[int] = []
+    real = prefix.shared_prefix_logits
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        shared_starts.append(0 if out is None else len(args[4]))
+        return out
+
+    monkeypatch.setattr(prefix, "shared_prefix_logits", spy)
+    im = images()[1]
+    shared = load_model(f"vqa:{llava}").score(rows([im] * 4), TEXTS)
+    whole = load_model(f"vqa:{llava}?reuse=false").score(rows([im] * 4), TEXTS)
+    want = [direct_p_yes(llava, im, t) for t in TEXTS]
+    np.testing.assert_allclose(shared, want, rtol=1e-5)
+    np.testing.assert_allclose(whole, want, rtol=1e-5)
+    assert shared_starts == [4]  # one start for the image's four captions (none when off)
+    fp = load_model(f"vqa:{llava}").fingerprint
+    assert fp == load_model(f"vqa:{llava}?reuse=false").fingerprint  # the same numbers
+
+
+def direct_p(folder: Path, image: Image.Image, text: str, word: str) -> float:
+    """P(word) summed over its case / space variants with distinct tokens, by hand."""
+    from transformers import AutoProcessor
+
+    tok = AutoProcessor.from_pretrained(folder).tokenizer
+    forms = {w: None for w in (word, word.lower(), word.capitalize(), word.upper())}
+    seen: dict[tuple[int, ...], str] = {}
+    for form in [*forms, *(f" {f}" for f in forms)]:
+        seen.setdefault(tuple(tok(" " + form.strip())["input_ids"]), form)
+    return sum(direct_p_yes(folder, image, text, f.strip(), mean=False) for f in seen.values())
+
+
 def test_normalised_and_difference_scores(llava: Path) -> None:
     from lexsem.models.registry import load_model
 
-    pixels = torch.stack([load_model(f"vqa:{llava}").preprocess(im) for im in images()[:2]])
-    norm = load_model(f"vqa:{llava}?score=vqa_norm").score(pixels, TEXTS[:2])
-    diff = load_model(f"vqa:{llava}?score=vqa_diff").score(pixels, TEXTS[:2])
-    yes = np.array(
-        [direct_p_yes(llava, im, t) for im, t in zip(images()[:2], TEXTS[:2], strict=True)]
-    )
-    no = np.array(
-        [direct_p_yes(llava, im, t, "No") for im, t in zip(images()[:2], TEXTS[:2], strict=True)]
-    )
+    ims = images()[:2]
+    norm = load_model(f"vqa:{llava}?score=vqa_norm").score(rows(ims), TEXTS[:2])
+    diff = load_model(f"vqa:{llava}?score=vqa_diff").score(rows(ims), TEXTS[:2])
+    yes = np.array([direct_p(llava, im, t, "Yes") for im, t in zip(ims, TEXTS[:2], strict=True)])
+    no = np.array([direct_p(llava, im, t, "No") for im, t in zip(ims, TEXTS[:2], strict=True)])
     np.testing.assert_allclose(norm, yes / (yes + no), rtol=1e-5)
     np.testing.assert_allclose(diff, yes - no, rtol=1e-4, atol=1e-7)
 
@@ -134,9 +185,12 @@ def test_options_are_in_the_fingerprint(llava: Path) -> None:
     a = load_model(f"vqa:{llava}").fingerprint
     b = load_model(f"vqa:{llava}?answer=yes").fingerprint
     c = load_model(f"vqa:{llava}?score=vqa_norm").fingerprint
-    assert len({str(a), str(b), str(c)}) == 3
+    d = load_model(f"vqa:{llava}?format=USER: <image> {{text}} ASSISTANT:").fingerprint
+    assert len({str(a), str(b), str(c), str(d)}) == 4
     with pytest.raises(ModelError, match="placeholder"):
         load_model(f"vqa:{llava}?question=Is it true?")
+    with pytest.raises(ModelError, match="placeholder"):
+        load_model(f"vqa:{llava}?format=USER: <image>")
 
 
 def test_vqascore_runs_a_benchmark_end_to_end(llava: Path, tmp_path: Path) -> None:
@@ -155,11 +209,8 @@ def test_vqascore_runs_a_benchmark_end_to_end(llava: Path, tmp_path: Path) -> No
 # -- VGPTScore -----------------------------------------------------------------------------------
 
 
-def direct_caption_logp(
-    folder: Path, image: Image.Image, caption: str, pixels: Any = None
-) -> float:
-    """Σ log P(caption tokens | "Describe the image." turn, image) by hand; `pixels` replaces
-    the processed image (the blind variant's noise)."""
+def direct_caption_logp(folder: Path, image: Image.Image, caption: str) -> float:
+    """Σ log P(caption tokens | "Describe the image." turn, image) by hand."""
     from transformers import AutoProcessor, LlavaForConditionalGeneration
 
     proc = AutoProcessor.from_pretrained(folder)
@@ -169,12 +220,19 @@ def direct_caption_logp(
     prompt = proc.apply_chat_template(msgs, add_generation_prompt=True)
     n = len(proc(text=prompt, images=image, return_tensors="pt")["input_ids"][0])
     enc = proc(text=f"{prompt} {caption}", images=image, return_tensors="pt")
-    if pixels is not None:
-        enc["pixel_values"] = pixels[None]
     with torch.no_grad():
         logp = torch.log_softmax(model(**enc).logits[0].double(), dim=-1)
     ids = enc["input_ids"][0]
     return float(sum(logp[t - 1, ids[t]].item() for t in range(n, len(ids))))
+
+
+def noise(size: tuple[int, int], j: int) -> Image.Image:
+    """Noise image j as the docs define it: a standard normal draw (seed j) in the CLIP image
+    processor's normalised space, back to 8-bit pixels."""
+    mean = np.array([0.48145466, 0.4578275, 0.40821073])
+    std = np.array([0.26862954, 0.26130258, 0.27577711])
+    z = np.random.default_rng(j).standard_normal((size[1], size[0], 3))
+    return Image.fromarray(np.clip(np.rint((mean + std * z) * 255), 0, 255).astype(np.uint8))
 
 
 CAPTIONS = ['"a dog runs', 'a cat sleeps"?']  # words of the tiny vocabulary
@@ -184,8 +242,7 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
     from lexsem.models.registry import load_model
 
     ims = images()[:2]
-    pixels = torch.stack([load_model(f"vgpt:{llava}").preprocess(im) for im in ims])
-    got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5").score(pixels, CAPTIONS)
+    got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5").score(rows(ims), CAPTIONS)
            for s in ("sum", "mean", "blind", "debiased")}  # fmt: skip
     want_sum = np.array(
         [direct_caption_logp(llava, im, c) for im, c in zip(ims, CAPTIONS, strict=True)]
@@ -193,44 +250,29 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
     np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5)
     n_tokens = np.array([len(c.split()) for c in CAPTIONS])
     np.testing.assert_allclose(got["mean"], want_sum / n_tokens, rtol=1e-5)
-    # blind: 3 standard-normal pixel tensors seeded 0, 1, 2, averaged in probability space
-    noise = [torch.randn(tuple(pixels[0].shape), generator=torch.Generator().manual_seed(j))
-             for j in range(3)]  # fmt: skip
-    blind = []
+    blind = []  # 3 noise images seeded 0, 1, 2, averaged in probability space
     for im, c in zip(ims, CAPTIONS, strict=True):
-        lps = np.array([direct_caption_logp(llava, im, c, pixels=z) for z in noise])
+        lps = np.array([direct_caption_logp(llava, noise(im.size, j), c) for j in range(3)])
         blind.append(np.log(np.mean(np.exp(lps))))
     np.testing.assert_allclose(got["blind"], blind, rtol=1e-5)
     np.testing.assert_allclose(got["debiased"], want_sum - 0.5 * np.array(blind), rtol=1e-5)
-    batched = load_model(f"vgpt:{llava}").score(pixels, CAPTIONS)
-    single = [
-        load_model(f"vgpt:{llava}").score(pixels[i : i + 1], [c])[0] for i, c in enumerate(CAPTIONS)
-    ]
-    np.testing.assert_allclose(batched, single, rtol=1e-5)
+    single = [load_model(f"vgpt:{llava}").score(rows([im]), [c])[0] for im, c in zip(ims, CAPTIONS)]
+    np.testing.assert_allclose(got["sum"], single, rtol=1e-5)
 
 
-def test_a_processor_without_a_chat_template_is_refused_clearly(
-    llava: Path, tmp_path: Path
-) -> None:
-    import json
-    import shutil
-
-    from lexsem.errors import ModelError
+def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
     from lexsem.models.registry import load_model
 
-    bare = tmp_path / "bare"
-    shutil.copytree(llava, bare)
-    for f in bare.glob("*"):
-        if "chat_template" in f.name:
-            f.unlink()
-        elif f.suffix == ".json" and "chat_template" in f.read_text():
-            data = json.loads(f.read_text())
-            data.pop("chat_template", None)
-            f.write_text(json.dumps(data))
-    scorer = load_model(f"vqa:{bare}")
-    pixels = torch.stack([scorer.preprocess(images()[0])])
-    with pytest.raises(ModelError, match="has no chat template"):
-        scorer.score(pixels, ["a dog runs"])
+    fmt = "USER: <image> {text} ASSISTANT:"
+    scorer = load_model(f"vqa:{llava}?format={fmt}")
+    question = 'Does this figure show "a dog runs"? Please answer yes or no.'
+    assert scorer.prompt("a dog runs") == fmt.replace("{text}", question)
+    got = scorer.score(rows(images()[:1]), ["a dog runs"])[0]
+    np.testing.assert_allclose(
+        got,
+        direct_p_yes(llava, images()[0], "a dog runs", prompt=scorer.prompt("a dog runs")),
+        rtol=1e-5,
+    )
 
 
 def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
@@ -239,8 +281,7 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
 
     fp32 = load_model(f"vqa:{llava}", device="cpu")
     bf16 = load_model(f"vqa:{llava}?dtype=bf16", device="cpu")
-    pixels = torch.stack([fp32.preprocess(im) for im in images()[:2]])
-    a, b = fp32.score(pixels, TEXTS[:2]), bf16.score(pixels, TEXTS[:2])
+    a, b = fp32.score(rows(images()[:2]), TEXTS[:2]), bf16.score(rows(images()[:2]), TEXTS[:2])
     assert np.isfinite(b).all()
     np.testing.assert_allclose(a, b, rtol=0.1)  # bf16 keeps about 2-3 digits
 

@@ -54,7 +54,7 @@ from lexsem.images.memory import DecodedImages
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
 from lexsem.images.refs import ImageError, ResolvedImage
 from lexsem.images.store import ImageStore
-from lexsem.models.protocols import ImageEncoder, PairScorer
+from lexsem.models.protocols import ImageEncoder, ImageRows, PairScorer
 
 __all__ = [
     "ImageEmbedStats",
@@ -227,11 +227,20 @@ class _DecodeDataset:
         return _Sample(slot, inputs, None, None, keep)
 
 
-def _collate(samples: list[_Sample]) -> _Batch:
+def _stacked(inputs: list[Any]) -> Any:
+    """A batch of preprocessed inputs: stacked tensors, or the decoded images themselves as
+    `ImageRows` (a backend whose processor takes images of any size hands them through)."""
+    from PIL import Image
     from torch.utils.data import default_collate
 
+    if inputs and isinstance(inputs[0], Image.Image):
+        return ImageRows(inputs)
+    return default_collate(inputs)
+
+
+def _collate(samples: list[_Sample]) -> _Batch:
     ok = [s for s in samples if s.reason is None]
-    inputs = default_collate([s.inputs for s in ok]) if ok else None
+    inputs = _stacked([s.inputs for s in ok]) if ok else None
     errors = [(s.slot, s.reason, s.message) for s in samples if s.reason is not None]
     return _Batch([s.slot for s in ok], inputs, errors, [s.image for s in ok])
 
@@ -671,7 +680,10 @@ def _rows(
 
 
 def _take(inputs: Any, index: Any) -> Any:
-    """Rows `index` of a collated batch (a tensor, or a dict/list/tuple of them)."""
+    """Rows `index` of a collated batch (a tensor, or a dict/list/tuple of them; the same
+    image objects for `ImageRows`)."""
+    if isinstance(inputs, ImageRows):
+        return ImageRows(inputs[int(i)] for i in index)
     if isinstance(inputs, Mapping):
         return {k: _take(v, index) for k, v in inputs.items()}
     if isinstance(inputs, (list, tuple)):

@@ -54,12 +54,18 @@ class ImageEncoder(Protocol):
     def encode_images(self, batch: Any) -> np.ndarray: ...
 
 
+class ImageRows(list):  # type: ignore[type-arg]
+    """A batch of decoded images, one per row, handed to a model as they are: what the engine
+    collates when a `preprocess` returns the PIL image itself (a model whose processor takes
+    images of any size). Rows that share an image share the same object."""
+
+
 @runtime_checkable
 class PairScorer(Protocol):
     """Scores (image, text) pairs directly (ITM heads, VQAScore): higher = better match.
 
     `score(images, texts)` returns one float per pair (images[i], texts[i]); images are
-    preprocessed inputs as from `preprocess`.
+    preprocessed inputs as from `preprocess`, stacked, or an `ImageRows` of decoded images.
     """
 
     name: str

@@ -5,16 +5,17 @@ Table 19).
 Spec: `vgpt:NAME?score=sum|mean|blind|debiased&prompt=...&alpha=1&noise_images=3&seed=0`.
 
 The caption is the assistant's reply to a user turn of the image and `prompt` (default
-`Describe the image.`), teacher-forced, with the primitive of the `vqa:` backend
-(`VQAScorer.answer_logprobs`: prompt and caption encoded together, the prompt checked to be a
-prefix).
+`Describe the image.`), teacher-forced, with the generative-VLM primitive
+(`GenerativeVLM.logprobs`: prompt and caption encoded together, the prompt checked to be a
+prefix; the image and the user turn computed once for all the captions of an image).
 
 - `sum` (default): Σ_k log P(t_k | t_<k, image);
 - `mean`: the same, divided by the caption's token count;
 - `blind`: the image replaced by `noise_images` Gaussian-noise images, averaged in probability
-  space: log((1/K) Σ_j P(t | noise_j)). The noise is drawn in the model's input space (a
-  standard normal pixel tensor of the image's shape, seeded with `seed + j`): what a
-  normalised Gaussian image is, without a round trip through 8-bit pixels;
+  space: log((1/K) Σ_j P(t | noise_j)). Noise image j (seeded with `seed + j`, the size of the
+  real image, so dynamic-resolution models give it as many tokens) is a standard normal draw
+  in the model's normalised input space, mapped back through the image processor's
+  `image_mean` / `image_std` to 8-bit pixels (clipped to 0..255);
 - `debiased`: log P(t | image) − `alpha` · log P(t), with P(t) the blind estimate above.
 
 All options are in the fingerprint.
@@ -27,32 +28,36 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lexsem.models.backends.vqa import VQAScorer
-from lexsem.models.options import COMMON, Option, choice, positive_int
+from lexsem.models.options import Option, choice, positive_int
+from lexsem.models.vlm.base import VLM_OPTIONS, VLMPairScorer
 
-__all__ = ["VGPTScorer", "noise_pixels"]
+__all__ = ["VGPTScorer", "noise_images"]
 
 SCORES = ("sum", "mean", "blind", "debiased")
 
 
-def noise_pixels(like: Any, k: int, seed: int) -> Any:
-    """The `k` Gaussian-noise pixel tensors of `like`'s shape (one image), seeded."""
-    import torch
+def noise_images(size: tuple[int, int], k: int, seed: int, mean: Any, std: Any) -> list[Any]:
+    """`k` Gaussian-noise RGB images of `size` (width, height): standard normal in the input
+    space normalised by `mean` / `std` (per channel, 0..1 scale), as 8-bit pixels; seeded."""
+    from PIL import Image
 
+    mean = np.broadcast_to(np.asarray(mean, dtype=np.float64), (3,))
+    std = np.broadcast_to(np.asarray(std, dtype=np.float64), (3,))
     out = []
     for j in range(k):
-        g = torch.Generator().manual_seed(seed + j)
-        out.append(torch.randn(tuple(like.shape), generator=g, dtype=torch.float32))
-    return torch.stack(out)
+        z = np.random.default_rng(seed + j).standard_normal((size[1], size[0], 3))
+        pixels = np.clip(np.rint((mean + std * z) * 255.0), 0, 255).astype(np.uint8)
+        out.append(Image.fromarray(pixels, "RGB"))
+    return out
 
 
-class VGPTScorer(VQAScorer):
+class VGPTScorer(VLMPairScorer):
     """A lazy `PairScorer`: VGPTScore of a transformers generative VLM (see the module doc)."""
 
     backend: ClassVar[str] = "vgpt"
     description = "VGPTScore, log P(caption | image), of a generative VLM: pair scorer"
     options: ClassVar[Mapping[str, Option]] = {
-        **COMMON,
+        **VLM_OPTIONS,
         "score": choice(*SCORES, default="sum"),
         "prompt": Option(str, "Describe the image."),
         "alpha": Option(float, 1.0),
@@ -71,6 +76,7 @@ class VGPTScorer(VQAScorer):
 
     def _fingerprint_options(self) -> dict[str, Any]:
         return {
+            **self._vlm_fingerprint(),
             "score": self.score_mode,
             "prompt": self.user_prompt,
             "alpha": self.alpha,
@@ -78,32 +84,33 @@ class VGPTScorer(VQAScorer):
             "seed": self.seed,
         }
 
-    def caption_logprob(self, images: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(Σ log P(t_k | t_<k, image), token count) of each caption with its image."""
+    def caption_logprob(self, image: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(Σ log P(t_k | t_<k, image), token count) of each caption with one image."""
         turn = self.user_turn(self.user_prompt)
-        lps = self.answer_logprobs(images, [turn] * len(texts), list(texts))
+        lps = self.logprobs(image, [(turn, t) for t in texts])
         return np.array([lp.sum() for lp in lps]), np.array([len(lp) for lp in lps])
 
-    def blind_logprob(self, images: Any, texts: Sequence[str]) -> np.ndarray:
+    def noise_for(self, image: Any) -> list[Any]:
+        """The blind variant's noise images for an image of `image`'s size."""
+        self._ensure_loaded()
+        proc = getattr(self._processor, "image_processor", None)
+        mean = getattr(proc, "image_mean", None) or [0.5, 0.5, 0.5]
+        std = getattr(proc, "image_std", None) or [0.5, 0.5, 0.5]
+        return noise_images(image.size, self.noise_images, self.seed, mean, std)
+
+    def blind_logprob(self, image: Any, texts: Sequence[str]) -> np.ndarray:
         """log((1/K) Σ_j P(t | noise_j)) of each caption."""
         from scipy.special import logsumexp
 
-        k = self.noise_images
-        noise = noise_pixels(images[0], k, self.seed)
-        rows = [t for t in texts for _ in range(k)]
-        pixels = noise.repeat(len(texts), *([1] * (noise.dim() - 1)))
-        sums, _ = self.caption_logprob(pixels, rows)
-        return logsumexp(sums.reshape(len(texts), k), axis=1) - np.log(k)
+        sums = np.stack([self.caption_logprob(noise, texts)[0] for noise in self.noise_for(image)])
+        return logsumexp(sums, axis=0) - np.log(self.noise_images)
 
-    def score(self, images: Any, texts: Sequence[str]) -> np.ndarray:
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0,), dtype=np.float32)
+    def _scores(self, image: Any, texts: list[str]) -> np.ndarray:
         if self.score_mode == "blind":
-            return self.blind_logprob(images, texts).astype(np.float32)
-        sums, counts = self.caption_logprob(images, texts)
+            return self.blind_logprob(image, texts)
+        sums, counts = self.caption_logprob(image, texts)
         if self.score_mode == "mean":
-            return (sums / counts).astype(np.float32)
+            return sums / counts
         if self.score_mode == "debiased":
-            return (sums - self.alpha * self.blind_logprob(images, texts)).astype(np.float32)
-        return sums.astype(np.float32)
+            return sums - self.alpha * self.blind_logprob(image, texts)
+        return sums
