@@ -119,7 +119,9 @@ def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
 
     scorer = load_model(f"vqa:{llava}", device="cpu")
     batched = scorer.score(rows(images()), TEXTS)
-    one_by_one = np.array([scorer.score(rows([im]), [t])[0] for im, t in zip(images(), TEXTS)])
+    one_by_one = np.array(
+        [scorer.score(rows([im]), [t])[0] for im, t in zip(images(), TEXTS, strict=True)]
+    )
     want = np.array([direct_p_yes(llava, im, t) for im, t in zip(images(), TEXTS, strict=True)])
     np.testing.assert_allclose(batched, want, rtol=1e-5)
     np.testing.assert_allclose(batched, one_by_one, rtol=1e-5)
@@ -256,7 +258,10 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
         blind.append(np.log(np.mean(np.exp(lps))))
     np.testing.assert_allclose(got["blind"], blind, rtol=1e-5)
     np.testing.assert_allclose(got["debiased"], want_sum - 0.5 * np.array(blind), rtol=1e-5)
-    single = [load_model(f"vgpt:{llava}").score(rows([im]), [c])[0] for im, c in zip(ims, CAPTIONS)]
+    single = [
+        load_model(f"vgpt:{llava}").score(rows([im]), [c])[0]
+        for im, c in zip(ims, CAPTIONS, strict=True)
+    ]
     np.testing.assert_allclose(got["sum"], single, rtol=1e-5)
 
 

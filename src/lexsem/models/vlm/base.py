@@ -25,7 +25,12 @@ from lexsem.models.base import LazyModel
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, Option, flag, parse_template
 from lexsem.models.vlm.layout import Layout, layout_of, user_turn
-from lexsem.models.vlm.teacher import continuation_ids, continuation_logprobs, model_inputs
+from lexsem.models.vlm.teacher import (
+    continuation_ids,
+    continuation_logprobs,
+    model_inputs,
+    special_tokens,
+)
 
 __all__ = ["GenerativeVLM", "VLMPairScorer", "group_rows", "passthrough"]
 
@@ -108,7 +113,8 @@ class GenerativeVLM(LazyModel):
         import torch
 
         model = self._ensure_loaded()
-        enc = self._processor(text=[prompt], images=[image], return_tensors="pt")
+        kw = special_tokens(self._processor.tokenizer, prompt)
+        enc = self._processor(text=[prompt], images=[image], return_tensors="pt", **kw)
         inputs = model_inputs(enc, model, self.device)
         with torch.inference_mode():
             out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)

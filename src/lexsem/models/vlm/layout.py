@@ -26,6 +26,8 @@ from typing import Any, Literal
 
 Kind = Literal["causal", "prefix_lm", "seq2seq"]
 PLAIN_FORMATS = {"paligemma": "answer en {text}"}
+# processors that count images per row and want one list per row (`[[image], [image]]`)
+NESTED_IMAGES = frozenset({"idefics2", "idefics3", "smolvlm", "gemma3"})
 DEFAULT_PLAIN = "Question: {text} Answer:"
 
 __all__ = ["Layout", "layout_of"]
@@ -40,6 +42,10 @@ class Layout:
     model_type: str
     plain_format: str | None
     image_token_ids: frozenset[int]
+
+    def images(self, image: Any, n: int) -> list[Any]:
+        """The processor's `images` argument for `n` rows that each show `image`."""
+        return [[image]] * n if self.model_type in NESTED_IMAGES else [image] * n
 
     def separator(self, prompt: str) -> str:
         """What goes between `prompt` and a continuation."""

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lexsem.models.vlm.layout import Layout
-from lexsem.models.vlm.teacher import Read, model_inputs
+from lexsem.models.vlm.teacher import Read, model_inputs, special_tokens
 
 __all__ = ["shared_prefix_logits"]
 
@@ -110,11 +110,14 @@ def shared_prefix_logits(
     import torch
 
     tok = processor.tokenizer
-    toks = [list(tok(t)["input_ids"]) for t in texts]
+    kw = special_tokens(tok, texts[0])
+    toks = [list(tok(t, **kw)["input_ids"]) for t in texts]
     c = _start_length(toks, reads)
     if c < 1:
         return None
-    enc = processor(text=texts[:1], images=[image], return_tensors="pt")
+    enc = processor(text=texts[:1], images=[image], return_tensors="pt", **kw)
+    if any(k.startswith("qformer") for k in enc):
+        return None  # InstructBLIP: the image's query tokens depend on the whole prompt
     full = enc["input_ids"][0].tolist()
     start = c + len(full) - len(toks[0])  # the start in the expanded sequence
     if full[start:] != toks[0][c:] or layout.image_token_ids & set(full[start:]):
@@ -135,10 +138,12 @@ def shared_prefix_logits(
             return None
         cache.batch_repeat_interleave(n)
         rest = {k: torch.full(ids.shape, v, dtype=inputs[k].dtype) for k, v in fill.items()}
-        attention = torch.cat([torch.ones((n, start), dtype=mask.dtype), mask], dim=1)
+        # no attention mask: the remainders are right-padded, so a real token never sees a pad
+        # (causal attention), and models that derive positions from a mask (Qwen-VL's 3-D
+        # rope) would count the cached start again
         tail = model(
-            input_ids=ids.to(device), attention_mask=attention.to(device),
-            **{_cache_argument(model): cache}, **{k: v.to(device) for k, v in rest.items()},
+            input_ids=ids.to(device), **{_cache_argument(model): cache},
+            **{k: v.to(device) for k, v in rest.items()},
         )  # fmt: skip
     logits = torch.cat([head.logits[:, -1:].expand(n, -1, -1), tail.logits], dim=1)
     # position 0 of `logits` is the start's last token; remainder token j is at j + 1

@@ -41,8 +41,16 @@ class Read:
     last_only: bool
 
 
+def special_tokens(tokenizer: Any, text: str) -> dict[str, Any]:
+    """Tokenizer arguments for `text`: no second begin-of-text token when a chat template wrote
+    one already (Gemma 3's template starts with `<bos>`, and its tokenizer would add another:
+    `apply_chat_template(tokenize=True)` does the same)."""
+    bos = getattr(tokenizer, "bos_token", None)
+    return {"add_special_tokens": False} if bos and text.startswith(bos) else {}
+
+
 def _ids(tokenizer: Any, text: str) -> list[int]:
-    return list(tokenizer(text)["input_ids"])
+    return list(tokenizer(text, **special_tokens(tokenizer, text))["input_ids"])
 
 
 def continuation_ids(tokenizer: Any, prompt: str, full: str) -> list[int]:
@@ -62,17 +70,21 @@ def continuation_ids(tokenizer: Any, prompt: str, full: str) -> list[int]:
 
 def plan_sequences(
     tokenizer: Any, layout: Layout, rows: Sequence[tuple[str, str]]
-) -> tuple[list[str], list[Read]]:
-    """The unique texts to run (causal layout) and where each row's log-probabilities are."""
+) -> tuple[list[str], list[str], list[Read]]:
+    """The unique texts to run (causal layout), the prompt each text starts with, and where
+    each row's log-probabilities are."""
     texts: dict[str, int] = {}
+    prompts: list[str] = []
     reads = []
     for prompt, cont in rows:
         full = prompt + layout.separator(prompt) + cont
         ids = continuation_ids(tokenizer, prompt, full)
         text = prompt if len(ids) == 1 else full
-        seq = texts.setdefault(text, len(texts))
-        reads.append(Read(seq, tuple(ids), len(ids) == 1))
-    return list(texts), reads
+        if text not in texts:
+            texts[text] = len(texts)
+            prompts.append(prompt)
+        reads.append(Read(texts[text], tuple(ids), len(ids) == 1))
+    return list(texts), prompts, reads
 
 
 def model_inputs(enc: Any, model: Any, device: Any) -> dict[str, Any]:
@@ -115,10 +127,23 @@ def read_out(logits: Any, ends: Sequence[int], ids: Any, reads: Sequence[Read]) 
     return list(np.split(flat, np.cumsum(sizes)[:-1]))
 
 
-def _causal_full(model: Any, processor: Any, image: Any, texts: list[str], device: Any) -> Any:
+def _causal_full(
+    model: Any,
+    processor: Any,
+    layout: Layout,
+    image: Any,
+    texts: list[str],
+    prompts: list[str],
+    device: Any,
+) -> Any:
     import torch
 
-    enc = processor(text=texts, images=[image] * len(texts), return_tensors="pt", padding=True)
+    images = layout.images(image, len(texts))
+    kw = special_tokens(processor.tokenizer, texts[0])
+    enc = processor(text=texts, images=images, return_tensors="pt", padding=True, **kw)
+    if any(k.startswith("qformer") for k in enc):  # InstructBLIP: its Q-Former reads the
+        asked = processor(text=prompts, images=images, return_tensors="pt", padding=True, **kw)
+        enc.update({k: v for k, v in asked.items() if k.startswith("qformer")})  # prompt only
     inputs = model_inputs(enc, model, device)
     with torch.inference_mode():
         logits = model(**inputs).logits
@@ -144,14 +169,15 @@ def continuation_logprobs(
         return _prefix_lm(model, processor, image, rows, device)
     if layout.kind == "seq2seq":
         return _seq2seq(model, processor, image, rows, device)
-    texts, reads = plan_sequences(processor.tokenizer, layout, rows)
+    texts, prompts, reads = plan_sequences(processor.tokenizer, layout, rows)
     if reuse:
         from lexsem.models.vlm.prefix import shared_prefix_logits
 
         shared = shared_prefix_logits(model, processor, layout, image, texts, reads, device)
         if shared is not None:
             return read_out(*shared, reads)
-    return read_out(*_causal_full(model, processor, image, texts, device), reads)
+    full = _causal_full(model, processor, layout, image, texts, prompts, device)
+    return read_out(*full, reads)
 
 
 def _prefix_lm(
