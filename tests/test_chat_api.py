@@ -5,7 +5,9 @@ requests are not stored; replay-only and the request cap refuse before sending a
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import re
 import threading
 import time
@@ -35,15 +37,21 @@ KEY = "sk-test-never-written-0123456789"
 
 
 class Server:
-    """Answers like an oracle (names the option that is a known negative); `faults` are applied
-    to the next requests in order: "429", "500", "json" (not JSON), "drop" (connection closed
-    without an answer), "slow" (answers after the client's time-out); `fail` is a prompt
-    substring answered 500 always."""
+    """Answers like an oracle (names the option that is a known negative) about the last user
+    turn; `faults` are applied to the next requests in order: "429", "500", "json" (not JSON),
+    "drop" (connection closed without an answer), "slow" (answers after the client's
+    time-out); `fail` is a prompt substring answered 500 always; `fail_all` answers every
+    request 500. Log-probabilities (`tests/test_chat_logprobs.py`): OpenAI's top log-probs of
+    the first token, or vLLM's prompt log-probs of a continued final assistant message, from
+    `P_YES` (unless `no_logprobs`)."""
 
     def __init__(self) -> None:
         self.faults: list[str] = []
         self.fail: str | None = None
+        self.fail_all = False
+        self.no_logprobs = False
         self.answered: list[tuple[str, str]] = []  # (prompt, image url prefix) answered 200
+        self.bodies: list[dict[str, Any]] = []  # every body received
         self.posts = 0
         self.auth: set[str] = set()
         self.lock = threading.Lock()
@@ -52,9 +60,10 @@ class Server:
         body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
         with self.lock:
             self.posts += 1
+            self.bodies.append(body)
             self.auth.add(handler.headers.get("Authorization", ""))
             fault = self.faults.pop(0) if self.faults else None
-        parts = body["messages"][0]["content"]
+        parts = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
         prompt = next(p["text"] for p in parts if p["type"] == "text")
         image = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
         if body["model"] == "no-such-model":
@@ -66,16 +75,68 @@ class Server:
         if fault == "slow":  # the client has given up by then: not an answer it received
             time.sleep(1.5)
             return _send(handler, 200, b'{"choices": [{"message": {"content": "(1)"}}]}')
-        if fault in ("429", "500") or (self.fail and self.fail in prompt):
+        if self.fail_all or fault in ("429", "500") or (self.fail and self.fail in prompt):
             return _send(handler, int(fault or 500), b'{"error": "busy"}')
         if fault == "json":
             return _send(handler, 200, b"<html>gateway</html>")
-        options = dict(re.findall(r"\((\d)\)\s*([^;\n]+?)(?:;|\n|$)", prompt))
-        pick = next((k for k, text in options.items() if text.strip() in NEGATIVES), "1")
         with self.lock:
             self.answered.append((prompt, image[:60]))
+        if body.get("logprobs") or "prompt_logprobs" in body:
+            return _send(handler, 200, json.dumps(self.logprobs(body, prompt)).encode())
+        options = dict(re.findall(r"\((\d)\)\s*([^;\n]+?)(?:;|\n|$)", prompt))
+        pick = next((k for k, text in options.items() if text.strip() in NEGATIVES), "1")
         answer = {"choices": [{"message": {"role": "assistant", "content": f"({pick})"}}]}
         _send(handler, 200, json.dumps(answer).encode())
+
+    def logprobs(self, body: dict[str, Any], question: str) -> dict[str, Any]:
+        caption = re.search(r'"(.*)"', question).group(1)  # type: ignore[union-attr]
+        choice: dict[str, Any] = {"message": {"role": "assistant", "content": "Yes"}}
+        out: dict[str, Any] = {"choices": [choice]}
+        if self.no_logprobs:
+            return out
+        if body.get("logprobs"):
+            top = [{"token": t, "logprob": math.log(p), "bytes": list(t.encode())}
+                   for t, p in top_tokens(caption)]  # fmt: skip
+            choice["logprobs"] = {"content": [{**top[0], "top_logprobs": top}]}
+            return out
+        answer = body["messages"][-1]["content"]
+        # the prompt's log-probabilities have every token: ODD's "No" is unlikely, not absent
+        out["prompt_logprobs"] = prompt_logprobs(answer, max(0.01, p_answer(caption, answer)))
+        return out
+
+
+# P("Yes") of a caption: positives 0.8 (0.7 "Yes" + 0.1 " yes"), negatives 0.2; "No" the rest
+# (less 0.05 "Maybe"); ODD is a caption whose top-k has no "No" at all
+ODD = TRIPLETS["replace_att"][0][0]
+
+
+def top_tokens(caption: str) -> list[tuple[str, float]]:
+    if caption == ODD:
+        return [("Yes", 0.9), ("Sure", 0.1)]
+    if caption in NEGATIVES:
+        return [("No", 0.7), ("Yes", 0.2), (" no", 0.05), ("Maybe", 0.05)]
+    return [("Yes", 0.7), ("No", 0.15), (" yes", 0.1), ("Maybe", 0.05)]
+
+
+def p_answer(caption: str, answer: str) -> float:
+    want = answer.strip().casefold()
+    return sum(p for t, p in top_tokens(caption) if t.strip().casefold() == want)
+
+
+def prompt_logprobs(answer: str, p: float) -> list[Any]:
+    """vLLM's prompt_logprobs: null, then 80 template and image tokens, then the answer in
+    two-character tokens; the answer's first token is not the top-1 (a second entry, more
+    likely), and carries all of log p (the others 0), so exp(mean) = p ** (1 / n)."""
+    chunks = [answer[i : i + 2] for i in range(0, len(answer), 2)]
+    out: list[Any] = [None]
+    out += [{str(i): {"logprob": -0.5, "rank": 1, "decoded_token": f"<t{i}>"}} for i in range(80)]
+    for n, chunk in enumerate(chunks):
+        lp = math.log(p) if n == 0 else 0.0
+        entry = {str(1000 + n): {"logprob": lp, "rank": 2, "decoded_token": chunk}}
+        if n == 0:
+            entry = {"7": {"logprob": -0.01, "rank": 1, "decoded_token": "Maybe"}, **entry}
+        out.append(entry)
+    return out
 
 
 def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
@@ -86,8 +147,9 @@ def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
     handler.wfile.write(data)
 
 
-@pytest.fixture
-def server() -> Iterator[tuple[Server, str]]:
+@contextlib.contextmanager
+def serve() -> Iterator[tuple[Server, str]]:
+    """A fake OpenAI-compatible server on 127.0.0.1: (its state, its base URL)."""
     state = Server()
 
     class Handler(BaseHTTPRequestHandler):
@@ -107,8 +169,8 @@ def server() -> Iterator[tuple[Server, str]]:
         httpd.server_close()
 
 
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def make_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The fixture benchmark (TRIPLETS) with an image per item id, and a cache folder."""
     data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
     images = tmp_path / "val2017"
     images.mkdir()
@@ -118,6 +180,17 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         (images / f"{i}.jpg").write_bytes((images / f"{i}.png").read_bytes())
     loaded = load_benchmark("fixture_pp", data_dir=data)
     return {"data": data, "images": images, "items": loaded.items, "cache": tmp_path / "cache"}
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[Server, str]]:
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    return make_bench(tmp_path, monkeypatch)
 
 
 def _ask(url: str, bench: dict[str, Any], **kw: Any) -> tuple[list[Any], Any]:
@@ -222,3 +295,167 @@ def test_a_client_error_is_not_retried_and_names_the_server(
             )  # fmt: skip
         assert store.count("records") == 0
     assert state.posts == 3  # one per ordering, none retried
+
+
+def test_the_store_key_of_a_one_image_question_is_unchanged(bench: dict[str, Any]) -> None:
+    """Conversations are keyed with each image by content; a one-turn question keeps the key
+    it had before conversations existed, so stored answers stay served."""
+    from lexsem.engine.chat import chat_key
+    from lexsem.engine.keys import content_key, request_key
+    from lexsem.models.backends.openai_chat import ChatRequest
+
+    chat = OpenAIChat("openai:tiny-vlm?base_url=http://127.0.0.1:9/v1")
+    image = (bench["images"] / "0.jpg").read_bytes()
+    old = request_key("chat", model=chat.fingerprint, body={
+        "model": "tiny-vlm", "max_tokens": 64, "temperature": 0.0,
+        "messages": [{"role": "user", "content": [
+            {"type": "image", "content_key": content_key("image", image)},
+            {"type": "text", "text": "which?"}]}],
+    })  # fmt: skip
+    assert chat_key(chat, ChatRequest.ask("which?", image)) == old
+
+
+def _cli(url: str, bench: dict[str, Any], *args: str) -> Any:
+    common = ["-m", f"openai:tiny-vlm?base_url={url}", "-b", "fixture_pp",
+              "--data-dir", str(bench["data"]), "--coco-val2017", str(bench["images"]),
+              "--cache-dir", str(bench["cache"])]  # fmt: skip
+    return CliRunner().invoke(app, ["ask", *common, *args])
+
+
+def _recorded(path: Path, bench: dict[str, Any], answer: str = "(1)", **extra: Any) -> Path:
+    """A recorded-answers file: `answer` to scpp3 for every item and ordering."""
+    rows = [{"id": it.id, "subset": it.subset, "ordering": o, "answer": answer, **extra}
+            for it in bench["items"] for o in ("NPP", "PNP", "PPN")]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_imported_answers_are_replayed_without_sending_anything(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    state, url = server
+    state.fail_all = True  # any request sent would fail
+    published = _recorded(tmp_path / "published.jsonl", bench)  # a model always answering (1)
+    res = _cli(url, bench, "--prompt", "scpp3", "--import", str(published), "--replay-only")
+    assert res.exit_code == 0, res.output
+    assert "published.jsonl: 15 answers: 15 imported into" in res.stderr
+    assert "15 requests: 15 answered from the store (15 imported), 0 sent" in res.stderr
+    assert "| scpp3 | NPP | 5 | 100.00 |" in res.stdout  # N is first under NPP
+    assert "| scpp3 | PNP | 5 | 0.00 |" in res.stdout
+    again = _cli(url, bench, "--prompt", "scpp3", "--replay-only")  # from the store alone
+    assert again.exit_code == 0 and "| scpp3 | NPP | 5 | 100.00 |" in again.stdout
+    assert state.posts == 0
+    chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}")
+    with RequestStore(bench["cache"], fingerprint_key(chat.fingerprint)) as store:
+        from lexsem.engine.chat import chat_key
+        from lexsem.tasks.choice_run import choice_request, image_reader
+
+        item = bench["items"][0]
+        read = image_reader(ImageStore(coco_val2017=bench["images"]))
+        key = chat_key(chat, choice_request("scpp3", item, "PNP", read))
+        record = store.get_records([key])[key]
+    assert record == {"text": "(1)", "response": {"imported_from": "published.jsonl",
+                                                  "where": "line 2"}}  # fmt: skip
+
+
+def test_an_import_never_replaces_a_different_answer_unless_forced(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    _, url = server
+    assert _cli(url, bench, "--prompt", "scpp3").exit_code == 0  # the oracle's answers
+    ones = _recorded(tmp_path / "ones.jsonl", bench)
+    refused = _cli(url, bench, "--prompt", "scpp3", "--import", str(ones), "--replay-only")
+    assert refused.exit_code == 2
+    assert re.search(
+        r"ones\.jsonl, line 2: the store already has another answer for item swap_obj/0, "
+        r"scpp3, PNP \('\(2\)', not '\(1\)'\) \(and 9 more\); nothing was imported "
+        r"\(--force replaces them\)", refused.output.replace("\n", " "),
+    )  # fmt: skip
+    forced = _cli(url, bench, "--prompt", "scpp3", "--import", str(ones), "--force",
+                  "--replay-only")  # fmt: skip
+    assert forced.exit_code == 0, forced.output
+    assert "10 replaced" in forced.stderr and "5 there already" in forced.stderr
+    assert "| scpp3 | PNP | 5 | 0.00 |" in forced.stdout  # the imported (1)s now
+
+
+def test_an_import_names_the_file_and_line_of_a_record_that_fits_no_item(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    state, url = server
+    bad = tmp_path / "bad.jsonl"
+    cases = {
+        '{"id": 9, "subset": "swap_obj", "ordering": "NPP", "answer": "(1)"}':
+            r"bad\.jsonl, line 2: item swap_obj/9 is not in the benchmark selection",
+        '{"id": 0, "subset": "swap_obj", "ordering": "pos_first", "answer": "(1)"}':
+            r"bad\.jsonl, line 2: item swap_obj/0 has 3 captions; prompt 'scpp3' with "
+            r"ordering 'pos_first' does not fit it",
+        '{"id": 0, "subset": "swap_obj", "ordering": "NPP", "answer": "(3)"}':
+            r"bad\.jsonl, line 2: another answer for item swap_obj/0, scpp3, NPP than line "
+            r"1's \('\(3\)', not '\(1\)'\)",
+    }  # fmt: skip
+    first = '{"id": 0, "subset": "swap_obj", "ordering": "NPP", "answer": "(1)"}'
+    for line, message in cases.items():
+        bad.write_text(f"{first}\n{line}\n", encoding="utf-8")
+        res = _cli(url, bench, "--prompt", "scpp3", "--import", str(bad), "--replay-only")
+        assert res.exit_code == 2 and re.search(message, res.output.replace("\n", " ")), res.output
+    chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}")
+    with RequestStore(bench["cache"], fingerprint_key(chat.fingerprint)) as store:
+        assert store.count("records") == 0  # nothing imported from a file with an error
+    assert state.posts == 0
+
+
+def test_shots_are_earlier_turns_and_part_of_the_key(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    state, url = server
+    res = _cli(url, bench, "--prompt", "scpp3", "--shots", "1", "--shot-seed", "4")
+    assert res.exit_code == 0, res.output
+    assert "| scpp3 | PPN | 5 | 100.00 |" in res.stdout
+    assert "1 demonstrations before each question (seed 4)" in res.stdout
+    assert len(state.bodies) == 15
+    for body in state.bodies:
+        roles = [m["role"] for m in body["messages"]]
+        assert roles == ["user", "assistant", "user"]
+        demo, answer, question = body["messages"]
+        assert [p["type"] for p in demo["content"]] == ["image_url", "text"]
+        assert demo["content"][1]["text"] != question["content"][1]["text"]
+        # the demonstration is answered rightly: the negative's position, options in the
+        # question's ordering (the same marker position as the question's own negative)
+        demo_options = re.findall(r"\((\d)\)\s*([^;]+?);", demo["content"][1]["text"] + ";")
+        right = next(k for k, text in demo_options if text.strip() in NEGATIVES)
+        assert answer["content"] == f"({right})"
+        q_options = re.findall(r"\((\d)\)\s*([^;]+?);", question["content"][1]["text"] + ";")
+        assert right == next(k for k, text in q_options if text.strip() in NEGATIVES)
+    again = _cli(url, bench, "--prompt", "scpp3", "--shots", "1", "--shot-seed", "4")
+    assert "15 answered from the store, 0 sent" in again.stderr
+    other_seed = _cli(url, bench, "--prompt", "scpp3", "--shots", "1", "--shot-seed", "5",
+                      "--replay-only")  # fmt: skip
+    no_shots = _cli(url, bench, "--prompt", "scpp3", "--replay-only")
+    assert "replay only: 15 requests have no stored answer" in no_shots.output
+    # another seed draws other demonstrations for some items: those are new requests
+    assert other_seed.exit_code == 2 and "replay only:" in other_seed.output
+    too_many = _cli(url, bench, "--prompt", "scpp3", "--shots", "2")
+    assert too_many.exit_code == 2
+    assert "--shots 2: item replace_att/0: 2 shots need 2 other items of subset " in (
+        too_many.output.replace("\n", " ")
+    )
+
+
+def test_answers_imported_with_shots_are_served_to_the_same_shots(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    state, url = server
+    state.fail_all = True
+    published = _recorded(tmp_path / "published.json", bench)
+    published.write_text(  # a JSON list this time
+        json.dumps([json.loads(line) for line in published.read_text().splitlines()])
+    )
+    shots = ["--prompt", "scpp3", "--shots", "1", "--shot-seed", "2"]
+    res = _cli(url, bench, *shots, "--import", str(published), "--replay-only")
+    assert res.exit_code == 0, res.output
+    assert "15 answered from the store (15 imported), 0 sent" in res.stderr
+    plain = _cli(url, bench, "--prompt", "scpp3", "--replay-only")  # other messages, other keys
+    assert plain.exit_code == 2 and "replay only: 15 requests have no stored answer" in (
+        plain.output
+    )
+    assert state.posts == 0

@@ -304,16 +304,60 @@ def ask(
             "--model",
             "-m",
             help="openai:MODEL?base_url=URL (any OpenAI-compatible "
-            "server: vLLM, llama.cpp, Ollama, OpenAI); key from $OPENAI_API_KEY.",
+            "server: vLLM, llama.cpp, Ollama, OpenAI); key from $OPENAI_API_KEY; "
+            "&logprobs=prompt for vLLM's prompt log-probs (--vqascore).",
         ),
     ],
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")],
     prompt: Annotated[
-        str, typer.Option(help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs).")
-    ],
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write the answers here (JSON Lines).")
+        str | None,
+        typer.Option(
+            help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs); "
+            "not with --vqascore."
+        ),
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Write the answers (or, with --vqascore, every score) here (JSONL)."
+        ),
+    ] = None,
+    shots: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Show K other items of the subset, answered rightly, before each question."
+        ),
+    ] = 0,
+    shot_seed: Annotated[int, typer.Option(help="Seed of the demonstrations drawn.")] = 0,
+    import_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--import",
+            help="First store these recorded answers (JSONL / JSON list, as score-answers "
+            "reads) under the keys of their requests.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="--import replaces stored answers that differ.")
+    ] = False,
+    vqascore: Annotated[
+        bool,
+        typer.Option(
+            "--vqascore",
+            help="VQAScore from the model's log-probabilities instead of multiple choice: "
+            "P(yes) to a question about each caption, ranked as the benchmark's image task.",
+        ),
+    ] = False,
+    score: Annotated[str, typer.Option(help="--vqascore: vqa, vqa_norm or vqa_diff.")] = "vqa",
+    question: Annotated[
+        str | None,
+        typer.Option(
+            help="--vqascore: a template with {text}, or t17_1..t17_5 (SugarCrepe++ Table "
+            "17); default: VQAScore's question (see docs/generative.md)."
+        ),
+    ] = None,
+    answer: Annotated[str, typer.Option(help="--vqascore: the answer scored.")] = "Yes",
+    negative: Annotated[str, typer.Option(help="--vqascore: the other answer.")] = "No",
     replay_only: Annotated[
         bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
     ] = False,
@@ -327,46 +371,124 @@ def ask(
     image_root: ImageRoot = None,
 ) -> None:
     """Ask a chat model the papers' multiple-choice prompts about each item, in every option
-    ordering; answers are stored as they arrive (a rerun sends only what is missing) and scored
-    as `score-answers` does."""
-    import json
-
-    from lexsem.atomic import atomic_open
+    ordering (optionally after k-shot demonstrations), or with --vqascore its P(yes) about each
+    caption; answers are stored as they arrive (a rerun sends only what is missing) and scored
+    as `score-answers` does. --import stores recorded answers first."""
     from lexsem.benchmarks.load import load_benchmark
     from lexsem.engine.store import RequestStore
     from lexsem.images.store import ImageStore
     from lexsem.models.backends.openai_chat import OpenAIChat
     from lexsem.models.protocols import fingerprint_key
     from lexsem.paths import cache_dir as resolve_cache
-    from lexsem.tasks.choice import PROMPTS
-    from lexsem.tasks.choice_report import choice_markdown, score_recorded
-    from lexsem.tasks.choice_run import ask_choices
 
-    if prompt not in PROMPTS:
-        from lexsem.registry import did_you_mean
-
-        raise LexsemError(f"unknown prompt {prompt!r}{did_you_mean(prompt, list(PROMPTS))}")
+    _check_ask_options(prompt, vqascore, shots, import_file, score)
     chat = OpenAIChat(model)
     loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
     root = resolve_cache(cache_dir)
     images = ImageStore(coco_val2017=coco_val2017, image_root=image_root, cache_root=root)
+    send = {"replay_only": replay_only, "max_requests": max_requests, "concurrency": concurrency}
     with RequestStore(root, fingerprint_key(chat.fingerprint)) as store:
-        answers, stats = ask_choices(
-            chat, loaded.items, images, prompt, store, replay_only=replay_only,
-            max_requests=max_requests, concurrency=concurrency,
-        )  # fmt: skip
+        if vqascore:
+            vqa = {"question": question, "answer": answer, "negative": negative, "score": score}
+            stats = _ask_vqa(chat, loaded.items, images, store, out, send, **vqa)
+        else:
+            mc = {"prompt": str(prompt), "shots": shots, "shot_seed": shot_seed}
+            if import_file is not None:
+                _import_answers(chat, loaded, images, store, import_file, force=force, **mc)
+            stats = _ask_choices(chat, loaded.items, images, store, out, send, **mc)
+    imported = f" ({stats.n_imported} imported)" if stats.n_imported else ""
+    typer.echo(
+        f"{stats.n_requests} requests: {stats.n_stored} answered from the store{imported}, "
+        f"{stats.n_sent} sent ({stats.n_attempts} attempts)"
+        + (f"; {'scores' if vqascore else 'answers'} written to {out}" if out else ""),
+        err=True,
+    )
+
+
+def _check_ask_options(
+    prompt: str | None, vqascore: bool, shots: int, import_file: Path | None, score: str
+) -> None:
+    from lexsem.tasks.ask_vqa import SCORES
+    from lexsem.tasks.choice import PROMPTS
+
+    if vqascore:
+        given = [n for n, v in (("--prompt", prompt), ("--shots", shots),
+                                ("--import", import_file)) if v]  # fmt: skip
+        if given:
+            raise LexsemError(f"--vqascore asks no multiple-choice prompt: drop {given[0]}")
+        if score not in SCORES:
+            raise LexsemError(f"unknown --score {score!r} (one of {', '.join(SCORES)})")
+        return
+    if prompt is None:
+        raise LexsemError(f"give --prompt ({', '.join(PROMPTS)}) or --vqascore")
+    if prompt not in PROMPTS:
+        from lexsem.registry import did_you_mean
+
+        raise LexsemError(f"unknown prompt {prompt!r}{did_you_mean(prompt, list(PROMPTS))}")
+
+
+def _ask_choices(
+    chat: Any, items: Any, images: Any, store: Any, out: Path | None, send: dict[str, Any],
+    *, prompt: str, shots: int, shot_seed: int,
+) -> Any:  # fmt: skip
+    import json
+
+    from lexsem.atomic import atomic_open
+    from lexsem.tasks.choice_report import choice_markdown, score_recorded
+    from lexsem.tasks.choice_run import ask_choices
+
+    answers, stats = ask_choices(
+        chat, items, images, prompt, store, shots=shots, shot_seed=shot_seed, **send
+    )
+    extra = {"shots": shots, "shot_seed": shot_seed} if shots else {}
     if out is not None:
         with atomic_open(out, "w", encoding="utf-8") as fh:
             for a in answers:
                 rec = {"id": a.item_id, "subset": a.subset, "prompt": a.prompt,
-                       "ordering": a.ordering, "answer": a.text}  # fmt: skip
+                       "ordering": a.ordering, "answer": a.text, **extra}  # fmt: skip
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    typer.echo(choice_markdown(score_recorded(answers, loaded.items, chat.name)))
+    typer.echo(choice_markdown(score_recorded(answers, items, chat.name)))
+    if shots:
+        typer.echo(f"{shots} demonstrations before each question (seed {shot_seed})")
+    return stats
+
+
+def _import_answers(
+    chat: Any, loaded: Any, images: Any, store: Any, path: Path, *, prompt: str, shots: int,
+    shot_seed: int, force: bool,
+) -> None:  # fmt: skip
+    from lexsem.engine.chat_import import import_answers
+    from lexsem.tasks.choice_run import import_rows
+
+    rows = import_rows(path, loaded, images, prompt=prompt, shots=shots, shot_seed=shot_seed)
+    st = import_answers(chat, rows, store, path, force=force)
     typer.echo(
-        f"{stats.n_requests} requests: {stats.n_stored} answered from the store, {stats.n_sent} "
-        f"sent ({stats.n_attempts} attempts)" + (f"; answers written to {out}" if out else ""),
+        f"{path}: {st.n_records} answers: {st.n_written} imported into {store.path}, "
+        f"{st.n_present} there already, {st.n_replaced} replaced, {st.n_null} null (not "
+        "imported)",
         err=True,
     )
+
+
+def _ask_vqa(
+    chat: Any, items: Any, images: Any, store: Any, out: Path | None, send: dict[str, Any],
+    **options: Any,
+) -> Any:  # fmt: skip
+    import json
+
+    from lexsem.atomic import atomic_open
+    from lexsem.tasks.ask_vqa import ask_vqa, vqa_markdown
+
+    result, stats = ask_vqa(chat, items, images, store, **options, **send)
+    if out is not None:
+        with atomic_open(out, "w", encoding="utf-8") as fh:
+            for r in result.pairs:
+                rec = {"id": r.item_id, "subset": r.subset, "role": r.role, "text": r.text,
+                       "score": r.score, "probs": {a: {"p": p.prob, "tokens": list(p.tokens),
+                       "below_top_k": p.below_top_k} for a, p in r.probs.items()}}  # fmt: skip
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    typer.echo(vqa_markdown(result, options["score"], chat.name))
+    return stats
 
 
 @app.command("score-answers")

@@ -1,17 +1,27 @@
 """Ask a chat model prompts about images, through the request store: every answer is stored as
 it arrives, a rerun sends nothing already answered, and failed requests are never stored.
 
-A request's key is `request_key("chat", model=<fingerprint>, body=<the request body with the
-image replaced by its content key>)`: the image's bytes (never its path), the rendered
-messages, the model and every generation parameter. The stored record holds the answer's text
-and the raw response JSON.
+A request's key is `request_key("chat", model=<fingerprint>, body=<the request body with each
+image replaced by its content key>)`: the images' bytes (never their paths), the rendered
+messages (every turn: k-shot demonstrations are part of the key), the model and every
+generation parameter (log-probability settings included). The stored record holds the answer's
+text and the raw response JSON (`{"imported_from": ...}` for answers imported from a file,
+`lexsem.engine.chat_import`).
 
 Sending: at most `concurrency` requests at a time; a `RetryableError` (HTTP 429, 5xx,
 time-out, dropped connection, an answer that is not a chat completion) is retried up to
 `retries` times with exponential backoff (`backoff`, 2x`backoff`, ...); a request still failing
-is reported, not stored, and the next run sends it again. `replay_only` refuses to send
+is reported, not stored, and the next run sends it again. A `StopRun` error (the server returns
+no log-probabilities) stops the run: nothing more is sent. `replay_only` refuses to send
 anything (a miss is an error naming how many are missing); `max_requests` refuses, before
 anything is sent, a run that would send more.
+
+Bodies are built twice: keyed (images as content keys, cheap) for every request, and with the
+images as base64 data URLs only when one is sent, so a large benchmark's images are not held
+in memory as base64 text.
+
+`answer_probabilities`: P(answer) to a question about each (image, text) pair, from the
+model's log-probabilities (VQAScore through an API; `OpenAIChat.logprob_requests`).
 """
 
 from __future__ import annotations
@@ -26,41 +36,72 @@ from typing import Any
 from lexsem.engine.keys import content_key, request_key
 from lexsem.engine.store import RequestStore
 from lexsem.errors import LexsemError, ModelError, RetryableError
+from lexsem.models.backends.openai_chat import AnswerProb, ChatRequest, StopRun
 
-__all__ = ["ChatStats", "chat_answers", "chat_key"]
+__all__ = [
+    "ChatStats",
+    "ImageKeys",
+    "answer_probabilities",
+    "chat_answers",
+    "chat_key",
+    "chat_records",
+    "is_imported",
+]
 
 
 @dataclass
 class ChatStats:
     n_requests: int = 0  # distinct requests asked for
     n_stored: int = 0  # served by the store
+    n_imported: int = 0  # of those, answers imported from a file
     n_sent: int = 0  # answered now
     n_attempts: int = 0  # HTTP requests made (retries included)
     failures: list[str] = field(default_factory=list)
+    stopped: bool = False  # a StopRun error stopped the run
 
 
-def chat_key(model: Any, body: dict[str, Any], image: bytes | None) -> str:
-    """The store key of `body` (its image by content)."""
-    keyed = _without_image(body, content_key("image", image) if image is not None else None)
-    return request_key("chat", model=model.fingerprint, body=keyed)
+class ImageKeys:
+    """An image's content part in a store key: its content key (memoised per bytes object)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[bytes, str]] = {}
+
+    def __call__(self, image: bytes) -> dict[str, Any]:
+        hit = self._memo.get(id(image))
+        if hit is None or hit[0] is not image:
+            hit = (image, content_key("image", image))
+            self._memo[id(image)] = hit
+        return {"type": "image", "content_key": hit[1]}
 
 
-def _without_image(body: dict[str, Any], image_key: str | None) -> dict[str, Any]:
-    messages = []
-    for m in body["messages"]:
-        content = m["content"]
-        if isinstance(content, list):
-            content = [
-                {"type": "image", "content_key": image_key} if p.get("type") == "image_url" else p
-                for p in content
-            ]
-        messages.append({**m, "content": content})
-    return {**body, "messages": messages}
+def chat_key(model: Any, request: ChatRequest, image_keys: Any = None) -> str:
+    """The store key of `request` (its images by content)."""
+    body = model.request_body(request, image_keys or ImageKeys())
+    return request_key("chat", model=model.fingerprint, body=body)
+
+
+def is_imported(record: Any) -> bool:
+    """Whether a stored record is an answer imported from a file."""
+    response = record.get("response") if isinstance(record, dict) else None
+    return isinstance(response, dict) and "imported_from" in response
 
 
 def chat_answers(
     model: Any,
-    requests: Sequence[tuple[str, bytes | None]],
+    requests: Sequence[tuple[str, bytes | None] | ChatRequest],
+    store: RequestStore | None,
+    **send: Any,
+) -> tuple[list[str], ChatStats]:
+    """The answers to `requests` ((prompt, image bytes) or conversations), in order; `send`:
+    options of `chat_records`."""
+    asked = [r if isinstance(r, ChatRequest) else ChatRequest.ask(*r) for r in requests]
+    records, stats = chat_records(model, asked, store, **send)
+    return [r["text"] for r in records], stats
+
+
+def chat_records(
+    model: Any,
+    requests: Sequence[ChatRequest],
     store: RequestStore | None,
     *,
     replay_only: bool = False,
@@ -68,29 +109,40 @@ def chat_answers(
     concurrency: int = 4,
     retries: int = 5,
     backoff: float = 1.0,
-) -> tuple[list[str], ChatStats]:
-    """The answers to (prompt, image bytes) `requests`, in order."""
+) -> tuple[list[dict[str, Any]], ChatStats]:
+    """The stored records (`{"text", "response"}`) of `requests`, in order, sending the
+    missing ones."""
     stats = ChatStats()
-    bodies = [model.body(p, img) for p, img in requests]
-    keys = [chat_key(model, b, img) for b, (_, img) in zip(bodies, requests, strict=True)]
+    image_keys = ImageKeys()
+    keys = [chat_key(model, r, image_keys) for r in requests]
     unique = list(dict.fromkeys(keys))
     stats.n_requests = len(unique)
     found = store.get_records(unique) if store is not None else {}
-    answers = {k: v["text"] for k, v in found.items() if isinstance(v, dict) and "text" in v}
-    stats.n_stored = len(answers)
-    todo = [k for k in unique if k not in answers]
+    records = {k: v for k, v in found.items() if isinstance(v, dict) and "text" in v}
+    stats.n_stored = len(records)
+    stats.n_imported = sum(is_imported(v) for v in records.values())
+    todo = [k for k in unique if k not in records]
     _guard(todo, replay_only, max_requests, store)
     if todo:
-        body_of = dict(zip(keys, bodies, strict=True))
-        _send_all(model, todo, body_of, store, answers, stats, concurrency, retries, backoff)
+        request_of = dict(zip(keys, requests, strict=True))
+        _send_all(model, todo, request_of, store, records, stats, concurrency, retries, backoff)
     if stats.failures:
-        raise ModelError(
-            f"{model.name}: {len(stats.failures)} of {len(todo)} requests failed (first: "
-            f"{stats.failures[0]}; rate limits, server errors and time-outs were tried {retries} "
-            f"times, other errors once); the {stats.n_sent} answers received are stored: run the "
-            "same command again to send only the rest"
+        raise ModelError(_failed(model, stats, len(todo), retries))
+    return [records[k] for k in keys], stats
+
+
+def _failed(model: Any, stats: ChatStats, n_todo: int, retries: int) -> str:
+    if stats.stopped:
+        return (
+            f"{model.name}: {stats.failures[0]}; nothing more was sent (the {stats.n_sent} "
+            "answers received are stored)"
         )
-    return [answers[k] for k in keys], stats
+    return (
+        f"{model.name}: {len(stats.failures)} of {n_todo} requests failed (first: "
+        f"{stats.failures[0]}; rate limits, server errors and time-outs were tried {retries} "
+        f"times, other errors once); the {stats.n_sent} answers received are stored: run the "
+        "same command again to send only the rest"
+    )
 
 
 def _guard(
@@ -111,9 +163,9 @@ def _guard(
 def _send_all(
     model: Any,
     todo: list[str],
-    body_of: dict[str, dict[str, Any]],
+    request_of: dict[str, ChatRequest],
     store: RequestStore | None,
-    answers: dict[str, str],
+    records: dict[str, dict[str, Any]],
     stats: ChatStats,
     concurrency: int,
     retries: int,
@@ -122,18 +174,28 @@ def _send_all(
     import httpx
 
     lock = threading.Lock()
+    stop = threading.Event()
 
     def one(key: str) -> None:
+        if stop.is_set():
+            return
+        body = model.request_body(request_of[key])  # images as data URLs, only now
         try:
-            text, raw = _with_retries(model, client, body_of[key], retries, backoff, stats, lock)
+            text, raw = _with_retries(model, client, body, retries, backoff, stats, lock)
         except (ModelError, _GaveUp) as exc:
             with lock:
-                stats.failures.append(str(exc))
+                if isinstance(exc, StopRun) and not stats.stopped:
+                    stats.stopped = True
+                    stats.failures.insert(0, str(exc))
+                    stop.set()
+                elif not isinstance(exc, StopRun):
+                    stats.failures.append(str(exc))
             return
+        record = {"text": text, "response": raw}
         if store is not None:
-            store.put_records([key], [{"text": text, "response": raw}])  # stored as it arrives
+            store.put_records([key], [record])  # stored as it arrives
         with lock:
-            answers[key] = text
+            records[key] = record
             stats.n_sent += 1
 
     with (
@@ -162,3 +224,26 @@ def _with_retries(
         except RetryableError as exc:
             last = str(exc)
     raise _GaveUp(last)
+
+
+def answer_probabilities(
+    model: Any,
+    pairs: Sequence[tuple[bytes | None, str]],
+    store: RequestStore | None,
+    *,
+    question: str,
+    answers: Sequence[str] = ("Yes", "No"),
+    **send: Any,
+) -> tuple[list[dict[str, AnswerProb]], ChatStats]:
+    """P(answer) for each of `answers` to `question` (a template with `{text}`) about each
+    (image bytes, text) pair, in order, through the store; `send`: options of
+    `chat_records`."""
+    per_pair = [model.logprob_requests(img, question.format(text=t), answers) for img, t in pairs]
+    flat = [r for reqs in per_pair for r in reqs]
+    records, stats = chat_records(model, flat, store, **send)
+    out, at = [], 0
+    for reqs in per_pair:
+        raws = [rec["response"] for rec in records[at : at + len(reqs)]]
+        out.append(model.answer_probs(raws, answers))
+        at += len(reqs)
+    return out, stats

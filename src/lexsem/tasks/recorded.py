@@ -11,7 +11,9 @@ The file is JSON Lines (one object per line) or a JSON list of objects, each wit
 - `prompt`: optional, a name of `lexsem.tasks.choice.PROMPTS` (else the one given to
   `read_answers`).
 
-Errors name the file and the line (JSONL) or the record (JSON list).
+Errors name the file and the line (JSONL) or the record (JSON list). `read_answer_records`
+keeps where each answer is (`line 3`, `record 3`), for checks made later (`lexsem ask
+--import`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 from lexsem.errors import DataError
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
 
-__all__ = ["read_answers"]
+__all__ = ["read_answer_records", "read_answers"]
 
 _ORDERINGS = {o for names in ORDERINGS.values() for o in names}
 
@@ -31,6 +33,13 @@ _ORDERINGS = {o for names in ORDERINGS.values() for o in names}
 def read_answers(path: str | Path, *, prompt: str | None, subset: str | None) -> list[Answer]:
     """The answers of the file at `path` (see the module doc); `prompt` / `subset`: the values
     of records that give none."""
+    return [a for _, a in read_answer_records(path, prompt=prompt, subset=subset)]
+
+
+def read_answer_records(
+    path: str | Path, *, prompt: str | None, subset: str | None
+) -> list[tuple[str, Answer]]:
+    """`read_answers`, each answer with where it is in the file (`line 3` / `record 3`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -39,7 +48,7 @@ def read_answers(path: str | Path, *, prompt: str | None, subset: str | None) ->
     records = _records(path, text)
     if not records:
         raise DataError(f"{path}: no answers in the file")
-    return [_answer(path, where, rec, prompt, subset) for where, rec in records]
+    return [(where, _answer(path, where, rec, prompt, subset)) for where, rec in records]
 
 
 def _records(path: Path, text: str) -> list[tuple[str, Any]]:
