@@ -164,14 +164,21 @@ class OraclePairScorer:
 
 
 class ConstantPairScorer(OraclePairScorer):
+    """Scores every pair `value` (0 by default; 0.5 is P(yes) = P(no) for the yes/no task)."""
+
     name = "constant"
 
-    def __init__(self) -> None:
+    def __init__(self, value: float = 0.0) -> None:
         super().__init__({})
+        self.value = value
 
     @property
     def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-constant"}
+        fp: dict[str, Any] = {"backend": "test-constant"}
+        return fp if self.value == 0.0 else {**fp, "value": self.value}
+
+    def score(self, images: Any, texts: Sequence[str]) -> np.ndarray:
+        return np.full(len(texts), self.value)
 
 
 def image_key_of(data: bytes) -> bytes:

@@ -291,7 +291,10 @@ def _models(task: str, items: list[Any], store: ImageStore) -> tuple[Any, Any]:
         return OracleTextScorer(items), ConstantTextScorer()
     if modality == "text":
         return OracleTextEncoder(items), ConstantTextEncoder()
-    return OraclePairScorer(_image_truth(items, store)), ConstantPairScorer()
+    oracle = OraclePairScorer(_image_truth(items, store))
+    if get_task(task).probability_scores:  # 0.5 is P(yes) = P(no): every answer a tie
+        return oracle, ConstantPairScorer(0.5)
+    return oracle, ConstantPairScorer()
 
 
 def _cases() -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ from lexsem.stats.bootstrap import ci_memo
 from lexsem.stats.ties import Hits
 from lexsem.tasks.base import Task
 from lexsem.tasks.blind import BLIND_TRIPLET, blind_task
-from lexsem.tasks.registry import BLIND, SYNONYMS, get_task
+from lexsem.tasks.registry import BLIND, SYNONYMS, find_task, get_task
 
 CI_STORE = "bootstrap-intervals"  # the request store of bootstrap intervals, beside the models'
 
@@ -344,9 +344,18 @@ def select_tasks(
     if not supported:
         raise LexsemError(_none_supported(spec, caps))
     if not requested:
-        return supported
+        return supported  # opt-in tasks run only when named
+    supported += [t for t in spec.opt_in_tasks if _can_run(get_task(t), caps)]
     chosen = [_choose(t, supported, spec) for t in requested]
     return list(dict.fromkeys(chosen))
+
+
+def _can_run(task: Task, caps: set[str]) -> bool:
+    """Whether a model with `caps` can run `task`: a task that reads scores as probabilities
+    needs a pair scorer (`Task.probability_scores`), other tasks a model of their modality."""
+    if task.probability_scores:
+        return PAIR in caps
+    return TEXT in caps if task.modality == "text" else bool(caps & {IMAGE, PAIR})
 
 
 def _choose(task: str, supported: list[str], spec: Any) -> str:
@@ -355,12 +364,24 @@ def _choose(task: str, supported: list[str], spec: Any) -> str:
     if SYNONYMS.get(task) in supported:
         return SYNONYMS[task]
     if task in spec.tasks:
-        raise LexsemError(f"this model cannot run task {task!r} of benchmark {spec.name!r}")
+        raise LexsemError(
+            f"this model cannot run task {task!r} of benchmark {spec.name!r}{_why_not(task)}"
+        )
     from lexsem.registry import did_you_mean
 
     raise LexsemError(
         f"benchmark {spec.name!r} does not support task {task!r}"
         f"{did_you_mean(task, list(spec.tasks))} (supported: {', '.join(spec.tasks)})"
+    )
+
+
+def _why_not(task: str) -> str:
+    spec = find_task(task)
+    if spec is None or not spec.probability_scores:
+        return ""
+    return (
+        ": it reads each image-text score as a probability (yes above 0.5) and needs a pair "
+        "scorer whose scores are probabilities, such as vqa:MODEL?score=vqa_norm"
     )
 
 

@@ -92,6 +92,9 @@ class Benchmark:
     extra_aggregates: ExtraAggregates | None = field(default=None, repr=False)
     # how its images are decoded (a preset name of `lexsem.images.decode`), as its reference does
     decode: str = "default"
+    # tasks run only when named (`--task`), never by default, so that default runs do not change
+    # (SugarCrepe++'s per-caption yes/no task, `lexsem.tasks.yesno`)
+    opt_in_tasks: tuple[str, ...] = ()
 
     def subset(self, name: str) -> SubsetSpec:
         for s in self.subsets:
@@ -107,7 +110,8 @@ class Benchmark:
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        return self.text_tasks + self.image_tasks
+        """Every task it supports, the opt-in ones included."""
+        return self.text_tasks + self.image_tasks + self.opt_in_tasks
 
     @property
     def sources(self) -> tuple[SourceFile, ...]:

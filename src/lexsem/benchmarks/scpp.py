@@ -1,6 +1,7 @@
 """SugarCrepe++ (Dumpala et al., "SugarCrepe++ Dataset: Vision-Language Model Sensitivity to
 Semantic and Lexical Alterations", NeurIPS 2024 Datasets & Benchmarks): an image, two
-paraphrases P1, P2 and a lexically close negative N, 5 subsets (§3); ITT and TOT (§4)."""
+paraphrases P1, P2 and a lexically close negative N, 5 subsets (§3); ITT and TOT (§4); on
+request (`--task yesno`) the yes/no answer per caption of App. G.1, Table 17."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ BENCHMARK = Benchmark(
     loader=file_loader(load_scpp_json),
     text_tasks=("tot",),
     image_tasks=("itt",),
+    opt_in_tasks=("yesno",),  # Table 17's yes/no per caption, for generative VLMs
     paper="Dumpala et al., SugarCrepe++, NeurIPS 2024 Datasets & Benchmarks",
     images="COCO val2017",
     decode="open_clip_raw",

@@ -39,6 +39,7 @@ _LABELS = {
     "p2n": "P2-N",
     "itt": "ITT",
     "i2t": "I2T",
+    "yesno": "Yes/No",
 }
 
 # Quad tasks: the column order of the papers' tables (BiVLC Tables 3-4: I2T, T2I, Group, then

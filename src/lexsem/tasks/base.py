@@ -37,6 +37,10 @@ class Task:
 
     `metrics[0]` is the task's main metric; `chance` gives each metric's random-guess accuracy
     (percent) where it is defined; `labels` the paper's name of each metric for tables.
+    `probability_scores`: the task reads each image-text score as the probability of a match
+    and compares it with 0.5 (not with another score): only a pair scorer can run it (the
+    evaluator refuses any other model before any model work); that the scorer's scores are
+    probabilities is the user's choice of model (`vqa:...?score=vqa_norm`).
     """
 
     name: str
@@ -48,6 +52,7 @@ class Task:
     compute: Callable[[Columns, TiePolicy], dict[str, Hits]] = field(repr=False)
     chance: Mapping[str, float] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
+    probability_scores: bool = False
 
     @property
     def column_names(self) -> tuple[str, ...]:

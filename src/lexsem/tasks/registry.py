@@ -19,6 +19,7 @@ for _name, _target in {
     "t2t": "lexsem.tasks.triplet:T2T",
     "itt": "lexsem.tasks.triplet:ITT",
     "i2t": "lexsem.tasks.triplet:I2T",
+    "yesno": "lexsem.tasks.yesno:YESNO",
     "pair": "lexsem.tasks.pair:PAIR",
     "bivlc": "lexsem.tasks.quad:BIVLC",
     "winoground": "lexsem.tasks.quad:WINOGROUND",
