@@ -188,3 +188,26 @@ def image_key_of(data: bytes) -> bytes:
 
     with Image.open(io.BytesIO(data)) as im:
         return _pixels_key(im)
+
+
+def scpp_user_files(tmp_path: Path) -> tuple[str, Path]:
+    """`TRIPLETS` as user files in the SugarCrepe++ format (`scpp:DIR`), with generated
+    images in a folder to pass as `coco_val2017`: (benchmark selector, image folder)."""
+    import json
+
+    from PIL import Image
+
+    files = tmp_path / "triplets"
+    files.mkdir()
+    for sub, rows in TRIPLETS.items():
+        recs = [
+            {"id": i, "filename": f"{i}.jpg", "caption": p1, "caption2": p2, "negative_caption": n}
+            for i, (p1, p2, n) in enumerate(rows)
+        ]
+        (files / f"{sub}.json").write_text(json.dumps(recs), encoding="utf-8")
+    images = tmp_path / "val2017"
+    images.mkdir()
+    rng = np.random.default_rng(3)
+    for i in range(3):
+        Image.fromarray(rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)).save(images / f"{i}.jpg")
+    return f"scpp:{files}", images

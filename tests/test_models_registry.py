@@ -21,7 +21,7 @@ from lexsem.models.options import COMMON, Option, positive_int
 from lexsem.models.protocols import TextEncoder, TextScorer, fingerprint_key
 from lexsem.models.spec import ModelSpec, parse_model_spec
 
-BUILT_IN = ["clip", "cola", "hf", "itm", "lm", "openclip", "st", "vera", "vgpt", "vqa"]
+BUILT_IN = ["clip", "cola", "hf", "itm", "lm", "openclip", "st", "vera", "vgpt", "vlm", "vqa"]
 
 
 class CharScorer(LazyModel):

@@ -6,7 +6,6 @@ item is a hit when the answers are yes to P1, yes to P2 and no to N.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,9 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from PIL import Image
 
-from fakes import TRIPLETS, BagOfWordsEncoder, TinyDualEncoder, tiny_preprocess
+from fakes import TRIPLETS, BagOfWordsEncoder, TinyDualEncoder, scpp_user_files, tiny_preprocess
 from lexsem import evaluate
 from lexsem.benchmarks import registry
 from lexsem.engine.runner import IMAGE, PAIR, TEXT
@@ -175,21 +173,7 @@ class TablePairScorer:
 
 @pytest.fixture
 def scpp_files(tmp_path: Path) -> tuple[str, Path]:
-    """fakes.TRIPLETS as user files in the SugarCrepe++ format (`scpp:DIR`), with images."""
-    files = tmp_path / "triplets"
-    files.mkdir()
-    for sub, rows in TRIPLETS.items():
-        recs = [
-            {"id": i, "filename": f"{i}.jpg", "caption": p1, "caption2": p2, "negative_caption": n}
-            for i, (p1, p2, n) in enumerate(rows)
-        ]
-        (files / f"{sub}.json").write_text(json.dumps(recs), encoding="utf-8")
-    images = tmp_path / "val2017"
-    images.mkdir()
-    rng = np.random.default_rng(3)
-    for i in range(3):
-        Image.fromarray(rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)).save(images / f"{i}.jpg")
-    return f"scpp:{files}", images
+    return scpp_user_files(tmp_path)
 
 
 def _run(sel: str, images: Path, **settings: Any) -> Any:

@@ -27,7 +27,16 @@ from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark, load_benchmark
 from lexsem.config import EvalConfig
 from lexsem.engine.plan import Work, make_plan
-from lexsem.engine.runner import IMAGE, PAIR, SCORER, TEXT, RunOptions, capabilities, execute
+from lexsem.engine.runner import (
+    ANSWER,
+    IMAGE,
+    PAIR,
+    SCORER,
+    TEXT,
+    RunOptions,
+    capabilities,
+    execute,
+)
 from lexsem.engine.scores import Scores
 from lexsem.engine.store import RequestStore
 from lexsem.errors import LexsemError
@@ -113,7 +122,7 @@ class Evaluator:
         plan = make_plan(works, pairs_as_texts=PAIR not in caps)
         store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if cfg.use_cache else None
         try:
-            images = self.image_store() if plan.pairs else None
+            images = self.image_store() if plan.pairs or plan.asks else None
             outcome = execute(model, plan, store, images, self._options())
         finally:
             if store is not None:
@@ -172,14 +181,16 @@ class Evaluator:
         )
 
     def _image_cfg(self, plan: Any) -> dict[str, Any]:
-        if not plan.pairs:
+        if not plan.pairs and not plan.asks:
             return {}
         from lexsem.images.decode import get_profile
 
         return {
             "on_error": "skip" if self.config.skip_bad_images else "raise",
             "exif_transpose": self.config.exif_transpose,  # None: each profile decides
-            "decode": {name: get_profile(name).describe() for name in sorted(plan.pairs)},
+            "decode": {
+                name: get_profile(name).describe() for name in sorted({*plan.pairs, *plan.asks})
+            },
         }
 
     def _work(self, bench: LoadedBenchmark, caps: set[str]) -> Work:
@@ -225,6 +236,11 @@ def _score_task(
     out: _Scored,
 ) -> None:
     cols = {c.name: scores.column(c, work.items, work.decode) for c in task.columns}
+    texts = {
+        f"text_{c.name}": np.array(scores.answer_texts(c, work.items, work.decode), dtype=object)
+        for c in task.columns
+        if c.kind == "answer"
+    }
     flags = {c.name for c in task.columns if c.kind == "flag"}
     valid = np.logical_and.reduce(
         [np.isfinite(v) for k, v in cols.items() if k not in flags]
@@ -235,6 +251,7 @@ def _score_task(
             out.skipped.setdefault(it.subset, []).append(it.id)
     items = [it for it, ok in zip(work.items, valid, strict=True) if ok]
     cols = {k: v[valid] for k, v in cols.items()}
+    texts = {k: v[valid] for k, v in texts.items()}
     subset_of = np.array([it.subset for it in items])
     # subsets with no item scored (every image skipped) get no row; the coverage says so
     by_items = {
@@ -274,7 +291,9 @@ def _score_task(
                 )
             )
         out.tables.append(
-            _items_table(bench.spec.name, task.name, metric, items, subset_of, hits, cols)
+            _items_table(
+                bench.spec.name, task.name, metric, items, subset_of, hits, {**cols, **texts}
+            )
         )
 
 
@@ -297,7 +316,7 @@ def _items_table(
             "metric": pa.array([metric] * n, pa.string()),
             "hit": pa.array(hits.hits, pa.bool_()),
             "tie": pa.array(hits.ties, pa.bool_()),
-            **{k: pa.array(v) for k, v in cols.items()},
+            **{k: pa.array(v.tolist() if v.dtype == object else v) for k, v in cols.items()},
         }
     )
 
@@ -338,6 +357,8 @@ def select_tasks(
         if requested and set(requested) != {BLIND}:
             raise LexsemError("a blind text scorer runs the task 'blind' only")
         return [BLIND]
+    if ANSWER in caps:
+        return _answer_tasks(spec, requested)
     supported = list(spec.text_tasks) if TEXT in caps else []
     if caps & {IMAGE, PAIR}:
         supported += list(spec.image_tasks)
@@ -348,6 +369,29 @@ def select_tasks(
     supported += [t for t in spec.opt_in_tasks if _can_run(get_task(t), caps)]
     chosen = [_choose(t, supported, spec) for t in requested]
     return list(dict.fromkeys(chosen))
+
+
+def _answer_tasks(spec: Any, requested: Sequence[str] | None) -> list[str]:
+    """The multiple-choice tasks a generative model answers on `spec`: the requested ones, or
+    the papers' main prompt of its item kind (`choice_scpp1`, `choice_sc_gpt4v`)."""
+    from lexsem.tasks.choice_task import choice_tasks_for
+
+    offered = choice_tasks_for(spec.item_kind) if spec.image_tasks else []
+    if not offered:
+        raise LexsemError(
+            f"a generative model answers multiple-choice prompts about images with 2 or 3 "
+            f"captions; benchmark {spec.name!r} ({spec.item_kind} items"
+            f"{'' if spec.image_tasks else ', no images'}) has no such task"
+        )
+    if not requested:
+        return offered[:1]
+    wrong = [t for t in requested if t not in offered]
+    if wrong:
+        raise LexsemError(
+            f"a generative model runs the multiple-choice tasks of {spec.name!r} "
+            f"({', '.join(offered)}), not {', '.join(wrong)}"
+        )
+    return list(dict.fromkeys(requested))
 
 
 def _can_run(task: Task, caps: set[str]) -> bool:

@@ -54,7 +54,7 @@ from lexsem.images.memory import DecodedImages
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
 from lexsem.images.refs import ImageError, ResolvedImage
 from lexsem.images.store import ImageStore
-from lexsem.models.protocols import ImageEncoder, ImageRows, PairScorer
+from lexsem.models.protocols import Answerer, ImageEncoder, ImageRows, PairScorer
 
 __all__ = [
     "ImageEmbedStats",
@@ -62,6 +62,7 @@ __all__ = [
     "default_num_workers",
     "embed_images",
     "image_key",
+    "pair_answers",
     "pair_key",
     "pair_scores",
 ]
@@ -691,8 +692,85 @@ def _take(inputs: Any, index: Any) -> Any:
     return inputs[index]
 
 
+@dataclass(frozen=True)
+class _PairValues:
+    """What a pair request yields and where it is kept: scores (float64 scalars in the store,
+    NaN for a skipped pair) or free-form answers (JSON records ``{"text": ...}``, None)."""
+
+    what: str  # for the progress bar
+    get: Callable[[RequestStore, list[str]], dict[str, Any]]
+    put: Callable[[RequestStore, list[str], list[Any]], None]
+    compute: Callable[[Any, Any, list[tuple[int, str, str]]], list[Any]]
+    empty: Callable[[int], np.ndarray]
+
+
+def _get_answers(cache: RequestStore, keys: list[str]) -> dict[str, Any]:
+    return {k: r["text"] for k, r in cache.get_records(keys).items()}
+
+
+def _put_answers(cache: RequestStore, keys: list[str], texts: list[Any]) -> None:
+    cache.put_records(keys, [{"text": t} for t in texts])
+
+
+_SCORES = _PairValues(
+    "scoring pairs",
+    lambda cache, keys: cache.get_scalars(keys),
+    lambda cache, keys, vals: cache.put_scalars(keys, np.asarray(vals, dtype=np.float64)),
+    lambda model, inputs, chunk: _scored(model, inputs, chunk).tolist(),
+    lambda n: np.full(n, np.nan, dtype=np.float32),
+)
+_ANSWERS = _PairValues(
+    "answering",
+    _get_answers,
+    _put_answers,
+    lambda model, inputs, chunk: _answered(model, inputs, chunk),
+    lambda n: np.full(n, None, dtype=object),
+)
+
+
 def pair_scores(
     scorer: PairScorer,
+    pairs: Sequence[tuple[str, str]],
+    store: ImageStore,
+    cache: RequestStore | None = None,
+    **options: Any,
+) -> tuple[np.ndarray, PairScoreStats, list[str]]:
+    """Scores of (image reference, text) `pairs` by `scorer` (float32, shape ``(len(pairs),)``).
+
+    Identical (image content, text) pairs are scored once; each image needed is decoded and
+    preprocessed once (in the DataLoader), then paired with all its texts (one image's texts
+    reach `score` in consecutive rows, so a scorer can share work between them).
+    `batch_size` is both the number of images per DataLoader batch and the number of pairs per
+    `score` call.
+
+    With a `cache` (the scorer's own `RequestStore`, keyed by its fingerprint) each score is
+    stored as a float64 scalar under `pair_key` (image content key + text), so a rerun decodes
+    no image and one image reached by two references is scored once. Errors and `on_error` /
+    `labels` / `exif_transpose` / `profiles` work as in `embed_images` (the image key, hence the
+    pair key, includes the decode variant); skipped pairs score NaN and their image references
+    are returned in ``skipped``. Options: `batch_size` (32), `num_workers`, `on_error`,
+    `labels`, `exif_transpose`, `profiles`, `progress`, `decoded`.
+    """
+    return _pair_values(_SCORES, scorer, pairs, store, cache, **options)
+
+
+def pair_answers(
+    answerer: Answerer,
+    pairs: Sequence[tuple[str, str]],
+    store: ImageStore,
+    cache: RequestStore | None = None,
+    **options: Any,
+) -> tuple[np.ndarray, PairScoreStats, list[str]]:
+    """The free-form answers of `answerer` to (image reference, prompt) `pairs` (an object
+    array of str; None where the image was skipped), as `pair_scores` makes scores: each
+    unique (image content, prompt) asked once, each answer stored as a JSON record under its
+    pair key as soon as its batch is answered, so a rerun asks nothing again."""
+    return _pair_values(_ANSWERS, answerer, pairs, store, cache, **options)
+
+
+def _pair_values(
+    kind: _PairValues,
+    scorer: Any,
     pairs: Sequence[tuple[str, str]],
     store: ImageStore,
     cache: RequestStore | None = None,
@@ -706,19 +784,6 @@ def pair_scores(
     progress: bool = False,
     decoded: DecodedImages | None = None,
 ) -> tuple[np.ndarray, PairScoreStats, list[str]]:
-    """Scores of (image reference, text) `pairs` by `scorer` (float32, shape ``(len(pairs),)``).
-
-    Identical (image content, text) pairs are scored once; each image needed is decoded and
-    preprocessed once (in the DataLoader), then paired with all its texts. `batch_size` is both
-    the number of images per DataLoader batch and the number of pairs per `score` call.
-
-    With a `cache` (the scorer's own `RequestStore`, keyed by its fingerprint) each score is
-    stored as a float64 scalar under `pair_key` (image content key + text), so a rerun decodes
-    no image and one image reached by two references is scored once. Errors and `on_error` /
-    `labels` / `exif_transpose` / `profiles` work as in `embed_images` (the image key, hence the
-    pair key, includes the decode variant); skipped pairs score NaN and their image references
-    are returned in ``skipped``.
-    """
     stats = PairScoreStats(n_pairs=len(pairs))
     t0 = time.perf_counter()
     scan = _scan_for(
@@ -731,9 +796,9 @@ def pair_scores(
     stats.n_unique = len(pair_of)
 
     t1 = time.perf_counter()
-    found = cache.get_scalars(list(pair_of)) if cache is not None and pair_of else {}
+    found = kind.get(cache, list(pair_of)) if cache is not None and pair_of else {}
     stats.cache_s += time.perf_counter() - t1
-    scores: dict[str, float] = dict(found)
+    scores: dict[str, Any] = dict(found)
     stats.n_cached = len(scores)
 
     todo: dict[str, list[tuple[str, str]]] = {}  # image key -> [(pair key, text)]
@@ -745,7 +810,7 @@ def pair_scores(
         stats.n_images = len(dec.entries)
         stats.num_workers, stats.n_from_memory = dec.workers, dec.n_from_memory
         n_todo = sum(len(v) for v in todo.values())
-        bar = Progress("scoring pairs", n_todo, unit="pairs", enabled=progress, store=cache)
+        bar = Progress(kind.what, n_todo, unit="pairs", enabled=progress, store=cache)
         with bar:
             t2, cache_before = time.perf_counter(), stats.cache_s
             for batch in dec.batches:
@@ -760,19 +825,19 @@ def pair_scores(
                 ]
                 for start in range(0, len(rows), batch_size):
                     chunk = rows[start : start + batch_size]
-                    vals = _scored(scorer, batch.inputs, chunk)
+                    vals = kind.compute(scorer, batch.inputs, chunk)
                     keys = [pk for _, pk, _ in chunk]
                     if cache is not None:
                         t3 = time.perf_counter()
-                        cache.put_scalars(keys, vals)
+                        kind.put(cache, keys, vals)
                         stats.cache_s += time.perf_counter() - t3
-                    scores.update(zip(keys, vals.tolist(), strict=True))
+                    scores.update(zip(keys, vals, strict=True))
                     stats.n_scored += len(keys)
                     bar.saved(len(keys) if cache is not None else 0)
                     bar.advance(len(keys))
             stats.score_s = time.perf_counter() - t2 - (stats.cache_s - cache_before)
 
-    out = np.full(len(pairs), np.nan, dtype=np.float32)
+    out = kind.empty(len(pairs))
     for i, ((img, _), pk) in enumerate(zip(pairs, pkey_of, strict=True)):
         if pk is None or img in skipped:
             stats.n_skipped += 1
@@ -796,6 +861,21 @@ def _pair_keys(
         if pk is not None:
             pair_of.setdefault(pk, (ikey, text))  # type: ignore[arg-type]
     return pkey_of, pair_of
+
+
+def _answered(answerer: Answerer, inputs: Any, chunk: list[tuple[int, str, str]]) -> list[str]:
+    """The answers (str) to one chunk of (batch row, pair key, prompt), checked."""
+    import torch
+
+    idx = torch.as_tensor([row for row, _, _ in chunk], dtype=torch.long)
+    prompts = [text for _, _, text in chunk]
+    answers = list(answerer.answer(_take(inputs, idx), prompts))
+    if len(answers) != len(prompts) or not all(isinstance(a, str) for a in answers):
+        raise ModelError(
+            f"answerer {answerer.name!r} returned {len(answers)} answers for {len(prompts)} "
+            "prompts (one str each expected)"
+        )
+    return answers
 
 
 def _scored(scorer: PairScorer, inputs: Any, chunk: list[tuple[int, str, str]]) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Planning: the unique requests of every benchmark x task in a run, each to be made once.
 
 The plan reads only task columns (`lexsem.tasks.base.Column`): which texts a text encoder or a
-blind scorer must see, and which (image, text) pairs an image model must score. It knows no
+blind scorer must see, which (image, text) pairs an image model must score, and which (image,
+prompt) pairs a generative model must answer. It knows no
 benchmark and no item kind.
 """
 
@@ -31,6 +32,7 @@ class Work:
 class Plan:
     texts: list[str] = field(default_factory=list)  # unique texts, first-seen order
     pairs: dict[str, list[Pair]] = field(default_factory=dict)  # decode profile -> unique pairs
+    asks: dict[str, list[Pair]] = field(default_factory=dict)  # profile -> (image, prompt)
     labels: dict[str, str] = field(default_factory=dict)  # image ref -> "bench/subset#id"
 
     @property
@@ -48,11 +50,12 @@ def unique_texts(item_lists: Iterable[Iterable[Item]]) -> list[str]:
     return list(seen)
 
 
-def image_pairs(work: Work, task: Task) -> list[Pair]:
-    """The (image, text) pair of every image column of `task`, item by item, column by column."""
+def image_pairs(work: Work, task: Task, kind: str = "image_text") -> list[Pair]:
+    """The (image, text) pair of every column of `kind` of `task` (image-text scores, or the
+    (image, prompt) of `answer` columns), item by item, column by column."""
     out: list[Pair] = []
     for col in task.columns:
-        if col.kind != "image_text":
+        if col.kind != kind:
             continue
         for it in work.items:
             ref, text = col.get(it)
@@ -68,15 +71,18 @@ def make_plan(works: Sequence[Work], *, pairs_as_texts: bool) -> Plan:
     plan = Plan()
     text_lists: list[list[str]] = []
     pairs: dict[str, dict[Pair, None]] = {}
+    asks: dict[str, dict[Pair, None]] = {}
     for w in works:
         for task in w.tasks:
             if task.modality in ("text", "blind"):
                 text_lists.append([t for it in w.items for t in it.texts()])
-            found = image_pairs(w, task)
-            for it_pair in found:
+            for it_pair in image_pairs(w, task):
                 pairs.setdefault(w.decode, {}).setdefault(it_pair, None)
+            for it_pair in image_pairs(w, task, "answer"):
+                asks.setdefault(w.decode, {}).setdefault(it_pair, None)
             _label_refs(plan.labels, w, task)
     plan.pairs = {profile: list(p) for profile, p in pairs.items()}
+    plan.asks = {profile: list(p) for profile, p in asks.items()}
     if pairs_as_texts:
         text_lists += [[t for _, t in p] for p in plan.pairs.values()]
     plan.texts = list(dict.fromkeys(t for lst in text_lists for t in lst))
@@ -85,6 +91,6 @@ def make_plan(works: Sequence[Work], *, pairs_as_texts: bool) -> Plan:
 
 def _label_refs(labels: dict[str, str], work: Work, task: Task) -> None:
     for col in task.columns:
-        if col.kind == "image_text":
+        if col.kind in ("image_text", "answer"):
             for it in work.items:
                 labels.setdefault(col.get(it)[0], f"{work.benchmark}/{it.subset}#{it.id}")

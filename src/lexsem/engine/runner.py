@@ -20,9 +20,9 @@ from lexsem.engine.scores import Scores
 from lexsem.engine.similarity import l2_normalize
 from lexsem.engine.store import RequestStore
 from lexsem.engine.text_scores import score_texts
-from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, TextScorer
+from lexsem.models.protocols import Answerer, ImageEncoder, PairScorer, TextEncoder, TextScorer
 
-TEXT, IMAGE, PAIR, SCORER = "text", "image", "pair", "scorer"
+TEXT, IMAGE, PAIR, SCORER, ANSWER = "text", "image", "pair", "scorer", "answer"
 
 
 def capabilities(model: object) -> set[str]:
@@ -35,6 +35,8 @@ def capabilities(model: object) -> set[str]:
         caps.add(PAIR)
     if isinstance(model, TextScorer):
         caps.add(SCORER)
+    if isinstance(model, Answerer):
+        caps.add(ANSWER)
     return caps
 
 
@@ -69,6 +71,10 @@ def execute(
         else:
             _images(model, plan, store, images, opts, out)
         out.timing["image_s"] = time.perf_counter() - t0
+    if plan.asks:
+        t0 = time.perf_counter()
+        _asks(model, plan, store, images, opts, out)
+        out.timing["image_s"] = out.timing.get("image_s", 0.0) + time.perf_counter() - t0
     return out
 
 
@@ -160,6 +166,35 @@ def _pairs(
         )
         _add_reasons(out.timing, pst.skip_reasons)
     out.scores.pair_values = np.concatenate(values)
+
+
+def _asks(
+    model: Any,
+    plan: Plan,
+    store: RequestStore | None,
+    images: Any,
+    opts: RunOptions,
+    out: Outcome,
+) -> None:
+    from lexsem.engine.images import pair_answers
+
+    for profile, pairs in plan.asks.items():
+        texts, ast, _ = pair_answers(
+            model, pairs, images, store, **_image_args(plan, opts, profile)
+        )
+        out.scores.answers.update(
+            {(profile, r, p): t for (r, p), t in zip(pairs, texts.tolist(), strict=True)}
+        )
+        _add(
+            out.timing,
+            n_pairs_unique=ast.n_unique,
+            n_pairs_cached=ast.n_cached,
+            n_pairs_scored=ast.n_scored,
+            n_images_unique=ast.n_images,
+            n_images_from_memory=ast.n_from_memory,
+            n_images_skipped=ast.n_skipped,
+        )
+        _add_reasons(out.timing, ast.skip_reasons)
 
 
 def _images(

@@ -2,8 +2,8 @@
 
 A column (`lexsem.tasks.base.Column`) becomes one float array over a benchmark's items: the
 cosine of two text embeddings, the cosine of an image and a text embedding (dual encoders) or a
-pair scorer's score, a blind per-text score (oriented so that higher = more plausible), or a
-flag read from the item.
+pair scorer's score, a blind per-text score (oriented so that higher = more plausible), a
+flag read from the item, or a generative model's answer read into a number by the column.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ class Scores:
     pair_values: np.ndarray | None = None  # pair scorer outputs
     pair_index: dict[tuple[str, str, str], int] = field(default_factory=dict)
     text_score: dict[str, float] = field(default_factory=dict)  # blind, higher = better
+    answers: dict[tuple[str, str, str], str | None] = field(default_factory=dict)  # free form
 
     def column(self, col: Column, items: Sequence[Item], profile: str) -> np.ndarray:
         n = len(items)
@@ -36,10 +37,25 @@ class Scores:
             return np.fromiter((col.get(it) for it in items), bool, n)
         if col.kind == "text":
             return np.fromiter((self.text_score[col.get(it)] for it in items), np.float64, n)
+        if col.kind == "answer":
+            return self._read_answers(col, items, profile)
         if col.kind == "texts":
             a, b = zip(*(col.get(it) for it in items), strict=True) if n else ((), ())
             return self._text_cosine(a, b)
         return self._image_text([col.get(it) for it in items], profile)
+
+    def answer_texts(self, col: Column, items: Sequence[Item], profile: str) -> list[str | None]:
+        """The free-form answer behind each item's value of an `answer` column (None where the
+        image was skipped)."""
+        return [self.answers[(profile, *col.get(it))] for it in items]
+
+    def _read_answers(self, col: Column, items: Sequence[Item], profile: str) -> np.ndarray:
+        assert col.read is not None, f"answer column {col.name!r} has no read"
+        texts = self.answer_texts(col, items, profile)
+        return np.array(
+            [np.nan if t is None else col.read(it, t) for it, t in zip(items, texts, strict=True)],
+            dtype=np.float64,
+        )
 
     def _rows(self, texts: Sequence[str]) -> np.ndarray:
         return np.fromiter((self.text_index[t] for t in texts), np.int64, len(texts))

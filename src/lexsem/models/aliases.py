@@ -66,6 +66,7 @@ ALIASES: dict[str, str] = {
     "vilt-itm": "itm:dandelin/vilt-b32-finetuned-coco",
     "llava-vqa": "vqa:llava-hf/llava-1.5-7b-hf",  # VQAScore (docs/generative.md)
     "llava-vgpt": "vgpt:llava-hf/llava-1.5-7b-hf",  # VGPTScore
+    "llava-chat": "vlm:llava-hf/llava-1.5-7b-hf",  # answers multiple-choice prompts
     # blind text scorers (linguistic-prior baselines)
     "gpt2": "lm:openai-community/gpt2",
     "vera": "vera:liujch1998/vera",

@@ -79,6 +79,22 @@ class PairScorer(Protocol):
 
 
 @runtime_checkable
+class Answerer(Protocol):
+    """Answers a prompt about an image in free form (a generative VLM asked a multiple-choice
+    question). `answer(images, prompts)` returns one str per (images[i], prompts[i]); images
+    as for a `PairScorer`."""
+
+    name: str
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def preprocess(self, image: Any) -> Any: ...
+
+    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]: ...
+
+
+@runtime_checkable
 class TextScorer(Protocol):
     """A blind per-text score (perplexity, plausibility, grammar). `lower_is_better` says which
     way it points: perplexity is lower-better, plausibility higher-better."""

@@ -2,8 +2,10 @@
 
 A `Column` says what one score of an item is made of: two texts (`texts`: cosine of two text
 embeddings), an image and a text (`image_text`: a dual encoder's cosine or a pair scorer's
-score), one text (`text`: a blind per-text score) or a flag computed from the item itself
-(`flag`). The engine fills columns from these descriptions without knowing any item kind or
+score), one text (`text`: a blind per-text score), a flag computed from the item itself
+(`flag`), or a generative model's free-form answer to a prompt about the item's image
+(`answer`), read into a number by the column's `read`. The engine fills columns from these
+descriptions without knowing any item kind or
 benchmark; the task's `compute` turns the filled columns into `Hits` per metric.
 """
 
@@ -18,8 +20,8 @@ import numpy as np
 from lexsem.stats.ties import Hits, TiePolicy
 
 Columns = Mapping[str, np.ndarray]
-ColumnKind = Literal["texts", "image_text", "text", "flag"]
-Modality = Literal["text", "image", "blind"]
+ColumnKind = Literal["texts", "image_text", "text", "flag", "answer"]
+Modality = Literal["text", "image", "blind", "answer"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,9 @@ class Column:
     name: str
     kind: ColumnKind
     get: Callable[[Any], Any] = field(repr=False)  # item -> (a, b) | (ref, text) | text | flag
+    # `answer` columns: get(item) -> (image ref, prompt); read(item, answer) -> the column's
+    # value (the option the free-form answer names, as a number)
+    read: Callable[[Any, str], float] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ for _name, _target in {
     "winoground": "lexsem.tasks.quad:WINOGROUND",
     "aro_vg": "lexsem.tasks.multi:ARO_VG",
     "aro_order": "lexsem.tasks.multi:ARO_ORDER",
+    "choice_scpp1": "lexsem.tasks.choice_task:CHOICE_SCPP1",
+    "choice_scpp2": "lexsem.tasks.choice_task:CHOICE_SCPP2",
+    "choice_scpp3": "lexsem.tasks.choice_task:CHOICE_SCPP3",
+    "choice_scpp_order": "lexsem.tasks.choice_task:CHOICE_SCPP_ORDER",
+    "choice_sc_gpt4v": "lexsem.tasks.choice_task:CHOICE_SC_GPT4V",
 }.items():
     TASKS.add(_name, _target)
 
