@@ -509,6 +509,18 @@ def score_answers(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write every score and parsed answer.")
     ] = None,
+    run_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--run",
+            help="Also write a run folder (per-item hits, CIs) of the answers, usable by "
+            "compare and report; the answers must be to one prompt.",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The model's name in the run (default: the file's stem).")
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Replace a run already in --run.")] = False,
 ) -> None:
     """Score recorded free-form answers to multiple-choice prompts (a model run elsewhere, a
     benchmark's published answers): accuracy per prompt and option ordering, circular accuracy,
@@ -517,11 +529,17 @@ def score_answers(
     from lexsem.tasks.choice_report import choice_markdown, choice_record, score_recorded
     from lexsem.tasks.recorded import read_answers
 
+    if run_out is not None:
+        from lexsem.results.store import check_out_dir
+
+        check_out_dir(run_out, force=force)  # before any work
     loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
     subsets = [s.spec.name for s in loaded.subsets]
     given = read_answers(answers, prompt=prompt, subset=subsets[0] if len(subsets) == 1 else None)
     scores = score_recorded(given, loaded.items, str(answers))
     typer.echo(choice_markdown(scores))
+    if run_out is not None:
+        _recorded_run(answers, given, benchmark, name, data_dir, cache_dir, run_out, force)
     if json_out is not None:
         import json
 
@@ -529,6 +547,30 @@ def score_answers(
 
         with atomic_open(json_out, "w", encoding="utf-8") as fh:
             json.dump(choice_record(scores), fh, indent=2)
+
+
+def _recorded_run(
+    path: Path,
+    given: list[Any],
+    benchmark: str,
+    name: str | None,
+    data_dir: Path | None,
+    cache_dir: Path | None,
+    out: Path,
+    force: bool,
+) -> None:
+    from lexsem.config import EvalConfig
+    from lexsem.errors import DataError
+    from lexsem.evaluator import Evaluator
+    from lexsem.tasks.recorded_run import RecordedAnswers
+
+    prompts = sorted({a.prompt for a in given})
+    if len(prompts) != 1:
+        raise DataError(f"{path}: a run is of one prompt; the file has {', '.join(prompts)}")
+    recorded = RecordedAnswers(path, given, prompts[0], name or path.stem)
+    cfg = EvalConfig(benchmarks=[benchmark], data_dir=data_dir, cache_dir=cache_dir)
+    run = Evaluator(cfg).run_recorded(recorded, out=out, force=force)
+    typer.echo(f"run folder: {out} ({run.record.model.name}, task choice_{prompts[0]})")
 
 
 @app.command()

@@ -26,13 +26,14 @@ import pyarrow as pa
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark, load_benchmark
 from lexsem.config import EvalConfig
-from lexsem.engine.plan import Work, make_plan
+from lexsem.engine.plan import Plan, Work, make_plan
 from lexsem.engine.runner import (
     ANSWER,
     IMAGE,
     PAIR,
     SCORER,
     TEXT,
+    Outcome,
     RunOptions,
     capabilities,
     execute,
@@ -127,12 +128,61 @@ class Evaluator:
         finally:
             if store is not None:
                 store.close()
+        started = (t_start, load_s)
+        return self._finish(model, spec, fp, works, plan, outcome, started, out, force)
+
+    def run_recorded(
+        self, recorded: Any, *, out: str | Path | None = None, force: bool = False
+    ) -> Run:
+        """A run of recorded free-form answers to a multiple-choice prompt
+        (`lexsem.tasks.recorded_run.RecordedAnswers`: a model run elsewhere, a benchmark's
+        published answers) on this config's benchmarks: the answers are read by the task
+        `choice_<prompt>` exactly as a local model's, and the run is like any other (per-item
+        hits, CIs, usable by `compare` and `report`). Items with no answer are left out and
+        reported in the coverage; nothing is asked of any model."""
+        if out is not None:
+            check_out_dir(out, force=force)
+        t_start = time.perf_counter()
+        task = get_task(f"choice_{recorded.prompt}")
+        works = []
+        for b in self.benchmarks():
+            if b.spec.item_kind != task.item_kind:
+                raise LexsemError(
+                    f"prompt {recorded.prompt!r} is for {task.item_kind} items; benchmark "
+                    f"{b.spec.name!r} has {b.spec.item_kind} items"
+                )
+            works.append(Work(b.spec.name, b.items, [task], b.spec.decode))
+        recorded.check(works)
+        load_s = time.perf_counter() - t_start
+        outcome = Outcome(Scores(answers=recorded.answers(works)))
+        fp, started = recorded.fingerprint, (t_start, load_s)
+        return self._finish(
+            recorded, recorded.name, fp, works, Plan(), outcome, started, out, force
+        )
+
+    def _finish(
+        self,
+        model: Any,
+        spec: str,
+        fp: dict[str, Any],
+        works: list[Work],
+        plan: Plan,
+        outcome: Outcome,
+        started: tuple[float, float],
+        out: str | Path | None,
+        force: bool,
+    ) -> Run:
+        """Scores -> hits per metric -> accuracies with CIs -> the `Run` (written to `out`)."""
+        cfg = self.config
+        t_start, load_s = started
         t2 = time.perf_counter()
         with self._ci_store() as ci_store, ci_memo(ci_store):
             scored = [self._score(b_i, w, outcome.scores) for b_i, w in enumerate(works)]
         metrics_s = time.perf_counter() - t2
         record = build.run_record(
-            _named(build.model_info(model, spec, fp, fkey, cfg.batch_size), cfg.name),
+            _named(
+                build.model_info(model, spec, fp, fingerprint_key(fp), cfg.batch_size), cfg.name
+            ),
             [
                 build.benchmark_info(b, s.skipped)
                 for b, s in zip(self.benchmarks(), scored, strict=True)
