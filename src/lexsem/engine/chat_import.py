@@ -12,14 +12,13 @@ answers in the file for one request are an error naming both places.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lexsem.engine.chat import ImageKeys, chat_key
-from lexsem.engine.store import BUSY_TIMEOUT_S, RequestStore
+from lexsem.engine.store import RequestStore
 from lexsem.errors import CacheError, DataError
 from lexsem.models.backends.openai_chat import ChatRequest
 
@@ -73,10 +72,9 @@ def import_answers(
     new = [k for k in wanted if k not in stored]
     stats.n_present = len(wanted) - len(new) - len(replace)
     stats.n_replaced = len(replace)
+    store.put_records(new, [_record(wanted[k], source) for k in new])
     if replace:
-        _delete(store, replace)
-    keys = new + replace
-    store.put_records(keys, [_record(wanted[k], source) for k in keys])
+        store.put_records(replace, [_record(wanted[k], source) for k in replace], replace=True)
     stats.n_written = len(new)
     return stats
 
@@ -102,19 +100,3 @@ def _conflicts(
 
 def _record(row: ImportRow, source: Path) -> dict[str, Any]:
     return {"text": row.text, "response": {"imported_from": source.name, "where": row.where}}
-
-
-def _delete(store: RequestStore, keys: list[str]) -> None:
-    """Delete the records of `keys` (the store itself never replaces a value: first writer
-    wins), in one transaction of a connection of its own."""
-    try:
-        conn = sqlite3.connect(store.path, timeout=BUSY_TIMEOUT_S)
-        try:
-            with conn:
-                conn.executemany("DELETE FROM records WHERE key = ?", [(k,) for k in keys])
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise CacheError(
-            f"cannot replace answers in the request store {store.path}: {exc}"
-        ) from None

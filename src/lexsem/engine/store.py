@@ -548,9 +548,12 @@ class RequestStore:
         rows = [(1, struct.pack("<d", v)) for v in arr.astype(np.float64).tolist()]
         self._put(_TABLES["scalars"], keys, rows)
 
-    def put_records(self, keys: Sequence[str], docs: Sequence[Any]) -> None:
+    def put_records(
+        self, keys: Sequence[str], docs: Sequence[Any], *, replace: bool = False
+    ) -> None:
         """Store `docs` (one JSON value per key: dicts, lists, strings, numbers, bools, None;
-        NaN and ±inf round-trip as Python's json writes them)."""
+        NaN and ±inf round-trip as Python's json writes them). A key already stored keeps its
+        first value unless `replace` (asked for by the user: `lexsem ask --import --force`)."""
         self._writable()
         if len(docs) != len(keys):
             raise ValueError(f"got {len(docs)} records for {len(keys)} keys")
@@ -561,7 +564,7 @@ class RequestStore:
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"the record for key {str(key)[:12]} is not JSON: {exc}") from exc
             rows.append((len(blob), blob))
-        self._put(_TABLES["records"], keys, rows)
+        self._put(_TABLES["records"], keys, rows, replace=replace)
 
     def _writable(self) -> sqlite3.Connection | None:
         """The connection to write with; None when writes are refused where the store lies
@@ -588,8 +591,16 @@ class RequestStore:
         self._conn = self._open_for_writing()
         return self._conn if self.writable else None
 
-    def _put(self, table: _Table, keys: Sequence[str], rows: list[tuple[int, bytes]]) -> None:
-        """Insert ``(key, size, data, digest)`` rows in one transaction (first writer wins)."""
+    def _put(
+        self,
+        table: _Table,
+        keys: Sequence[str],
+        rows: list[tuple[int, bytes]],
+        *,
+        replace: bool = False,
+    ) -> None:
+        """Insert ``(key, size, data, digest)`` rows in one transaction (first writer wins,
+        unless `replace`)."""
         params = []
         for key, (size, blob) in zip(keys, rows, strict=True):
             if not isinstance(key, str):
@@ -605,7 +616,7 @@ class RequestStore:
             try:
                 with _transaction(conn):
                     conn.executemany(
-                        f"INSERT OR IGNORE INTO {table.name} "
+                        f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO {table.name} "
                         f"(key, {table.size}, {table.data}, digest) VALUES (?, ?, ?, ?)",
                         params,
                     )
