@@ -221,3 +221,39 @@ def test_ask_vqascore_from_the_cli(
     assert neither.exit_code == 2 and "give --prompt" in neither.output
     bad_score = CliRunner().invoke(app, ["ask", *common, "--vqascore", "--score", "itm"])
     assert bad_score.exit_code == 2 and "unknown --score 'itm'" in bad_score.output
+
+
+def test_ask_writes_runs_that_compare_like_local_runs(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    """`ask --run`: the API's VQAScores (ITT) and multiple-choice answers become run folders;
+    a replay writes the same run; `compare` reads them."""
+    from lexsem.results.run import Run
+    from lexsem.stats.bootstrap import MICRO
+
+    _, url = server
+    common = ["-m", f"openai:tiny-vlm?base_url={url}", "-b", "fixture_pp",
+              "--data-dir", str(bench["data"]), "--coco-val2017", str(bench["images"]),
+              "--cache-dir", str(bench["cache"])]  # fmt: skip
+    res = CliRunner().invoke(app, ["ask", *common, "--vqascore", "--run", str(tmp_path / "v")])
+    assert res.exit_code == 0, res.output
+    vqa = Run.load(tmp_path / "v")
+    assert vqa.record.config.tasks == ["itt"] and vqa.record.model.name == "tiny-vlm"
+    assert vqa.accuracy(vqa.record.benchmarks[0].name, "itt", MICRO) == 100.0  # as printed
+    assert vqa.record.model.fingerprint["vqascore"]["score"] == "vqa"
+    again = CliRunner().invoke(
+        app, ["ask", *common, "--vqascore", "--replay-only", "--run", str(tmp_path / "v2")]
+    )
+    assert again.exit_code == 0, again.output
+    assert Run.load(tmp_path / "v2").record.run_id == vqa.record.run_id
+    kept = CliRunner().invoke(app, ["ask", *common, "--vqascore", "--run", str(tmp_path / "v")])
+    assert kept.exit_code != 0 and "--force" in kept.output  # never overwritten unasked
+    mc = CliRunner().invoke(
+        app, ["ask", *common, "--prompt", "scpp3", "--run", str(tmp_path / "m"), "--name", "mc"]
+    )
+    assert mc.exit_code == 0, mc.output
+    run = Run.load(tmp_path / "m")
+    assert run.record.config.tasks == ["choice_scpp3"] and run.record.model.name == "mc"
+    assert {r.metric for r in run.record.results} == {"NPP", "PNP", "PPN", "circular"}
+    assert run.record.model.fingerprint["prompt"] == "scpp3"
+    assert "api_key" not in json.dumps(run.record.model.fingerprint).lower()

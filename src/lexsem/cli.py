@@ -338,7 +338,10 @@ def ask(
         ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="--import replaces stored answers that differ.")
+        bool,
+        typer.Option(
+            "--force", help="--import replaces stored answers that differ; --run replaces a run."
+        ),
     ] = False,
     vqascore: Annotated[
         bool,
@@ -358,6 +361,17 @@ def ask(
     ] = None,
     answer: Annotated[str, typer.Option(help="--vqascore: the answer scored.")] = "Yes",
     negative: Annotated[str, typer.Option(help="--vqascore: the other answer.")] = "No",
+    run_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--run",
+            help="Also write a run folder of the answers or scores (per-item hits, CIs), "
+            "usable by compare and report.",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The model's name in the --run folder (default: MODEL).")
+    ] = None,
     replay_only: Annotated[
         bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
     ] = False,
@@ -382,6 +396,10 @@ def ask(
     from lexsem.paths import cache_dir as resolve_cache
 
     _check_ask_options(prompt, vqascore, shots, import_file, score)
+    if run_out is not None:
+        from lexsem.results.store import check_out_dir
+
+        check_out_dir(run_out, force=force)  # before anything is sent
     chat = OpenAIChat(model)
     loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
     root = resolve_cache(cache_dir)
@@ -390,12 +408,15 @@ def ask(
     with RequestStore(root, fingerprint_key(chat.fingerprint)) as store:
         if vqascore:
             vqa = {"question": question, "answer": answer, "negative": negative, "score": score}
-            stats = _ask_vqa(chat, loaded.items, images, store, out, send, **vqa)
+            stats, recorded = _ask_vqa(chat, loaded.items, images, store, out, send, **vqa)
         else:
             mc = {"prompt": str(prompt), "shots": shots, "shot_seed": shot_seed}
             if import_file is not None:
                 _import_answers(chat, loaded, images, store, import_file, force=force, **mc)
-            stats = _ask_choices(chat, loaded.items, images, store, out, send, **mc)
+            stats, recorded = _ask_choices(chat, loaded.items, images, store, out, send, **mc)
+    if run_out is not None:
+        recorded.name, recorded.spec = name or chat.model, chat.name
+        _write_recorded_run(recorded, benchmark, data_dir, cache_dir, run_out, force)
     imported = f" ({stats.n_imported} imported)" if stats.n_imported else ""
     typer.echo(
         f"{stats.n_requests} requests: {stats.n_stored} answered from the store{imported}, "
@@ -436,6 +457,7 @@ def _ask_choices(
     from lexsem.atomic import atomic_open
     from lexsem.tasks.choice_report import choice_markdown, score_recorded
     from lexsem.tasks.choice_run import ask_choices
+    from lexsem.tasks.recorded_run import RecordedAnswers
 
     answers, stats = ask_choices(
         chat, items, images, prompt, store, shots=shots, shot_seed=shot_seed, **send
@@ -450,7 +472,8 @@ def _ask_choices(
     typer.echo(choice_markdown(score_recorded(answers, items, chat.name)))
     if shots:
         typer.echo(f"{shots} demonstrations before each question (seed {shot_seed})")
-    return stats
+    fp = {**chat.fingerprint, "shots": shots, "shot_seed": shot_seed}
+    return stats, RecordedAnswers(answers, prompt, chat.name, fp, where=chat.name)
 
 
 def _import_answers(
@@ -478,6 +501,7 @@ def _ask_vqa(
 
     from lexsem.atomic import atomic_open
     from lexsem.tasks.ask_vqa import ask_vqa, vqa_markdown
+    from lexsem.tasks.recorded_run import RecordedScores
 
     result, stats = ask_vqa(chat, items, images, store, **options, **send)
     if out is not None:
@@ -488,7 +512,9 @@ def _ask_vqa(
                        "below_top_k": p.below_top_k} for a, p in r.probs.items()}}  # fmt: skip
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     typer.echo(vqa_markdown(result, options["score"], chat.name))
-    return stats
+    scores = {(r.subset, r.item_id, r.text): r.score for r in result.pairs}
+    fp = {**chat.fingerprint, "vqascore": {k: options[k] for k in sorted(options)}}
+    return stats, RecordedScores(scores, chat.name, fp, where=chat.name)
 
 
 @app.command("score-answers")
@@ -559,18 +585,35 @@ def _recorded_run(
     out: Path,
     force: bool,
 ) -> None:
-    from lexsem.config import EvalConfig
+    import hashlib
+
     from lexsem.errors import DataError
-    from lexsem.evaluator import Evaluator
     from lexsem.tasks.recorded_run import RecordedAnswers
 
     prompts = sorted({a.prompt for a in given})
     if len(prompts) != 1:
         raise DataError(f"{path}: a run is of one prompt; the file has {', '.join(prompts)}")
-    recorded = RecordedAnswers(path, given, prompts[0], name or path.stem)
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    fp = {"backend": "recorded", "file": path.name, "sha256": sha}
+    recorded = RecordedAnswers(given, prompts[0], name or path.stem, fp, where=str(path))
+    _write_recorded_run(recorded, benchmark, data_dir, cache_dir, out, force)
+
+
+def _write_recorded_run(
+    recorded: Any,
+    benchmark: str,
+    data_dir: Path | None,
+    cache_dir: Path | None,
+    out: Path,
+    force: bool,
+) -> None:
+    from lexsem.config import EvalConfig
+    from lexsem.evaluator import Evaluator
+
     cfg = EvalConfig(benchmarks=[benchmark], data_dir=data_dir, cache_dir=cache_dir)
     run = Evaluator(cfg).run_recorded(recorded, out=out, force=force)
-    typer.echo(f"run folder: {out} ({run.record.model.name}, task choice_{prompts[0]})")
+    tasks = ", ".join(run.record.config.tasks)
+    typer.echo(f"run folder: {out} ({run.record.model.name}; {tasks})", err=True)
 
 
 @app.command()

@@ -134,30 +134,26 @@ class Evaluator:
     def run_recorded(
         self, recorded: Any, *, out: str | Path | None = None, force: bool = False
     ) -> Run:
-        """A run of recorded free-form answers to a multiple-choice prompt
-        (`lexsem.tasks.recorded_run.RecordedAnswers`: a model run elsewhere, a benchmark's
-        published answers) on this config's benchmarks: the answers are read by the task
-        `choice_<prompt>` exactly as a local model's, and the run is like any other (per-item
-        hits, CIs, usable by `compare` and `report`). Items with no answer are left out and
-        reported in the coverage; nothing is asked of any model."""
+        """A run of answers or scores made elsewhere (`lexsem.tasks.recorded_run`: free-form
+        answers to a multiple-choice prompt from a file or an API, VQAScores from an API's
+        log-probabilities) on this config's benchmarks: `recorded` names the tasks
+        (`tasks(benchmark)`), checks its records against the items (`check(works)`) and fills
+        the score columns (`scores(works)`); the run is like any other (per-item hits, CIs,
+        usable by `compare` and `report`). Items it has nothing for are left out and reported in
+        the coverage; nothing is asked of any model."""
         if out is not None:
             check_out_dir(out, force=force)
         t_start = time.perf_counter()
-        task = get_task(f"choice_{recorded.prompt}")
-        works = []
-        for b in self.benchmarks():
-            if b.spec.item_kind != task.item_kind:
-                raise LexsemError(
-                    f"prompt {recorded.prompt!r} is for {task.item_kind} items; benchmark "
-                    f"{b.spec.name!r} has {b.spec.item_kind} items"
-                )
-            works.append(Work(b.spec.name, b.items, [task], b.spec.decode))
+        works = [
+            Work(b.spec.name, b.items, recorded.tasks(b.spec), b.spec.decode)
+            for b in self.benchmarks()
+        ]
         recorded.check(works)
         load_s = time.perf_counter() - t_start
-        outcome = Outcome(Scores(answers=recorded.answers(works)))
+        outcome = Outcome(recorded.scores(works))
         fp, started = recorded.fingerprint, (t_start, load_s)
         return self._finish(
-            recorded, recorded.name, fp, works, Plan(), outcome, started, out, force
+            recorded, recorded.spec, fp, works, Plan(), outcome, started, out, force
         )
 
     def _finish(

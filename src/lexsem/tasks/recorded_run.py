@@ -1,69 +1,86 @@
-"""Recorded answers as the model of a run (`Evaluator.run_recorded`): answers collected
-elsewhere (`lexsem ask -o`, a benchmark's published answers) become a run folder like a local
-model's, usable by `compare` and `report`.
+"""Answers and scores made elsewhere as the model of a run (`Evaluator.run_recorded`): answers
+collected by `lexsem ask` or found in a file (a benchmark's published answers), VQAScores from
+an API's log-probabilities, become a run folder like a local model's, usable by `compare` and
+`report`.
 
-`RecordedAnswers` holds one prompt's answers by (subset, item id, ordering); its fingerprint is
-the file's sha256 and the prompt, so two files never share a run id. An answer about an item
-or ordering the benchmark selection lacks is an error naming it; an item with no answer in
-some ordering is left out of the run (its image column is empty), reported in the coverage.
+- `RecordedAnswers`: one prompt's free-form answers by (subset, item id, ordering), read by the
+  task `choice_<prompt>` exactly as a local model's answers are;
+- `RecordedScores`: one score per (subset, item id, caption), the image-text scores of the
+  benchmark's image tasks whose every column is an image-text score (`itt` of triplets, `pair`,
+  the ARO tasks).
+
+Each has a name, a spec (what made the records: the file, the API model's spec) and a
+fingerprint (the file's sha256, or the API model's fingerprint with the
+prompt or question), so two sources never share a run id. A record about an item, ordering or
+caption the benchmark selection lacks is an error naming it; an item without every record it
+needs is left out of the run, reported in the coverage.
 """
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from lexsem.engine.scores import Scores
 from lexsem.errors import DataError
+from lexsem.tasks.base import Task
 from lexsem.tasks.choice import Answer
 
-__all__ = ["RecordedAnswers"]
+__all__ = ["RecordedAnswers", "RecordedScores"]
 
 
 class RecordedAnswers:
-    """One prompt's recorded answers (see the module doc)."""
+    """One prompt's recorded answers (see the module doc); `where` names their source in
+    errors."""
 
-    def __init__(self, path: str | Path, answers: Sequence[Answer], prompt: str, name: str) -> None:
-        self.path = Path(path)
-        self.prompt = prompt
-        self.name = name
-        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+    def __init__(
+        self,
+        answers: Sequence[Answer],
+        prompt: str,
+        name: str,
+        fingerprint: dict[str, Any],
+        where: str,
+    ) -> None:
+        self.prompt, self.name, self.spec, self.where = prompt, name, name, where
+        self.fingerprint = {**fingerprint, "prompt": prompt}
         self._by: dict[tuple[str, str, str], str | None] = {}
         for a in answers:
             if a.prompt != prompt:
                 raise DataError(
-                    f"{self.path}: an answer to prompt {a.prompt!r}; this run is of {prompt!r}"
+                    f"{where}: an answer to prompt {a.prompt!r}; this run is of {prompt!r}"
                 )
             key = (a.subset, str(a.item_id), a.ordering)
             if key in self._by:
-                raise DataError(
-                    f"{self.path}: two answers for {a.subset}/{a.item_id}, {a.ordering}"
-                )
+                raise DataError(f"{where}: two answers for {a.subset}/{a.item_id}, {a.ordering}")
             self._by[key] = a.text
 
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "recorded", "file": self.path.name, "sha256": self.sha256,
-                "prompt": self.prompt}  # fmt: skip
+    def tasks(self, bench: Any) -> list[Task]:
+        from lexsem.tasks.registry import get_task
+
+        task = get_task(f"choice_{self.prompt}")
+        if bench.item_kind != task.item_kind:
+            raise DataError(
+                f"prompt {self.prompt!r} is for {task.item_kind} items; benchmark "
+                f"{bench.name!r} has {bench.item_kind} items"
+            )
+        return [task]
 
     def check(self, works: Sequence[Any]) -> None:
         """Every answer names an item of `works` and an ordering of its task."""
         known = {
             (it.subset, str(it.id), c.name.removeprefix("answer_"))
-            for w in works
-            for it in w.items
-            for t in w.tasks
-            for c in t.columns
-        }
+            for w in works for it in w.items for t in w.tasks for c in t.columns
+        }  # fmt: skip
         for subset, item_id, ordering in self._by:
             if (subset, item_id, ordering) not in known:
                 raise DataError(
-                    f"{self.path}: an answer about {subset}/{item_id} in ordering {ordering!r}, "
+                    f"{self.where}: an answer about {subset}/{item_id} in ordering {ordering!r}, "
                     "which the benchmark selection does not have"
                 )
 
-    def answers(self, works: Sequence[Any]) -> dict[tuple[str, str, str], str | None]:
+    def scores(self, works: Sequence[Any]) -> Scores:
         """The engine's answer table (decode profile, image, prompt) -> answer of `works`."""
         out: dict[tuple[str, str, str], str | None] = {}
         for w in works:
@@ -71,6 +88,56 @@ class RecordedAnswers:
                 for col in task.columns:
                     ordering = col.name.removeprefix("answer_")
                     for it in w.items:
-                        text = self._by.get((it.subset, str(it.id), ordering))
-                        out[(w.decode, *col.get(it))] = text
-        return out
+                        out[(w.decode, *col.get(it))] = self._by.get(
+                            (it.subset, str(it.id), ordering)
+                        )
+        return Scores(answers=out)
+
+
+class RecordedScores:
+    """Image-text scores by (subset, item id, caption text) (see the module doc)."""
+
+    def __init__(
+        self,
+        scores: dict[tuple[str, str, str], float],
+        name: str,
+        fingerprint: dict[str, Any],
+        where: str,
+    ) -> None:
+        self.name, self.spec, self.fingerprint, self.where = name, name, fingerprint, where
+        self._by = dict(scores)
+
+    def tasks(self, bench: Any) -> list[Task]:
+        from lexsem.tasks.registry import get_task
+
+        tasks = [get_task(t) for t in bench.image_tasks]
+        tasks = [t for t in tasks if all(c.kind == "image_text" for c in t.columns)]
+        if not tasks:
+            raise DataError(
+                f"{self.where}: benchmark {bench.name!r} has no task of one image and its "
+                "captions (BiVLC and Winoground items have two images)"
+            )
+        return tasks
+
+    def check(self, works: Sequence[Any]) -> None:
+        known = {(it.subset, str(it.id), t) for w in works for it in w.items for t in it.texts()}
+        for subset, item_id, text in self._by:
+            if (subset, item_id, text) not in known:
+                raise DataError(
+                    f"{self.where}: a score of {subset}/{item_id} for {text!r}, which the "
+                    "benchmark selection does not have"
+                )
+
+    def scores(self, works: Sequence[Any]) -> Scores:
+        index: dict[tuple[str, str, str], int] = {}
+        values: list[float] = []
+        for w in works:
+            for task in w.tasks:
+                for col in task.columns:
+                    for it in w.items:
+                        ref, text = col.get(it)
+                        key = (w.decode, ref, text)
+                        if key not in index:
+                            index[key] = len(values)
+                            values.append(self._by.get((it.subset, str(it.id), text), np.nan))
+        return Scores(pair_values=np.array(values, dtype=np.float64), pair_index=index)
