@@ -78,3 +78,18 @@ def test_an_answer_about_an_unknown_item_is_an_error_naming_the_file(tmp_path: P
     res = runner.invoke(app, ["score-answers", str(path), "-b", sel, "--run", str(tmp_path / "r")])
     assert res.exit_code != 0 and "bad.jsonl" in res.output and "swap_obj/9" in res.output
     assert not (tmp_path / "r" / "run.json").exists()
+
+
+def test_the_shots_a_file_records_reach_the_runs_fingerprint(tmp_path: Path) -> None:
+    path = write_answers(tmp_path / "shots.jsonl", RIGHT)
+    rows = [
+        {**json.loads(line), "shots": 4, "shot_seed": 1} for line in path.read_text().splitlines()
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    run = score(tmp_path, path, tmp_path / "run")
+    assert (run.record.model.fingerprint["shots"], run.record.model.fingerprint["shot_seed"]) == (
+        4,
+        1,
+    )
+    plain = score(tmp_path, write_answers(tmp_path / "plain.jsonl", RIGHT), tmp_path / "plain")
+    assert "shots" not in plain.record.model.fingerprint

@@ -588,13 +588,14 @@ def _recorded_run(
     import hashlib
 
     from lexsem.errors import DataError
+    from lexsem.tasks.recorded import recorded_settings
     from lexsem.tasks.recorded_run import RecordedAnswers
 
     prompts = sorted({a.prompt for a in given})
     if len(prompts) != 1:
         raise DataError(f"{path}: a run is of one prompt; the file has {', '.join(prompts)}")
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    fp = {"backend": "recorded", "file": path.name, "sha256": sha}
+    fp = {"backend": "recorded", "file": path.name, "sha256": sha, **recorded_settings(path)}
     recorded = RecordedAnswers(given, prompts[0], name or path.stem, fp, where=str(path))
     _write_recorded_run(recorded, benchmark, data_dir, cache_dir, out, force)
 

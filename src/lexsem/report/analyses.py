@@ -35,6 +35,7 @@ import numpy as np
 from lexsem.analysis import compare, priors, qualitative, similarity
 from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.errors import LexsemError
+from lexsem.report.generative import generative_sections
 from lexsem.report.html import Section, render_html, runs_metadata, runs_overview_sections
 from lexsem.report.tables import Table, label
 from lexsem.results.run import Run
@@ -626,12 +627,14 @@ def analysis_sections(runs: Sequence[Run], opt: ReportOptions | None = None) -> 
 def build_report(
     runs: Sequence[Run], opt: ReportOptions | None = None, *, title: str = "lexsem report"
 ) -> str:
-    """The whole self-contained HTML page: results tables and bars, the analyses, the runs and
+    """The whole self-contained HTML page: results tables and bars, the generative models'
+    paper tables and position bias (when any run is generative), the analyses, the runs and
     their metadata."""
     if not runs:
         raise LexsemError("no runs given")
     runs = unique(runs)
     records = [r.record for r in runs]
     overview = runs_overview_sections(records)
-    sections = [overview[0], *analysis_sections(runs, opt), *overview[1:]]
+    generative = generative_sections(runs)  # none without generative runs
+    sections = [overview[0], *generative, *analysis_sections(runs, opt), *overview[1:]]
     return render_html(title, sections, runs_metadata(records))

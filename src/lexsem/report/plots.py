@@ -23,6 +23,8 @@ from matplotlib import colormaps
 from matplotlib import style as mpl_style
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # the Agg canvas, whatever
 from matplotlib.figure import Figure  # backend pyplot may use elsewhere: we never import it
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 DPI = 100
 _RC = {
@@ -485,3 +487,89 @@ def rank_scatter(
         ax.grid(True, color="0.92")
         ax.set_axisbelow(True)
         return _png(fig)
+
+
+_KIND_COLORS = {"none": "0.55", "multiple": "#c44e52", "refusal": "#8172b2", "unparseable": "0.25"}
+
+
+def position_bias_bars(
+    orderings: Sequence[str],
+    positions: Sequence[Sequence[float]],
+    others: Mapping[str, Sequence[float]],
+    title: str,
+    *,
+    right: Sequence[int | None] | None = None,
+) -> bytes:
+    """Position bias of a multiple-choice model (SugarCrepe++ App. G.1 asks the same question
+    with the options reordered): left, per ordering (x groups), the share (%) of the answers
+    naming an option that name each position, one bar per position, the right option's bar
+    outlined (`right`: 1-based, None for none) and a dashed line at the share of a model
+    without preference; right, per ordering, the share (%) of all answers that name no single
+    option, stacked by kind (`others`: kind -> one value per ordering)."""
+    n_pos = max((len(p) for p in positions), default=0)
+    rows = np.array([list(p) + [np.nan] * (n_pos - len(p)) for p in positions], dtype=float)
+    right = list(right) if right is not None else [None] * len(orderings)
+    with mpl_style.context("default"), matplotlib.rc_context(_RC):
+        width = min(14.0, max(8.0, 4.0 + len(orderings) * (0.5 + 0.3 * n_pos)))
+        fig, axes = _figure(width, 4.6, 1, 2, gridspec_kw={"width_ratios": [3, 2]})
+        _position_panel(axes[0, 0], orderings, rows, right)
+        _other_panel(axes[0, 1], orderings, others)
+        fig.suptitle(wrap(title, _chars(width - 0.6, 11)), fontsize=11)
+        return _png(fig)
+
+
+def _position_panel(
+    ax: Any, orderings: Sequence[str], rows: np.ndarray, right: Sequence[int | None]
+) -> None:
+    n_groups, n_pos = rows.shape if rows.size else (len(orderings), 0)
+    if not n_groups or not n_pos:
+        _empty(ax)
+        return
+    x = np.arange(n_groups, dtype=float)
+    bar_w = 0.8 / n_pos
+    for k in range(n_pos):
+        pos = x - 0.4 + bar_w * (k + 0.5)
+        v = rows[:, k]
+        edges = ["black" if r == k + 1 else "none" for r in right]
+        ax.bar(pos, np.nan_to_num(v), bar_w * 0.92, color=_COLORS[k % len(_COLORS)],
+               edgecolor=edges, linewidth=1.6)  # fmt: skip
+        for p, val in zip(pos, v, strict=True):
+            if np.isfinite(val):
+                ax.annotate(f"{val:.0f}", (p, val), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=7)  # fmt: skip
+    ax.axhline(100.0 / n_pos, color="0.3", ls="--", lw=1.0)
+    ax.set_xticks(x, [wrap(o, 12) for o in orderings])
+    ax.set_xlim(-0.6, n_groups - 0.4)
+    ax.set_ylim(0.0, 110.0)
+    ax.set_ylabel("% of the answers naming an option")
+    ax.set_title("position named", fontsize=9)
+    ax.yaxis.grid(True, color="0.9")
+    ax.set_axisbelow(True)
+    handles = [Patch(color=_COLORS[k % len(_COLORS)], label=f"({k + 1})") for k in range(n_pos)]
+    handles += [Patch(facecolor="white", edgecolor="black", lw=1.6, label="right option"),
+                Line2D([], [], color="0.3", ls="--", lw=1.0, label="no preference")]  # fmt: skip
+    ax.legend(handles=handles, fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.1),
+              ncols=len(handles), frameon=False)  # fmt: skip
+
+
+def _other_panel(ax: Any, orderings: Sequence[str], others: Mapping[str, Sequence[float]]) -> None:
+    x = np.arange(len(orderings), dtype=float)
+    bottom = np.zeros(len(orderings))
+    for k, (kind, values) in enumerate(others.items()):
+        v = np.nan_to_num(_floats(values))
+        color = _KIND_COLORS.get(kind, _COLORS[(k + 4) % len(_COLORS)])
+        ax.bar(x, v, 0.6, bottom=bottom, color=color, label=kind)
+        bottom = bottom + v
+    for p, total in zip(x, bottom, strict=True):
+        ax.annotate(f"{total:.1f}", (p, total), xytext=(0, 2), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=7)  # fmt: skip
+    top = float(bottom.max()) if len(bottom) else 0.0
+    ax.set_ylim(0.0, max(10.0, top * 1.3))
+    ax.set_xticks(x, [wrap(o, 12) for o in orderings])
+    ax.set_ylabel("% of all answers")
+    ax.set_title("answers naming no single option", fontsize=9)
+    ax.yaxis.grid(True, color="0.9")
+    ax.set_axisbelow(True)
+    if others:
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncols=2,
+                  frameon=False)  # fmt: skip

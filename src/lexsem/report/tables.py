@@ -417,8 +417,11 @@ def _is_quad(task: str) -> bool:
 
 def build_tables(runs: Sequence[RunRecord], *, ci: bool = False) -> list[Table]:
     """The tables for a set of runs, in first-seen order of benchmark, task and metric
-    (`table_groups`, flattened)."""
-    return [t for g in table_groups(runs, ci=ci) for t in g.tables]
+    (`table_groups`, flattened), then the papers' tables of generative runs, if any
+    (`lexsem.report.generative.paper_tables`)."""
+    from lexsem.report.generative import paper_tables
+
+    return [t for g in table_groups(runs, ci=ci) for t in g.tables] + paper_tables(runs, ci=ci)
 
 
 def to_markdown(tables: Sequence[Table]) -> str:

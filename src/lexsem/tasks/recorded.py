@@ -25,7 +25,7 @@ from typing import Any
 from lexsem.errors import DataError
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
 
-__all__ = ["read_answer_records", "read_answers"]
+__all__ = ["read_answer_records", "read_answers", "recorded_settings"]
 
 _ORDERINGS = {o for names in ORDERINGS.values() for o in names}
 
@@ -97,3 +97,19 @@ def _answer(path: Path, where: str, rec: Any, prompt: str | None, subset: str | 
     if answer is not None and not isinstance(answer, str):
         raise bad(f"answer must be text or null, not {type(answer).__name__}")
     return Answer(str(rec["id"]), str(sub), str(name), rec["ordering"], answer)
+
+
+SETTINGS = ("shots", "shot_seed")  # how the answers were asked (`lexsem ask -o` writes them)
+
+
+def recorded_settings(path: str | Path) -> dict[str, Any]:
+    """The settings the answers of `path` were asked with (`shots`, `shot_seed`), where every
+    record gives the same value; none when the records do not say (or disagree)."""
+    path = Path(path)
+    records = [rec for _, rec in _records(path, path.read_text(encoding="utf-8"))]
+    out: dict[str, Any] = {}
+    for key in SETTINGS:
+        values = {json.dumps(rec.get(key)) for rec in records if isinstance(rec, dict)}
+        if len(values) == 1 and (value := json.loads(values.pop())) is not None:
+            out[key] = value
+    return out
