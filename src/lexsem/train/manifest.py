@@ -1,0 +1,457 @@
+"""The training manifest: one row per training example, in JSONL or Parquet, checked in full
+before any training starts.
+
+A row has the fields
+
+- ``image`` (required): an image reference, resolved by an `ImageStore` exactly as evaluation
+  resolves a benchmark's images (`lexsem.images.store`): ``ROOT:relative/path``, a bare
+  ``relative/path`` under the default root (COCO 2017), ``mem:KEY``, ``synthetic:<scene id>``
+  — with the same path safety (root confinement, `lexsem.images.confine`) and the same pixel
+  limit (`lexsem.images.pixels`). One more root is known while reading a manifest:
+  ``manifest:relative/path`` names a file under the manifest's own folder (`MANIFEST_ROOT`;
+  what `lexsem.train.rendered.write_rendered` writes);
+- ``caption`` (required): a non-empty string;
+- ``negatives``: a list of hard negative captions of the image (may be empty or absent), each
+  non-empty, none equal to the caption or repeated (NegCLIP's swap negatives, TROHN-Text's
+  generated negatives: BiVLC, §5);
+- ``negative_image`` and ``negative_image_caption``: a hard negative image and the caption
+  that is true of it, both or neither (TROHN-Img, NegCLIP's hard images);
+- ``split``: ``train`` (the default) or ``dev`` (model selection).
+
+`read_manifest` refuses a file with an unknown field, a missing or mistyped field, an empty
+caption, an unknown split, or an image that does not resolve (outside its root, missing, not an
+image, over the pixel limit); every error is a `DataError` naming the file and the line
+(JSONL, from 1) or row (Parquet, from 0). Images are checked by reading their header only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lexsem.atomic import atomic_path
+from lexsem.errors import DataError
+from lexsem.images.pixels import open_image
+from lexsem.images.refs import ImageError, ResolvedImage
+from lexsem.images.store import ImageStore
+
+__all__ = [
+    "FIELDS",
+    "MANIFEST_ROOT",
+    "SPLITS",
+    "Example",
+    "Manifest",
+    "ManifestFormat",
+    "check_image",
+    "manifest_format",
+    "read_manifest",
+    "write_manifest",
+]
+
+ManifestFormat = Literal["jsonl", "parquet"]
+
+SPLITS: tuple[str, ...] = ("train", "dev")
+FIELDS: tuple[str, ...] = (
+    "image",
+    "caption",
+    "negatives",
+    "negative_image",
+    "negative_image_caption",
+    "split",
+)
+REQUIRED: tuple[str, ...] = ("image", "caption")
+#: The image root of references relative to the manifest's folder (``manifest:images/0.png``).
+MANIFEST_ROOT = "manifest"
+
+_SUFFIXES: dict[str, ManifestFormat] = {".jsonl": "jsonl", ".parquet": "parquet"}
+_HEAD_BYTES = 1 << 20  # enough for the header of any real image; the whole file otherwise
+_IMAGE_THREADS = 8
+_LISTED = 5  # rows named in an error about several unusable images
+
+
+@dataclass(frozen=True)
+class Example:
+    """One training example. `row`: its JSONL line (from 1) or Parquet row (from 0)."""
+
+    image: str
+    caption: str
+    negatives: tuple[str, ...] = ()
+    negative_image: str | None = None
+    negative_image_caption: str | None = None
+    split: str = "train"
+    row: int = field(default=0, compare=False)
+
+    def record(self) -> dict[str, Any]:
+        """The row as written to a manifest (without `row`)."""
+        out = asdict(self)
+        del out["row"]
+        out["negatives"] = list(self.negatives)
+        return out
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A checked manifest: its `examples` in file order and the sha256 of the file read."""
+
+    path: Path
+    format: ManifestFormat
+    sha256: str
+    examples: tuple[Example, ...]
+
+    def split(self, name: str) -> list[Example]:
+        """The examples of split `name` (``train`` or ``dev``)."""
+        if name not in SPLITS:
+            raise ValueError(f"unknown split {name!r} (splits: {', '.join(SPLITS)})")
+        return [ex for ex in self.examples if ex.split == name]
+
+    def where(self, example: Example) -> str:
+        """``file:line`` (JSONL) or ``file, row N`` (Parquet) of `example`."""
+        if self.format == "jsonl":
+            return f"{self.path}:{example.row}"
+        return f"{self.path}, row {example.row}"
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able summary for the training run's record."""
+        return {
+            "path": str(self.path),
+            "format": self.format,
+            "sha256": self.sha256,
+            "examples": len(self.examples),
+            "splits": {s: len(self.split(s)) for s in SPLITS},
+            "negatives": sum(len(ex.negatives) for ex in self.examples),
+            "negative_images": sum(ex.negative_image is not None for ex in self.examples),
+        }
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def manifest_format(path: str | Path) -> ManifestFormat:
+    """The format named by the suffix of `path` (``.jsonl`` or ``.parquet``)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise DataError(
+            f"unknown manifest format {suffix or '(no suffix)'!r}: use .jsonl or .parquet",
+            file=path,
+        )
+    return _SUFFIXES[suffix]
+
+
+def read_manifest(path: str | Path, images: ImageStore, *, check_images: bool = True) -> Manifest:
+    """Read and check the manifest at `path` (see the module doc); every problem is a
+    `DataError` naming the file and line / row, raised before anything is trained.
+
+    `images` resolves the references; ``manifest:`` references are made resolvable by adding
+    the manifest's folder to it as the root `MANIFEST_ROOT` (replacing an earlier one).
+    `check_images=False` skips resolving and opening the images (tests of the fields only).
+    """
+    path = Path(path)
+    fmt = manifest_format(path)
+    raw = _read_bytes(path)
+    records = _jsonl_records(raw, path) if fmt == "jsonl" else _parquet_records(raw, path)
+    examples = tuple(_example(rec, row, path, fmt) for row, rec in records)
+    if not examples:
+        raise DataError("the manifest has no examples", file=path)
+    if any(_uses_manifest_root(ex) for ex in examples):
+        images.add_root(MANIFEST_ROOT, path.parent.resolve())
+    if check_images:
+        _check_images(examples, images, path, fmt)
+    return Manifest(path, fmt, hashlib.sha256(raw).hexdigest(), examples)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read the manifest: {exc.strerror or exc}", file=path) from None
+
+
+def _where(path: Path, fmt: ManifestFormat, row: int) -> dict[str, Any]:
+    """DataError keywords naming a JSONL line or a Parquet row."""
+    if fmt == "jsonl":
+        return {"file": path, "line": row}
+    return {"file": path, "item": f"row {row}"}
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _jsonl_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
+    """(line number, parsed value) of every non-blank line."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError("not valid UTF-8", file=path, line=line) from None
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((n, json.loads(line, object_pairs_hook=_unique_keys)))
+        except _DuplicateKey as exc:
+            raise DataError(f"the field {exc.args[0]!r} appears twice", file=path, line=n) from None
+        except json.JSONDecodeError as exc:
+            raise DataError(
+                f"malformed JSON: {exc.msg} (column {exc.colno})", file=path, line=n
+            ) from None
+    return out
+
+
+def _parquet_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
+    """(row index, row as a dict) of every row; missing or unknown columns name the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(raw))
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"not a readable Parquet file: {exc}", file=path) from None
+    names = table.column_names
+    unknown = [c for c in names if c not in FIELDS]
+    if unknown:
+        raise DataError(
+            f"unknown column(s) {', '.join(map(repr, unknown))} (known: {', '.join(FIELDS)})",
+            file=path,
+        )
+    missing = [c for c in REQUIRED if c not in names]
+    if missing:
+        raise DataError(f"missing column(s) {', '.join(map(repr, missing))}", file=path)
+    return list(enumerate(table.to_pylist()))
+
+
+def _type_name(value: object) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _text(rec: Mapping[str, Any], key: str, where: dict[str, Any]) -> str:
+    value = rec[key]
+    if not isinstance(value, str):
+        raise DataError(f"field {key!r} must be a string, got {_type_name(value)}", **where)
+    if not value.strip():
+        raise DataError(f"field {key!r} is empty", **where)
+    return value
+
+
+def _optional_text(rec: Mapping[str, Any], key: str, where: dict[str, Any]) -> str | None:
+    if rec.get(key) is None:
+        return None
+    return _text(rec, key, where)
+
+
+def _negatives(rec: Mapping[str, Any], caption: str, where: dict[str, Any]) -> tuple[str, ...]:
+    value = rec.get("negatives")
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise DataError(
+            f"field 'negatives' must be a list of strings, got {_type_name(value)}", **where
+        )
+    seen: dict[str, int] = {}
+    for i, neg in enumerate(value):
+        if not isinstance(neg, str):
+            raise DataError(f"negative {i} must be a string, got {_type_name(neg)}", **where)
+        if not neg.strip():
+            raise DataError(f"negative {i} is empty", **where)
+        if neg == caption:
+            raise DataError(f"negative {i} is the caption itself: {neg!r}", **where)
+        if neg in seen:
+            raise DataError(f"negative {i} repeats negative {seen[neg]}: {neg!r}", **where)
+        seen[neg] = i
+    return tuple(value)
+
+
+def _split(rec: Mapping[str, Any], where: dict[str, Any]) -> str:
+    value = rec.get("split")
+    if value is None:
+        return "train"
+    if value not in SPLITS:
+        raise DataError(f"unknown split {value!r} (splits: {', '.join(SPLITS)})", **where)
+    return str(value)
+
+
+def _example(rec: Any, row: int, path: Path, fmt: ManifestFormat) -> Example:
+    """The example of one row, every field checked (a `DataError` naming file and row)."""
+    where = _where(path, fmt, row)
+    if not isinstance(rec, dict):
+        raise DataError(f"a row must be a JSON object, got {_type_name(rec)}", **where)
+    unknown = [k for k in rec if k not in FIELDS]
+    if unknown:
+        raise DataError(
+            f"unknown field(s) {', '.join(map(repr, unknown))} (fields: {', '.join(FIELDS)})",
+            **where,
+        )
+    for key in REQUIRED:
+        if key not in rec:
+            raise DataError(f"missing field {key!r}", **where)
+    caption = _text(rec, "caption", where)
+    neg_image = _optional_text(rec, "negative_image", where)
+    neg_caption = _optional_text(rec, "negative_image_caption", where)
+    if (neg_image is None) != (neg_caption is None):
+        given, lacking = (
+            ("negative_image", "negative_image_caption")
+            if neg_image is not None
+            else ("negative_image_caption", "negative_image")
+        )
+        raise DataError(f"field {given!r} is given without {lacking!r}", **where)
+    if neg_caption is not None and neg_caption == caption:
+        raise DataError("the negative image's caption is the caption itself", **where)
+    return Example(
+        image=_text(rec, "image", where),
+        caption=caption,
+        negatives=_negatives(rec, caption, where),
+        negative_image=neg_image,
+        negative_image_caption=neg_caption,
+        split=_split(rec, where),
+        row=row,
+    )
+
+
+# --- images --------------------------------------------------------------------------------
+
+
+def _uses_manifest_root(ex: Example) -> bool:
+    prefix = MANIFEST_ROOT + ":"
+    return ex.image.startswith(prefix) or (ex.negative_image or "").startswith(prefix)
+
+
+def _head(res: ResolvedImage) -> tuple[bytes, bool]:
+    """The first bytes of a file (and whether that is all of it); in-memory bytes whole."""
+    if res.path is None:
+        return res.read(), True
+    try:
+        with open(res.path, "rb") as fh:
+            head = fh.read(_HEAD_BYTES + 1)
+    except OSError as exc:
+        raise ImageError(
+            f"image {res.ref!r} cannot be read: {exc}", ref=res.ref, reason="unreadable"
+        ) from None
+    return head[:_HEAD_BYTES], len(head) <= _HEAD_BYTES
+
+
+def check_image(images: ImageStore, ref: str) -> None:
+    """Resolve `ref` as evaluation does and open its header under the store's pixel limit;
+    `ImageError` (unsafe, unknown root, missing, unreadable, undecodable, too large)."""
+    res = images.resolve(ref)
+    data, whole = _head(res)
+    try:
+        open_image(data, images.max_pixels, ref)
+        return
+    except ImageError:
+        raise
+    except Exception as exc:
+        if whole:
+            raise _undecodable(ref, exc) from None
+    try:
+        open_image(res.read(), images.max_pixels, ref)
+    except ImageError:
+        raise
+    except Exception as exc:
+        raise _undecodable(ref, exc) from None
+
+
+def _undecodable(ref: str, exc: Exception) -> ImageError:
+    return ImageError(
+        f"image {ref!r} is not a readable image ({type(exc).__name__}: {exc})",
+        ref=ref,
+        reason="undecodable",
+    )
+
+
+def _problem(images: ImageStore, ref: str) -> str | None:
+    try:
+        check_image(images, ref)
+    except ImageError as exc:
+        return f"{exc.detail} [{exc.reason}]"
+    return None
+
+
+def _check_images(
+    examples: Iterable[Example], images: ImageStore, path: Path, fmt: ManifestFormat
+) -> None:
+    """Every image and negative image resolvable and within the pixel limit; the first
+    failure (in file order) raised, naming the rows of the others."""
+    first_row: dict[str, tuple[int, str]] = {}
+    for ex in examples:
+        first_row.setdefault(ex.image, (ex.row, "image"))
+        if ex.negative_image is not None:
+            first_row.setdefault(ex.negative_image, (ex.row, "negative_image"))
+    refs = list(first_row)
+    with ThreadPoolExecutor(_IMAGE_THREADS) as pool:
+        problems = list(pool.map(lambda r: _problem(images, r), refs))
+    bad = [(first_row[r], p) for r, p in zip(refs, problems, strict=True) if p is not None]
+    if not bad:
+        return
+    bad.sort(key=lambda b: b[0][0])
+    (row, key), message = bad[0]
+    more = ""
+    if len(bad) > 1:
+        unit = "line" if fmt == "jsonl" else "row"
+        rows = ", ".join(str(r) for (r, _), _ in bad[1 : 1 + _LISTED])
+        etc = ", ..." if len(bad) > 1 + _LISTED else ""
+        more = f" (and {len(bad) - 1} more unusable image(s), first at {unit} {rows}{etc})"
+    raise DataError(f"field {key!r}: {message}{more}", **_where(path, fmt, row))
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def _as_example(
+    value: Example | Mapping[str, Any], row: int, path: Path, fmt: ManifestFormat
+) -> Example:
+    if isinstance(value, Example):
+        value = value.record()
+    return _example(dict(value), row, path, fmt)
+
+
+def write_manifest(path: str | Path, examples: Iterable[Example | Mapping[str, Any]]) -> Path:
+    """Write `examples` (each checked as `read_manifest` checks rows; images are not opened)
+    to `path`, JSONL or Parquet by its suffix, atomically. Returns `path`."""
+    path = Path(path)
+    fmt = manifest_format(path)
+    start = 1 if fmt == "jsonl" else 0
+    rows = [_as_example(ex, i, path, fmt).record() for i, ex in enumerate(examples, start)]
+    if not rows:
+        raise DataError("no examples to write", file=path)
+    with atomic_path(path) as tmp:
+        if fmt == "jsonl":
+            lines = (json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            tmp.write_text("".join(lines), encoding="utf-8")
+        else:
+            tmp.write_bytes(_parquet_bytes(rows))
+    return path
+
+
+def _parquet_bytes(rows: list[dict[str, Any]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema(
+        [
+            ("image", pa.string()),
+            ("caption", pa.string()),
+            ("negatives", pa.list_(pa.string())),
+            ("negative_image", pa.string()),
+            ("negative_image_caption", pa.string()),
+            ("split", pa.string()),
+        ]
+    )
+    buf = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), buf)
+    return buf.getvalue()
