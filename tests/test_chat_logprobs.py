@@ -257,3 +257,22 @@ def test_ask_writes_runs_that_compare_like_local_runs(
     assert {r.metric for r in run.record.results} == {"NPP", "PNP", "PPN", "circular"}
     assert run.record.model.fingerprint["prompt"] == "scpp3"
     assert "api_key" not in json.dumps(run.record.model.fingerprint).lower()
+
+
+def test_ask_vqascore_on_two_image_items_gives_a_bivlc_run(
+    server: tuple[Server, str], tmp_path: Path
+) -> None:
+    """BiVLC-style items (two images, two captions): every image with every caption is asked,
+    and the run has the benchmark's I2T / T2I / group metrics."""
+    from lexsem.results.run import Run
+
+    state, url = server
+    common = ["-m", f"openai:tiny-vlm?base_url={url}", "-b", "synthetic_bi/swap_att",
+              "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    res = CliRunner().invoke(app, ["ask", *common, "--vqascore", "--run", str(tmp_path / "b")])
+    assert res.exit_code == 0, res.output
+    run = Run.load(tmp_path / "b")
+    n_items = run.record.results[0].items_total
+    assert state.posts == 4 * n_items  # (I0, C0), (I0, C1), (I1, C0), (I1, C1) per item
+    assert {r.metric for r in run.record.results} >= {"i2t", "t2i", "group"}
+    assert "group: I2T" in res.stdout

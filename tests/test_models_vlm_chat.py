@@ -97,3 +97,55 @@ def test_a_local_model_answers_the_multiple_choice_task_into_a_run(tmp_path: Pat
         lexsem.Run.load(out).items.column("text_answer_NPP").to_pylist()
         == run.items.column("text_answer_NPP").to_pylist()
     )
+
+
+def test_ask_with_a_local_model_k_shot_stored_and_as_a_run(tmp_path: Path) -> None:
+    """`lexsem ask -m vlm:...`: a local model behind the chat interface — k-shot conversations
+    with several images, answers stored (a rerun generates nothing), a run folder."""
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+    from lexsem.results.run import Run
+
+    llava = write_tiny_llava(tmp_path / "llava")
+    sel, images = scpp_user_files(tmp_path)
+    common = ["-m", f"vlm:{llava}?max_new_tokens=2", "-b", sel, "--coco-val2017", str(images),
+              "--cache-dir", str(tmp_path / "c"), "--prompt", "scpp3"]  # fmt: skip
+    res = CliRunner().invoke(app, ["ask", *common, "--shots", "1", "--run", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert "15 requests: 0 answered from the store, 15 sent" in res.stderr
+    run = Run.load(tmp_path / "r")
+    assert (
+        run.record.config.tasks == ["choice_scpp3"] and run.record.model.fingerprint["shots"] == 1
+    )
+    again = CliRunner().invoke(app, ["ask", *common, "--shots", "1", "--replay-only"])
+    assert again.exit_code == 0 and "15 answered from the store, 0 sent" in again.stderr
+    vqa = CliRunner().invoke(app, ["ask", *common[:-2], "--vqascore"])
+    assert vqa.exit_code != 0 and "vqa:" in vqa.output
+
+
+def test_a_conversation_with_two_images_equals_transformers_generate(tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from lexsem.models.registry import load_model
+
+    llava = write_tiny_llava(tmp_path / "llava")
+    model = load_model(f"vlm:{llava}?max_new_tokens=4", device="cpu")
+    rng = np.random.default_rng(5)
+    ims = [Image.fromarray(rng.integers(0, 256, (32, 40, 3), dtype=np.uint8)) for _ in range(2)]
+    turns = [
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "a dog runs"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Yes"}]},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "a cat"}]},
+    ]
+    got = model.converse(turns, ims)
+    proc = AutoProcessor.from_pretrained(llava)
+    net = AutoModelForImageTextToText.from_pretrained(llava).eval()
+    prompt = proc.apply_chat_template(turns, add_generation_prompt=True)
+    enc = proc(text=[prompt], images=[ims], return_tensors="pt")
+    assert int((enc["input_ids"] == net.config.image_token_index).sum()) == 2 * 4  # both images
+    with torch.no_grad():
+        out = net.generate(**enc, max_new_tokens=4, do_sample=False)
+    want = proc.tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+    assert got == want.strip()

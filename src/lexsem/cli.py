@@ -305,7 +305,8 @@ def ask(
             "-m",
             help="openai:MODEL?base_url=URL (any OpenAI-compatible "
             "server: vLLM, llama.cpp, Ollama, OpenAI); key from $OPENAI_API_KEY; "
-            "&logprobs=prompt for vLLM's prompt log-probs (--vqascore).",
+            "&logprobs=prompt for vLLM's prompt log-probs (--vqascore). Or vlm:MODEL, a "
+            "local generative VLM (multiple choice, k-shot included).",
         ),
     ],
     benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")],
@@ -390,6 +391,7 @@ def ask(
     as `score-answers` does. --import stores recorded answers first."""
     from lexsem.benchmarks.load import load_benchmark
     from lexsem.engine.store import RequestStore
+    from lexsem.evaluator import attach_embedded_images
     from lexsem.images.store import ImageStore
     from lexsem.models.backends.openai_chat import OpenAIChat
     from lexsem.models.protocols import fingerprint_key
@@ -400,10 +402,13 @@ def ask(
         from lexsem.results.store import check_out_dir
 
         check_out_dir(run_out, force=force)  # before anything is sent
-    chat = OpenAIChat(model)
+    chat = _chat_model(model)
+    if not isinstance(chat, OpenAIChat):
+        concurrency = 1  # one local model answers one conversation at a time
     loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
     root = resolve_cache(cache_dir)
     images = ImageStore(coco_val2017=coco_val2017, image_root=image_root, cache_root=root)
+    attach_embedded_images(images)  # Hugging Face datasets' images (BiVLC, Winoground)
     send = {"replay_only": replay_only, "max_requests": max_requests, "concurrency": concurrency}
     with RequestStore(root, fingerprint_key(chat.fingerprint)) as store:
         if vqascore:
@@ -424,6 +429,26 @@ def ask(
         + (f"; {'scores' if vqascore else 'answers'} written to {out}" if out else ""),
         err=True,
     )
+
+
+def _chat_model(spec: str) -> Any:
+    """The chat model of `ask`: an OpenAI-compatible server (`openai:`), or a local generative
+    VLM (`vlm:`, an alias of one) behind the same interface."""
+    from lexsem.models.backends.openai_chat import OpenAIChat
+
+    if spec.strip().lower().startswith("openai:"):
+        return OpenAIChat(spec)
+    from lexsem.models.backends.local_chat import LocalChat
+    from lexsem.models.backends.vlm_chat import VLMAnswerer
+    from lexsem.models.registry import load_model
+
+    model = load_model(spec)
+    if not isinstance(model, VLMAnswerer):
+        raise LexsemError(
+            f"ask needs a chat model: openai:MODEL?base_url=URL (an API) or vlm:MODEL (a local "
+            f"generative VLM), not {spec!r}"
+        )
+    return LocalChat(model)
 
 
 def _check_ask_options(
@@ -507,12 +532,13 @@ def _ask_vqa(
     if out is not None:
         with atomic_open(out, "w", encoding="utf-8") as fh:
             for r in result.pairs:
-                rec = {"id": r.item_id, "subset": r.subset, "role": r.role, "text": r.text,
+                rec = {"id": r.item_id, "subset": r.subset, "role": r.role, "image": r.image,
+                       "text": r.text,
                        "score": r.score, "probs": {a: {"p": p.prob, "tokens": list(p.tokens),
                        "below_top_k": p.below_top_k} for a, p in r.probs.items()}}  # fmt: skip
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
     typer.echo(vqa_markdown(result, options["score"], chat.name))
-    scores = {(r.subset, r.item_id, r.text): r.score for r in result.pairs}
+    scores = {(r.subset, r.item_id, r.image, r.text): r.score for r in result.pairs}
     fp = {**chat.fingerprint, "vqascore": {k: options[k] for k in sorted(options)}}
     return stats, RecordedScores(scores, chat.name, fp, where=chat.name)
 

@@ -96,7 +96,7 @@ class Evaluator:
                 cache_root=default_cache_dir(cfg.cache_dir),
                 max_pixels=cfg.max_image_pixels,
             )
-        _attach_embedded_images(self._images)
+        attach_embedded_images(self._images)
         return self._images
 
     # -- the run ---------------------------------------------------------------------------
@@ -383,7 +383,7 @@ def _timing_defaults(timing: dict[str, Any]) -> dict[str, Any]:
     return {**base, **timing}
 
 
-def _attach_embedded_images(store: Any) -> None:
+def attach_embedded_images(store: Any) -> None:
     """Make the images embedded in loaded Hugging Face datasets (`mem:` refs) readable."""
     from lexsem.benchmarks.sources import hf
 

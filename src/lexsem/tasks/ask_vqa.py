@@ -6,7 +6,9 @@ then the image-to-text ranking of the benchmark's image task:
 - triplets (SugarCrepe++ ITT): both positives above the negative, s(I, P1) > s(I, N) and
   s(I, P2) > s(I, N);
 - pairs (SugarCrepe): s(I, C+) > s(I, C-);
-- several captions (ARO): the true caption above every other.
+- several captions (ARO): the true caption above every other;
+- two images and two captions (BiVLC, Winoground): both images with both captions, the group
+  hit (I2T and T2I) printed; a run (`ask --run`) has every metric of the benchmark's task.
 
 Comparisons are strict (a tie is a miss, and counted). Scores (as the local `vqa:` backend's):
 `vqa` = P(answer); `vqa_norm` = P(answer) / (P(answer) + P(negative)) — 0.5 when both are 0
@@ -65,6 +67,7 @@ class VQAPair:
     text: str
     score: float
     probs: dict[str, AnswerProb]
+    image: str = ""  # the image reference the caption was asked about
 
 
 @dataclass
@@ -90,17 +93,21 @@ def vqa_score(probs: dict[str, AnswerProb], mode: str, answer: str, negative: st
     raise DataError(f"unknown score {mode!r} (one of {', '.join(SCORES)})")
 
 
-def _roles(item: Any) -> list[tuple[str, str]]:
+def _roles(item: Any) -> list[tuple[str, str, str]]:
+    """(role, image reference, caption) of every pair the item's task compares."""
+    if hasattr(item, "image0"):  # BiVLC, Winoground: both images with both captions
+        return [
+            (f"i{i}c{c}", getattr(item, f"image{i}"), getattr(item, f"caption{c}"))
+            for i in (0, 1)
+            for c in (0, 1)
+        ]
     if hasattr(item, "p1"):
-        return [("p1", item.p1), ("p2", item.p2), ("n", item.n)]
+        return [(r, item.image, t) for r, t in (("p1", item.p1), ("p2", item.p2), ("n", item.n))]
     if hasattr(item, "pos"):
-        return [("pos", item.pos), ("neg", item.neg)]
+        return [("pos", item.image, item.pos), ("neg", item.image, item.neg)]
     if hasattr(item, "captions"):
-        return [(f"c{i}", t) for i, t in enumerate(item.captions)]
-    raise DataError(
-        f"item {item.subset}/{item.id}: VQAScore through an API covers items with one image "
-        f"(triplets, pairs, several captions), not {type(item).__name__} (BiVLC, Winoground)"
-    )
+        return [(f"c{i}", item.image, t) for i, t in enumerate(item.captions)]
+    raise DataError(f"item {item.subset}/{item.id}: no image-caption pairs to score")
 
 
 def ask_vqa(
@@ -121,8 +128,8 @@ def ask_vqa(
         raise DataError(f"unknown score {score!r} (one of {', '.join(SCORES)})")
     template = question_template(question)
     read = image_reader(images)
-    asked = [(it, role, text) for it in items for role, text in _roles(it)]
-    pairs = [(read(it.image), text) for it, _, text in asked]
+    asked = [(it, role, ref, text) for it in items for role, ref, text in _roles(it)]
+    pairs = [(read(ref), text) for _, _, ref, text in asked]
     # P(negative) comes with P(answer) from the top log-probabilities; asked only when needed
     # from the prompt's log-probabilities (one request per answer)
     answers = (answer, negative) if score != "vqa" or model.logprobs_mode == "top" else (answer,)
@@ -130,13 +137,15 @@ def ask_vqa(
         model, pairs, store, question=template, answers=answers, **send
     )
     rows = [
-        VQAPair(str(it.id), it.subset, role, text, vqa_score(p, score, answer, negative), p)
-        for (it, role, text), p in zip(asked, probs, strict=True)
+        VQAPair(str(it.id), it.subset, role, text, vqa_score(p, score, answer, negative), p, ref)
+        for (it, role, ref, text), p in zip(asked, probs, strict=True)
     ]
     return _accuracy(items, rows), stats
 
 
 _TASKS = {
+    "quad": "group: I2T s(I0,C0) > s(I0,C1), s(I1,C1) > s(I1,C0) and T2I s(I0,C0) > s(I1,C0), "
+    "s(I1,C1) > s(I0,C1)",
     "triplet": "ITT: s(I,P1) > s(I,N) and s(I,P2) > s(I,N)",
     "pair": "s(I,C+) > s(I,C-)",
     "multi": "the true caption above every other",
@@ -144,6 +153,8 @@ _TASKS = {
 
 
 def _kind(roles: dict[str, VQAPair]) -> str:
+    if "i0c0" in roles:
+        return "quad"
     if "p1" in roles:
         return "triplet"
     return "pair" if "pos" in roles else "multi"
@@ -153,6 +164,10 @@ def _item_hit(roles: dict[str, VQAPair]) -> Hits:
     """Whether one item is a hit (and whether a deciding comparison tied)."""
     s = {role: np.array([r.score]) for role, r in roles.items()}
     kind = _kind(roles)
+    if kind == "quad":
+        i2t = all_of(beats(s["i0c0"], s["i0c1"]), beats(s["i1c1"], s["i1c0"]))
+        t2i = all_of(beats(s["i0c0"], s["i1c0"]), beats(s["i1c1"], s["i0c1"]))
+        return all_of(i2t, t2i)
     if kind == "triplet":
         return all_of(beats(s["p1"], s["n"]), beats(s["p2"], s["n"]))
     if kind == "pair":

@@ -5,9 +5,9 @@ an API's log-probabilities, become a run folder like a local model's, usable by 
 
 - `RecordedAnswers`: one prompt's free-form answers by (subset, item id, ordering), read by the
   task `choice_<prompt>` exactly as a local model's answers are;
-- `RecordedScores`: one score per (subset, item id, caption), the image-text scores of the
-  benchmark's image tasks whose every column is an image-text score (`itt` of triplets, `pair`,
-  the ARO tasks).
+- `RecordedScores`: one score per (subset, item id, image, caption), the image-text scores of
+  the benchmark's image tasks whose every column is an image-text score (`itt` of triplets,
+  `pair`, the ARO tasks, `bivlc` and `winoground` with both images).
 
 Each has a name, a spec (what made the records: the file, the API model's spec) and a
 fingerprint (the file's sha256, or the API model's fingerprint with the
@@ -18,7 +18,7 @@ needs is left out of the run, reported in the coverage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -95,7 +95,8 @@ class RecordedAnswers:
 
 
 class RecordedScores:
-    """Image-text scores by (subset, item id, caption text) (see the module doc)."""
+    """Image-text scores by (subset, item id, image reference, caption) (see the module
+    doc)."""
 
     def __init__(
         self,
@@ -113,31 +114,31 @@ class RecordedScores:
         tasks = [get_task(t) for t in bench.image_tasks]
         tasks = [t for t in tasks if all(c.kind == "image_text" for c in t.columns)]
         if not tasks:
-            raise DataError(
-                f"{self.where}: benchmark {bench.name!r} has no task of one image and its "
-                "captions (BiVLC and Winoground items have two images)"
-            )
+            raise DataError(f"{self.where}: benchmark {bench.name!r} has no image-text task")
         return tasks
 
+    def _pairs(self, works: Sequence[Any]) -> Iterator[tuple[str, Any, str, str]]:
+        """(decode profile, item, image reference, caption) of every image-text column."""
+        for w in works:
+            for task in w.tasks:
+                for col in task.columns:
+                    for it in w.items:
+                        yield (w.decode, it, *col.get(it))
+
     def check(self, works: Sequence[Any]) -> None:
-        known = {(it.subset, str(it.id), t) for w in works for it in w.items for t in it.texts()}
-        for subset, item_id, text in self._by:
-            if (subset, item_id, text) not in known:
+        known = {(it.subset, str(it.id), ref, t) for _, it, ref, t in self._pairs(works)}
+        for subset, item_id, ref, text in self._by:
+            if (subset, item_id, ref, text) not in known:
                 raise DataError(
-                    f"{self.where}: a score of {subset}/{item_id} for {text!r}, which the "
-                    "benchmark selection does not have"
+                    f"{self.where}: a score of {subset}/{item_id} for ({ref!r}, {text!r}), "
+                    "which the benchmark selection does not have"
                 )
 
     def scores(self, works: Sequence[Any]) -> Scores:
         index: dict[tuple[str, str, str], int] = {}
         values: list[float] = []
-        for w in works:
-            for task in w.tasks:
-                for col in task.columns:
-                    for it in w.items:
-                        ref, text = col.get(it)
-                        key = (w.decode, ref, text)
-                        if key not in index:
-                            index[key] = len(values)
-                            values.append(self._by.get((it.subset, str(it.id), text), np.nan))
+        for profile, it, ref, text in self._pairs(works):
+            if (profile, ref, text) not in index:
+                index[(profile, ref, text)] = len(values)
+                values.append(self._by.get((it.subset, str(it.id), ref, text), np.nan))
         return Scores(pair_values=np.array(values, dtype=np.float64), pair_index=index)

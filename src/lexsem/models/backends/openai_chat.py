@@ -60,6 +60,7 @@ __all__ = [
     "OpenAIChat",
     "StopRun",
     "Turn",
+    "chat_messages",
     "prompt_answer_prob",
     "top_answer_probs",
 ]
@@ -190,20 +191,9 @@ class OpenAIChat:
     ) -> dict[str, Any]:
         """The body of `request`; each image rendered by `image_part` (default: a base64 data
         URL; the engine's store key renders it as its content key)."""
-        part = image_part or data_url_part
-        messages = []
-        for turn in request.turns:
-            if turn.role == "user":
-                content: Any = [part(img) for img in turn.images]
-                content.append({"type": "text", "text": turn.text})
-            elif turn.images:
-                raise ModelError(f"{self.name}: only user turns carry images")
-            else:
-                content = turn.text
-            messages.append({"role": turn.role, "content": content})
         return {
             "model": self.model,
-            "messages": messages,
+            "messages": chat_messages(request, image_part or data_url_part, self.name),
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             **request.params,
@@ -293,6 +283,24 @@ class OpenAIChat:
                 kept = entries[-KEPT_PROMPT_LOGPROBS:]
                 raw = {**raw, "prompt_logprobs": kept, "lexsem_dropped_prompt_logprobs": dropped}
         return raw
+
+
+def chat_messages(
+    request: ChatRequest, part: Callable[[bytes], dict[str, Any]], name: str
+) -> list[dict[str, Any]]:
+    """The OpenAI `messages` of `request`: user turns as content parts (images first, rendered
+    by `part`, then the text), assistant turns as text."""
+    messages = []
+    for turn in request.turns:
+        if turn.role == "user":
+            content: Any = [part(img) for img in turn.images]
+            content.append({"type": "text", "text": turn.text})
+        elif turn.images:
+            raise ModelError(f"{name}: only user turns carry images")
+        else:
+            content = turn.text
+        messages.append({"role": turn.role, "content": content})
+    return messages
 
 
 def data_url_part(image: bytes) -> dict[str, Any]:

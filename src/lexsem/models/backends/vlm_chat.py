@@ -48,3 +48,8 @@ class VLMAnswerer(GenerativeVLM):
             self.generate(image, self.user_turn(p), max_new_tokens=self.max_new_tokens)
             for image, p in zip(images, prompts, strict=True)
         ]
+
+    def converse(self, turns: list[dict[str, Any]], images: list[Any]) -> str:
+        """The greedy answer to a conversation (chat-template messages whose image parts are
+        `images`, in order): several turns and images (k-shot demonstrations)."""
+        return self.generate(images, self.conversation(turns), max_new_tokens=self.max_new_tokens)

@@ -99,6 +99,16 @@ class GenerativeVLM(LazyModel):
         except ModelError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc
 
+    def conversation(self, turns: list[dict[str, Any]]) -> str:
+        """A rendered conversation (chat-template messages), up to where the reply starts."""
+        self._ensure_loaded()
+        if self.layout.plain_format is not None:
+            raise ModelError(
+                f"{self.name}: a conversation of several turns needs a chat template; the "
+                "processor has none"
+            )
+        return str(self._processor.apply_chat_template(turns, add_generation_prompt=True))
+
     def continuation_ids(self, prompt: str, continuation: str) -> tuple[int, ...]:
         """The token ids `continuation` has after `prompt` (as `logprobs` places it)."""
         layout = self.layout
@@ -109,12 +119,15 @@ class GenerativeVLM(LazyModel):
         return tuple(continuation_ids(tok, prompt, full))
 
     def generate(self, image: Any, prompt: str, *, max_new_tokens: int = 32) -> str:
-        """The model's greedy answer to `prompt` (a rendered user turn) about `image`."""
+        """The model's greedy answer to `prompt` (a rendered conversation) about `image` (one
+        image, or a list: the images of the conversation in order)."""
         import torch
 
         model = self._ensure_loaded()
         kw = special_tokens(self._processor.tokenizer, prompt)
-        enc = self._processor(text=[prompt], images=[image], return_tensors="pt", **kw)
+        many = isinstance(image, list) and len(image) > 1
+        images = [image] if many else (image if isinstance(image, list) else [image])
+        enc = self._processor(text=[prompt], images=images, return_tensors="pt", **kw)
         inputs = model_inputs(enc, model, self.device)
         with torch.inference_mode():
             out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
