@@ -302,3 +302,14 @@ def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> Non
     scorer = load_model(f"vqa:{llava}?question=t17_2&answer=yes&negative=no")
     assert scorer.question == QUESTIONS["t17_2"]
     assert scorer.fingerprint != load_model(f"vqa:{llava}?question=t17_1").fingerprint
+
+
+def test_each_generative_backend_has_the_capability_it_should(llava: Path) -> None:
+    """A VQAScore scorer is a pair scorer, never an answerer (its `answer` option is a word);
+    `vlm:` answers; neither loads its weights to be told apart."""
+    from lexsem.engine.runner import ANSWER, PAIR, capabilities
+    from lexsem.models.registry import load_model
+
+    assert capabilities(load_model(f"vqa:{llava}")) == {PAIR}
+    assert capabilities(load_model(f"vgpt:{llava}")) == {PAIR}
+    assert capabilities(load_model(f"vlm:{llava}")) == {ANSWER}

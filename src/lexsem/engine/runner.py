@@ -35,7 +35,7 @@ def capabilities(model: object) -> set[str]:
         caps.add(PAIR)
     if isinstance(model, TextScorer):
         caps.add(SCORER)
-    if isinstance(model, Answerer):
+    if isinstance(model, Answerer) and callable(getattr(model, "answer", None)):
         caps.add(ANSWER)
     return caps
 

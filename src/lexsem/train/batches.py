@@ -32,6 +32,7 @@ class TrainBatch:
     negatives: list[list[str]]
     neg_pixels: Any = None
     neg_captions: list[str] | None = None
+    hard_negatives: list[str] | None = None  # a negative caption of each hard image (NegCLIP)
 
 
 class Examples:
@@ -42,6 +43,8 @@ class Examples:
                  max_pixels: int) -> None:  # fmt: skip
         self.examples, self.images = list(examples), images
         self.preprocess, self.max_pixels = preprocess, max_pixels
+        # the negative captions of each image's own row (NegCLIP's hard images are examples)
+        self.negatives_of = {ex.image: ex.negatives for ex in self.examples if ex.negatives}
 
     def __len__(self) -> int:
         return len(self.examples)
@@ -65,7 +68,9 @@ def batches_per_epoch(n: int, batch_size: int) -> int:
     return n // batch_size
 
 
-def _collate(examples: Sequence[Example], k: int) -> Callable[[list[Any]], TrainBatch]:
+def _collate(data: Examples, k: int) -> Callable[[list[Any]], TrainBatch]:
+    examples = data.examples
+
     def collate(rows: list[tuple[Any, int, Any]]) -> TrainBatch:
         import torch
 
@@ -78,9 +83,15 @@ def _collate(examples: Sequence[Example], k: int) -> Callable[[list[Any]], Train
             negatives=negs,
             neg_pixels=torch.stack([n for _, _, n in rows]) if has_neg_image else None,
             neg_captions=[str(ex.negative_image_caption) for ex in exs] if has_neg_image else None,
+            hard_negatives=_hard_negatives(data, exs) if has_neg_image else None,
         )
 
     return collate
+
+
+def _hard_negatives(data: Examples, exs: list[Example]) -> list[str] | None:
+    found = [data.negatives_of.get(str(ex.negative_image)) for ex in exs]
+    return [n[0] for n in found] if all(found) else None  # type: ignore[index]
 
 
 def epoch_batches(
@@ -97,6 +108,6 @@ def epoch_batches(
         data,  # type: ignore[arg-type]  # a map-style dataset
         batch_sampler=index,
         num_workers=num_workers,
-        collate_fn=_collate(data.examples, negatives),
+        collate_fn=_collate(data, negatives),
     )
     yield from loader

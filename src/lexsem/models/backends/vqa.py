@@ -85,16 +85,16 @@ class VQAScorer(VLMPairScorer):
         super().__init__(spec, **kwargs)
         self.score_mode = self.spec.get("score") or "vqa"
         self.question = _question(self.spec.get("question") or QUESTION)
-        self.answer = self.spec.get("answer") or "Yes"
-        self.negative = self.spec.get("negative") or "No"
+        self.yes_word = self.spec.get("answer") or "Yes"
+        self.no_word = self.spec.get("negative") or "No"
 
     def _fingerprint_options(self) -> dict[str, Any]:
         return {
             **self._vlm_fingerprint(),
             "score": self.score_mode,
             "question": self.question,
-            "answer": self.answer,
-            "negative": self.negative,
+            "answer": self.yes_word,
+            "negative": self.no_word,
         }
 
     def prompt(self, text: str) -> str:
@@ -111,11 +111,11 @@ class VQAScorer(VLMPairScorer):
     def _scores(self, image: Any, texts: list[str]) -> np.ndarray:
         prompts = [self.prompt(t) for t in texts]
         if self.score_mode == "vqa":
-            lps = self.logprobs(image, [(p, self.answer) for p in prompts])
+            lps = self.logprobs(image, [(p, self.yes_word) for p in prompts])
             return np.array([np.exp(lp.mean()) for lp in lps])
         rows, spans = [], []
         for p in prompts:
-            yes, no = self._forms(p, self.answer), self._forms(p, self.negative)
+            yes, no = self._forms(p, self.yes_word), self._forms(p, self.no_word)
             spans.append((len(rows), len(rows) + len(yes), len(rows) + len(yes) + len(no)))
             rows += [(p, f) for f in (*yes, *no)]
         probs = np.array([np.exp(lp.sum()) for lp in self.logprobs(image, rows)])

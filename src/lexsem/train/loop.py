@@ -1,0 +1,377 @@
+"""`Trainer(config).run()`: one fine-tuning run, judged by lexsem's own evaluation.
+
+Before any training: the manifest is read and checked, the training data is compared with
+every benchmark the run is judged or selected on (`lexsem.train.leakage`: an overlap is an
+error unless `allow_leakage`, and is recorded either way), and the regime's fields are checked
+on every example. Then, per epoch: seeded batches (`lexsem.train.batches`), the regime's loss
+(`lexsem.train.losses`) on L2-normalised embeddings, AdamW with a cosine schedule after
+warm-up (`lexsem.train.optim`), gradient accumulation, the logit scale clamped, mixed precision
+on a GPU; after each epoch the model is evaluated by an `Evaluator` that keeps its benchmarks
+and decoded images between epochs (the model's fingerprint changes with its weights, so no
+embedding of an earlier state is read), and the best epoch on the selection benchmark is kept.
+
+The run's folder: `state.pt` (resumable; `resume=True` continues to the same final weights),
+`checkpoints/step-N.pt` (every `checkpoint_every` steps), `best.*` and `final.*` (loadable
+by the evaluation backends: `openclip:ARCH@final.pt`, `clip:final`), `eval/` (a run folder
+per evaluation), and `train.json` (config, data sha256, leakage report, loss curve, per-epoch
+evaluations, the specs of the checkpoints).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lexsem.errors import DataError, LexsemError
+from lexsem.train.config import TrainConfig
+from lexsem.train.state import Progress
+
+__all__ = ["TrainResult", "Trainer", "needs"]
+
+NEEDS = {
+    "clip_coco": set(),
+    "trohn_text": {"negatives"},
+    "trohn_img": {"negative_image"},
+    "negclip": {"negatives", "negative_image"},
+}
+
+
+def needs(regime: str, examples: Sequence[Any], where: Any) -> None:
+    """Every example has what the regime trains on; a `DataError` naming the first that lacks
+    it (before any training). NegCLIP's hard image is itself a training example (a nearest
+    neighbour image of COCO), whose negative captions are those of its own row."""
+    with_negatives = {ex.image for ex in examples if ex.negatives}
+    for ex in examples:
+        if "negatives" in NEEDS[regime] and not ex.negatives:
+            raise DataError(f"{where(ex)}: regime {regime!r} needs a negative caption per example")
+        if "negative_image" in NEEDS[regime] and not ex.negative_image:
+            raise DataError(f"{where(ex)}: regime {regime!r} needs a negative image per example")
+        if regime == "negclip" and ex.negative_image not in with_negatives:
+            raise DataError(
+                f"{where(ex)}: NegCLIP's hard image {ex.negative_image!r} must be a training "
+                "example with negative captions of its own (its row gives them)"
+            )
+
+
+@dataclass
+class TrainResult:
+    folder: Path
+    steps: int
+    final: str | None  # the model spec of the final weights (None: stopped before the end)
+    best: str | None
+    stopped: bool
+
+
+class Trainer:
+    """One training run of `config` (see the module doc)."""
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+        self.out = Path(config.out)
+
+    # -- setup -----------------------------------------------------------------------------
+    def _images(self) -> Any:
+        from lexsem.evaluator import attach_embedded_images
+        from lexsem.images.store import ImageStore
+        from lexsem.paths import cache_dir
+
+        c = self.config
+        store = ImageStore(coco_val2017=c.coco_val2017, coco_train2017=c.coco_train2017,
+                           image_root=c.image_root, cache_root=cache_dir(c.cache_dir))  # fmt: skip
+        attach_embedded_images(store)
+        return store
+
+    def _evaluator(self, benchmarks: Sequence[str]) -> Any:
+        from lexsem.config import EvalConfig
+        from lexsem.evaluator import Evaluator
+
+        c = self.config
+        cfg = EvalConfig(benchmarks=tuple(benchmarks), data_dir=c.data_dir, cache_dir=c.cache_dir,
+                         coco_val2017=c.coco_val2017, coco_train2017=c.coco_train2017,
+                         image_root=c.image_root, n_boot=c.n_boot, device=c.device,
+                         seed=c.seed, num_workers=0)  # fmt: skip
+        return Evaluator(cfg)
+
+    def _check_out(self, resume: bool) -> None:
+        record = self.out / "train.json"
+        if resume:
+            if not (self.out / "state.pt").is_file():
+                raise DataError(f"nothing to resume in {self.out}: no state.pt")
+            return
+        if record.exists() or (self.out / "state.pt").exists():
+            raise DataError(
+                f"{self.out} holds a training run; resume it (resume=True / --resume) or give "
+                "another --out (nothing is overwritten)"
+            )
+
+    def _leakage(self, manifest: Any, evaluator: Any, images: Any) -> dict[str, Any]:
+        from lexsem.train.leakage import check_leakage, raise_on_overlap
+
+        if evaluator is None:
+            return {"checked": [], "note": "no benchmark to judge on: nothing compared"}
+        report = check_leakage(manifest, evaluator.benchmarks(), images)
+        return raise_on_overlap(report, self.config.allow_leakage).to_dict()
+
+    # -- the run ---------------------------------------------------------------------------
+    def run(self, *, resume: bool = False) -> TrainResult:
+        import torch
+
+        from lexsem.models.registry import load_model
+        from lexsem.train.distributed import world_from_env
+        from lexsem.train.manifest import read_manifest
+        from lexsem.train.optim import adamw, cosine_with_warmup
+        from lexsem.train.towers import towers_of
+
+        c = self.config
+        self._check_out(resume)
+        images = self._images()
+        manifest = read_manifest(c.manifest, images)
+        train = manifest.split("train")
+        if len(train) < c.batch_size:
+            raise DataError(
+                f"{c.manifest}: {len(train)} training examples, fewer than one batch of "
+                f"{c.batch_size}"
+            )
+        needs(c.regime, train, manifest.where)
+        benches = list(dict.fromkeys([*c.select_on, *c.judge_on]))
+        evaluator = self._evaluator(benches) if benches else None
+        leakage = self._leakage(manifest, evaluator, images)
+        torch.manual_seed(c.seed)
+        encoder = load_model(c.model, device=c.device)
+        towers = towers_of(encoder)
+        world = world_from_env(str(encoder.device))
+        if c.lora is not None:
+            from lexsem.train.lora import add_lora
+
+            add_lora(towers.module, c.lora)
+        optimizer = adamw(towers.module, lr=c.lr, weight_decay=c.weight_decay, betas=c.betas,
+                          eps=c.eps)  # fmt: skip
+        if c.batch_size % world.size:
+            raise LexsemError(f"batch {c.batch_size} does not split over {world.size} processes")
+        n_batches = len(train) // c.batch_size
+        schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * n_batches // c.accumulate)
+        loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator)
+        if resume:
+            loop.resume()
+        else:
+            self.out.mkdir(parents=True, exist_ok=True)
+            loop.start(manifest, leakage)
+        return loop.run()
+
+
+class _Loop:
+    """The state of one run while it trains."""
+
+    def __init__(self, trainer: Trainer, towers: Any, optimizer: Any, schedule: Any, world: Any,
+                 images: Any, train: list[Any], evaluator: Any) -> None:  # fmt: skip
+        from lexsem.train.batches import Examples
+
+        self.t, self.c, self.out = trainer, trainer.config, trainer.out
+        self.towers, self.optimizer, self.schedule, self.world = towers, optimizer, schedule, world
+        self.evaluator = evaluator
+        self.data = Examples(train, images, towers.preprocess, images.max_pixels)
+        self.progress = Progress()
+        self.record: dict[str, Any] = {}
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def start(self, manifest: Any, leakage: dict[str, Any]) -> None:
+        self.record = {
+            "config": json.loads(self.c.model_dump_json()),
+            "data": {"manifest": manifest.describe(), "sha256": manifest.sha256},
+            "leakage": leakage,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        self._write_record()
+        if self.c.judge_on and self.world.main:
+            self.progress.evaluations.append(self._evaluate("before", self.c.judge_on))
+
+    def resume(self) -> None:
+        from lexsem.train.state import load_state
+
+        self.record = json.loads((self.out / "train.json").read_text(encoding="utf-8"))
+        self.progress = load_state(self.out / "state.pt", self.towers.module, self.optimizer,
+                                   self.schedule)  # fmt: skip
+
+    def _write_record(self) -> None:
+        from lexsem.atomic import atomic_open
+
+        if not self.world.main:
+            return
+        self.record["progress"] = asdict(self.progress)
+        with atomic_open(self.out / "train.json", "w", encoding="utf-8") as fh:
+            json.dump(self.record, fh, indent=2, default=str)
+
+    def _save_state(self) -> None:
+        from lexsem.train.state import save_state
+
+        if self.world.main:
+            save_state(self.out / "state.pt", self.towers.module, self.optimizer, self.schedule,
+                       self.progress)  # fmt: skip
+            self._write_record()
+        self.world.barrier()
+
+    def _weights(self, name: str) -> str | None:
+        """Save the current weights as a checkpoint the evaluation backends load; its spec."""
+        if not self.world.main:
+            return None
+        state = self._export_state()
+        path = self.out / (f"{name}.pt" if _is_openclip(self.towers) else name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return self.towers.save(path, state)
+
+    def _export_state(self) -> dict[str, Any]:
+        if self.c.lora is not None:
+            from lexsem.train.lora import merged_state
+
+            return merged_state(self.towers.module)
+        return {k: v.detach().clone() for k, v in self.towers.module.state_dict().items()}
+
+    # -- evaluation ----------------------------------------------------------------------------
+    def _evaluate(self, label: str, benchmarks: Sequence[str]) -> dict[str, Any]:
+        module = self.towers.module
+        module.eval()
+        try:
+            run = self.evaluator.run(self.towers.encoder,
+                                     out=self.out / "eval" / label, force=True)  # fmt: skip
+        finally:
+            module.train()
+        scores = {
+            f"{r.benchmark}/{r.metric}": r.accuracy
+            for r in run.record.results
+            if r.subset == "_micro" and r.benchmark in {b.split("/")[0] for b in benchmarks}
+        }
+        return {"label": label, "step": self.progress.step, "accuracy": scores,
+                "run": str(self.out / "eval" / label)}  # fmt: skip
+
+    def _select(self, evaluation: dict[str, Any]) -> None:
+        if not self.c.select_on:
+            return
+        acc = evaluation["accuracy"]
+        key = self._selection_key(acc)
+        best = self.progress.best
+        if best is None or acc[key] > best["accuracy"]:
+            self.progress.best = {"label": evaluation["label"], "key": key, "accuracy": acc[key],
+                                  "spec": self._weights("best")}  # fmt: skip
+
+    def _selection_key(self, acc: dict[str, float]) -> str:
+        bench = self.c.select_on[0].split("/")[0]
+        if self.c.select_metric is not None:
+            key = f"{bench}/{self.c.select_metric}"
+            if key not in acc:
+                raise LexsemError(f"select_metric {key!r} is not among {sorted(acc)}")
+            return key
+        return next(k for k in acc if k.startswith(f"{bench}/"))
+
+    # -- training ------------------------------------------------------------------------------
+    def run(self) -> TrainResult:
+        from lexsem.train.batches import epoch_batches
+
+        c, p = self.c, self.progress
+        self.towers.module.train()
+        while p.epoch < c.epochs:
+            batches = epoch_batches(self.data, c.batch_size, c.seed, p.epoch, skip=p.batch,
+                                    num_workers=c.num_workers, negatives=1)  # fmt: skip
+            for batch in batches:
+                self._micro_step(batch)
+                if c.max_steps is not None and p.step >= c.max_steps:
+                    return self._stop()
+            self._end_epoch()
+        return self._finish()
+
+    def _micro_step(self, batch: Any) -> None:
+        c, p = self.c, self.progress
+        loss = self._loss(batch) / c.accumulate
+        loss.backward()
+        p.batch += 1
+        if p.batch % c.accumulate:
+            return
+        from lexsem.train.optim import clamp_logit_scale
+
+        self.world.average_gradients(self.towers.module)
+        self.optimizer.step()
+        self.schedule.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        clamp_logit_scale(self.towers.module)
+        p.step += 1
+        p.losses.append({"step": p.step, "epoch": p.epoch, "loss": float(loss) * c.accumulate,
+                         "lr": float(self.schedule.get_last_lr()[0])})  # fmt: skip
+        if c.checkpoint_every and p.step % c.checkpoint_every == 0:
+            self._weights(f"checkpoints/step-{p.step}")
+            self._save_state()
+
+    def _loss(self, batch: Any) -> Any:
+        import contextlib
+
+        import torch
+
+        from lexsem.train.losses import Batch, batch_loss
+
+        device = self.towers.encoder.device
+        amp = {"amp_bf16": torch.bfloat16, "amp_fp16": torch.float16}.get(self.c.precision)
+        ctx = (torch.autocast(device_type=str(device).split(":")[0], dtype=amp) if amp
+               else contextlib.nullcontext())  # fmt: skip
+        with ctx:
+            fields = self._embed(batch, device)
+            return batch_loss(self.c.regime, Batch(**fields), self.towers.logit_scale())
+
+    def _embed(self, batch: Any, device: Any) -> dict[str, Any]:
+        """The regime's embeddings of this process's slice of `batch`, gathered from all."""
+        w, t, regime = self.world, self.towers, self.c.regime
+        mine = w.local(len(batch.captions))
+
+        def images(px: Any) -> Any:
+            return w.gather(t.embed_images(px[mine].to(device)))
+
+        def texts(xs: list[str]) -> Any:
+            return w.gather(t.embed_texts(_to(t.tokens(xs[mine]), device)))
+
+        out = {"img": images(batch.pixels), "txt": texts(batch.captions)}
+        negs = [n[0] for n in batch.negatives] if regime in ("trohn_text", "negclip") else None
+        if negs is not None:
+            out["neg_txt"] = texts(negs)
+        if regime == "trohn_img":
+            out["neg_img"], out["neg_txt"] = images(batch.neg_pixels), texts(batch.neg_captions)
+        if regime == "negclip":
+            out["hard_img"], out["hard_txt"] = images(batch.neg_pixels), texts(batch.neg_captions)
+            out["hard_neg_txt"] = texts(batch.hard_negatives)
+        return out
+
+    def _end_epoch(self) -> None:
+        p = self.progress
+        if self.world.main and self.evaluator is not None:
+            benches = list(dict.fromkeys([*self.c.select_on, *self.c.judge_on]))
+            evaluation = self._evaluate(f"epoch-{p.epoch + 1}", benches)
+            p.evaluations.append(evaluation)
+            self._select(evaluation)
+        p.epoch += 1
+        p.batch = 0
+        self._save_state()
+
+    def _stop(self) -> TrainResult:
+        self._save_state()
+        return TrainResult(self.out, self.progress.step, None, None, stopped=True)
+
+    def _finish(self) -> TrainResult:
+        final = self._weights("final")
+        self.record["final"] = final
+        self.record["best"] = self.progress.best
+        self.record["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        self._save_state()
+        best = (self.progress.best or {}).get("spec")
+        return TrainResult(self.out, self.progress.step, final, best, stopped=False)
+
+
+def _to(tokens: Any, device: Any) -> Any:
+    if isinstance(tokens, dict):
+        return {k: v.to(device) for k, v in tokens.items()}
+    return tokens.to(device)
+
+
+def _is_openclip(towers: Any) -> bool:
+    from lexsem.train.towers import OpenClipTowers
+
+    return isinstance(towers, OpenClipTowers)

@@ -1,0 +1,235 @@
+"""`lexsem.train`: fine-tuning a tiny open_clip CLIP on rendered scenes, judged by lexsem's own
+evaluation — each regime trains, a resumed run ends at the same weights as an uninterrupted
+one, LoRA trains only its adapters, the leakage guard stops a run that trains on a judged
+benchmark, checkpoints load in the evaluation backends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import require_module
+from lexsem.errors import DataError, ModelError
+
+TINY_CFG: dict[str, Any] = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A random tiny open_clip CLIP as a custom arch file and a checkpoint: its spec."""
+    oc = require_module("open_clip")
+    folder = tmp_path_factory.mktemp("tiny-clip")
+    cfg = folder / "tiny-train.json"
+    cfg.write_text(json.dumps(TINY_CFG))
+    oc.add_model_config(folder)
+    torch.manual_seed(0)
+    model = oc.create_model("tiny-train")
+    torch.save(model.state_dict(), folder / "init.pt")
+    return f"openclip:{cfg}@{folder / 'init.pt'}?quick_gelu=false"
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from lexsem.train.rendered import write_rendered
+
+    return write_rendered(tmp_path_factory.mktemp("rendered"), 24, seed=0, size=48)
+
+
+def config(tiny: str, manifest: Path, out: Path, **kw: Any) -> Any:
+    from lexsem.train.config import TrainConfig
+
+    base = dict(model=tiny, manifest=manifest, out=out, epochs=2, batch_size=8, lr=1e-3,
+                warmup=1, device="cpu", n_boot=0, cache_dir=out.parent / "cache")  # fmt: skip
+    return TrainConfig(**{**base, **kw})
+
+
+def weights(spec: str) -> dict[str, torch.Tensor]:
+    from lexsem.models.registry import load_model
+
+    return {
+        k: v.clone()
+        for k, v in load_model(spec, device="cpu")._ensure_loaded().state_dict().items()
+    }
+
+
+@pytest.mark.parametrize("regime", ["clip_coco", "trohn_text", "trohn_img"])
+def test_each_regime_trains_and_its_checkpoint_loads(
+    tiny: str, rendered: Path, tmp_path: Path, regime: str
+) -> None:
+    from lexsem.train.loop import Trainer
+
+    res = Trainer(config(tiny, rendered, tmp_path / "run", regime=regime, epochs=1)).run()
+    assert not res.stopped and res.steps == 3 and res.final is not None
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    losses = [r["loss"] for r in record["progress"]["losses"]]
+    assert len(losses) == 3 and all(np.isfinite(losses))
+    before, after = weights(tiny), weights(res.final)
+    assert any(not torch.equal(before[k], after[k]) for k in before)  # it trained
+
+
+def test_a_resumed_run_ends_at_the_weights_of_an_uninterrupted_one(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    from lexsem.train.loop import Trainer
+
+    whole = Trainer(config(tiny, rendered, tmp_path / "whole")).run()
+    cut = Trainer(config(tiny, rendered, tmp_path / "cut", max_steps=4)).run()  # mid epoch 2
+    assert cut.stopped and cut.steps == 4
+    with pytest.raises(DataError, match="holds a training run"):
+        Trainer(config(tiny, rendered, tmp_path / "cut")).run()  # never overwritten
+    resumed = Trainer(config(tiny, rendered, tmp_path / "cut")).run(resume=True)
+    assert resumed.steps == whole.steps == 6
+    a, b = weights(whole.final), weights(resumed.final)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_epochs_are_judged_by_the_evaluation_and_the_best_is_kept(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    from lexsem.train.loop import Trainer
+
+    cfg = config(
+        tiny, rendered, tmp_path / "run", select_on=("synthetic",), judge_on=("synthetic",)
+    )
+    res = Trainer(cfg).run()
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    labels = [e["label"] for e in record["progress"]["evaluations"]]
+    assert labels == ["before", "epoch-1", "epoch-2"]
+    accs = [e["accuracy"] for e in record["progress"]["evaluations"]]
+    assert all(any(k.startswith("synthetic/") for k in a) for a in accs)
+    assert res.best is not None and record["leakage"]["benchmarks"]  # the guard ran
+    assert (tmp_path / "run" / "eval" / "epoch-2" / "run.json").is_file()
+
+
+def test_the_leakage_guard_stops_training_on_a_judged_benchmark(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    from lexsem.benchmarks.load import load_benchmark
+    from lexsem.train.leakage import LeakageError
+    from lexsem.train.loop import Trainer
+
+    item = load_benchmark("synthetic").items[0]
+    rows = [json.loads(line) for line in rendered.read_text().splitlines()]
+    rows[0]["caption"] = item.p1  # a judged caption in the training data
+    leaky = rendered.parent / "leaky.jsonl"
+    leaky.write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(LeakageError, match="synthetic"):
+        Trainer(config(tiny, leaky, tmp_path / "run", judge_on=("synthetic",))).run()
+    assert not (tmp_path / "run" / "state.pt").exists()
+    ok = Trainer(config(tiny, leaky, tmp_path / "ok", judge_on=("synthetic",), epochs=1,
+                        allow_leakage=True)).run()  # fmt: skip
+    record = json.loads((tmp_path / "ok" / "train.json").read_text())
+    assert ok.final and record["leakage"]["allowed"] is True
+
+
+def test_lora_trains_only_its_adapters_and_its_merged_checkpoint_loads(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    from lexsem.models.registry import load_model
+    from lexsem.train.config import LoraConfig
+    from lexsem.train.loop import Trainer
+
+    with pytest.raises(ModelError, match="LoRA targets"):
+        Trainer(
+            config(tiny, rendered, tmp_path / "none", lora=LoraConfig(targets=("nothing",)))
+        ).run()
+    res = Trainer(config(tiny, rendered, tmp_path / "run", epochs=1,
+                         lora=LoraConfig(targets=("c_fc",), r=2))).run()  # fmt: skip
+    before, after = weights(tiny), weights(res.final)
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all("c_fc" in k for k in changed)  # only the adapted layers moved
+    enc = load_model(res.final, device="cpu")
+    assert np.isfinite(enc.encode(["a red cube"])).all()
+
+
+def test_a_regime_without_its_fields_is_refused_before_training(tiny: str, tmp_path: Path) -> None:
+    from lexsem.train.loop import Trainer
+    from lexsem.train.rendered import write_rendered
+
+    manifest = write_rendered(tmp_path / "data", 16, seed=1, size=48)
+    rows = [json.loads(line) for line in manifest.read_text().splitlines()]
+    for r in rows:
+        r.pop("negatives", None)
+    bare = manifest.parent / "bare.jsonl"
+    bare.write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(DataError, match="needs a negative caption"):
+        Trainer(config(tiny, bare, tmp_path / "run", regime="trohn_text")).run()
+    with pytest.raises(DataError, match="hard image"):
+        Trainer(config(tiny, manifest, tmp_path / "neg", regime="negclip")).run()
+
+
+def test_negclip_trains_with_hard_images_that_are_examples(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    """NegCLIP's hard image is another training example (its caption and its own negatives)."""
+    from lexsem.train.loop import Trainer
+
+    rows = [json.loads(line) for line in rendered.read_text().splitlines()]
+    for i, r in enumerate(rows):
+        other = rows[(i + 1) % len(rows)]
+        r["negative_image"], r["negative_image_caption"] = other["image"], other["caption"]
+    path = rendered.parent / "negclip.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    res = Trainer(config(tiny, path, tmp_path / "run", regime="negclip", epochs=1)).run()
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert res.steps == 3 and all(np.isfinite(r["loss"]) for r in record["progress"]["losses"])
+
+
+def _ddp_worker(rank: int, world: int, cfg_json: str, port: int) -> None:
+    import os
+
+    import torch.distributed as dist
+
+    from lexsem.train.config import TrainConfig
+    from lexsem.train.loop import Trainer
+
+    os.environ.update({"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
+                       "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank)})  # fmt: skip
+    torch.set_num_threads(1)
+    Trainer(TrainConfig.model_validate_json(cfg_json)).run()
+    dist.destroy_process_group()
+
+
+def test_two_gloo_processes_train_like_one_on_the_same_global_batch(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    """DDP on the CPU (gloo): each process embeds half of every global batch, the embeddings
+    are gathered and the gradients averaged — the weights after training equal one process's
+    on the same global batches (up to float summation order)."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    from lexsem.train.loop import Trainer
+
+    one = Trainer(config(tiny, rendered, tmp_path / "one", epochs=1)).run()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = config(tiny, rendered, tmp_path / "two", epochs=1)
+    mp.spawn(_ddp_worker, args=(2, cfg.model_dump_json(), port), nprocs=2, join=True)
+    record = json.loads((tmp_path / "two" / "train.json").read_text())
+    one_losses = json.loads((tmp_path / "one" / "train.json").read_text())["progress"]["losses"]
+    assert [r["loss"] for r in record["progress"]["losses"]] == pytest.approx(
+        [r["loss"] for r in one_losses], rel=1e-5
+    )
+    # the weights agree to float summation order; attention's key bias has no gradient at all
+    # (softmax ignores a constant added to every key), so Adam's g / sqrt(v) turns float noise
+    # into its update: it is only bounded by lr x steps
+    a, b = weights(one.final), weights(record["final"])
+    for k in a:
+        tol = (
+            {"rtol": 0.0, "atol": 3e-3}
+            if k.endswith("in_proj_bias")
+            else {"rtol": 1e-3, "atol": 2e-5}
+        )
+        torch.testing.assert_close(a[k], b[k], **tol, msg=lambda m, k=k: f"{k}: {m}")
