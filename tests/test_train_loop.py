@@ -233,3 +233,30 @@ def test_two_gloo_processes_train_like_one_on_the_same_global_batch(
             else {"rtol": 1e-3, "atol": 2e-5}
         )
         torch.testing.assert_close(a[k], b[k], **tol, msg=lambda m, k=k: f"{k}: {m}")
+
+
+def test_the_cli_trains_renders_data_and_resumes(tiny: str, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["train-data", str(tmp_path / "data"), "-n", "16", "--size", "48"])
+    assert res.exit_code == 0, res.output
+    manifest = tmp_path / "data" / "manifest.jsonl"
+    common = ["train", "--manifest", str(manifest), "-o", str(tmp_path / "run"), "-m", tiny,
+              "--batch-size", "8", "--epochs", "2", "--lr", "1e-3", "--warmup", "1",
+              "--device", "cpu", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    first = runner.invoke(app, [*common, "--max-steps", "1"])
+    assert first.exit_code == 0 and "stopped (resume with --resume): 1 steps" in first.output
+    again = runner.invoke(app, common)
+    assert again.exit_code == 2 and "holds a training run" in again.output
+    other = runner.invoke(app, [*common, "--resume", "--seed", "3"])
+    assert other.exit_code == 2 and "other settings (seed" in other.output
+    done = runner.invoke(app, [*common, "--resume"])
+    assert (
+        done.exit_code == 0 and "done: 4 steps" in done.output and "final: openclip:" in done.output
+    )
+    bad = runner.invoke(app, ["train", "--manifest", str(manifest), "-o", str(tmp_path / "x"),
+                              "--preset", "nope"])  # fmt: skip
+    assert bad.exit_code == 2 and "unknown preset" in bad.output

@@ -810,7 +810,9 @@ def list_cmd(
         for name in registry.names():
             spec = registry.get(name)
             subs = ", ".join(f"{s.name} ({s.expected_items})" for s in spec.subsets)
-            tasks = ", ".join(spec.text_tasks + spec.image_tasks)
+            tasks = ", ".join(
+                [*spec.text_tasks, *spec.image_tasks, *(f"{t} (opt-in)" for t in spec.opt_in_tasks)]
+            )
             typer.echo(f"{name}: {spec.description}\n  subsets: {subs}\n  tasks: {tasks}")
     elif what == ListWhat.models.value:
         from lexsem.models.aliases import list_aliases
@@ -824,6 +826,11 @@ def list_cmd(
         for t in [*(TASKS.get(n) for n in TASKS.names()), BLIND_TRIPLET]:
             metrics = ", ".join(t.metrics)
             typer.echo(f"{t.name:10s} {t.description} (metrics: {metrics})")
+
+
+from lexsem.cli_train import register as _register_train  # noqa: E402
+
+_register_train(app, _friendly)
 
 
 def main() -> None:  # pragma: no cover

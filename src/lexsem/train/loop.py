@@ -193,6 +193,7 @@ class _Loop:
         from lexsem.train.state import load_state
 
         self.record = json.loads((self.out / "train.json").read_text(encoding="utf-8"))
+        _same_settings(self.record["config"], json.loads(self.c.model_dump_json()), self.out)
         self.progress = load_state(self.out / "state.pt", self.towers.module, self.optimizer,
                                    self.schedule)  # fmt: skip
 
@@ -363,6 +364,21 @@ class _Loop:
         self._save_state()
         best = (self.progress.best or {}).get("spec")
         return TrainResult(self.out, self.progress.step, final, best, stopped=False)
+
+
+RESUME_MAY_CHANGE = {"max_steps", "num_workers", "checkpoint_every"}
+
+
+def _same_settings(before: dict[str, Any], now: dict[str, Any], out: Path) -> None:
+    """A run resumes with the settings it started with (but where it stops and how it
+    loads): anything else would end at other weights than the run it continues."""
+    changed = sorted(k for k in before if k not in RESUME_MAY_CHANGE and before[k] != now.get(k))
+    if changed:
+        raise LexsemError(
+            f"{out} was started with other settings ({', '.join(changed)}: "
+            f"{', '.join(f'{before[k]!r} then, {now.get(k)!r} now' for k in changed)}); resume "
+            "with the same settings, or start a new run in another --out"
+        )
 
 
 def _to(tokens: Any, device: Any) -> Any:
