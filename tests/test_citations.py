@@ -19,6 +19,7 @@ INTERNAL = re.compile(
 def _files() -> list[Path]:
     out = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     out += [ROOT / "Makefile", *sorted((ROOT / "bench").glob("*.py"))]
+    out += sorted((ROOT / "scripts").glob("*.py"))
     tests = [p for p in sorted((ROOT / "tests").glob("*.py")) if p.name != Path(__file__).name]
     return out + sorted((ROOT / "src" / "lexsem").rglob("*.py")) + tests
 

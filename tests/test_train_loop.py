@@ -108,6 +108,18 @@ def test_epochs_are_judged_by_the_evaluation_and_the_best_is_kept(
     assert all(any(k.startswith("synthetic/") for k in a) for a in accs)
     assert res.best is not None and record["leakage"]["benchmarks"]  # the guard ran
     assert (tmp_path / "run" / "eval" / "epoch-2" / "run.json").is_file()
+    # `lexsem report RUN` shows every evaluation as a row; McNemar against the base model
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+
+    html = tmp_path / "report.html"
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "run"), "--html", str(html),
+                                   "--n-boot", "0"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    for label in ("run before", "run epoch-1", "run epoch-2"):
+        assert label in res.output
+    assert "McNemar" in html.read_text()
 
 
 def test_the_leakage_guard_stops_training_on_a_judged_benchmark(

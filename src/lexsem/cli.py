@@ -703,6 +703,7 @@ def report(
     from lexsem.results.run import Run
     from lexsem.results.store import load_run
 
+    runs = _expand_training_runs(runs)
     records = [load_run(r) for r in runs]
     # with --html the per-item files are read too: a damaged one fails before any output
     loaded = [Run.load(r) for r in runs] if html is not None else None
@@ -730,6 +731,18 @@ def report(
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
+
+
+def _expand_training_runs(paths: list[Path]) -> list[Path]:
+    """A training run's folder stands for its evaluations (before training, each epoch), in
+    order: before/after tables, McNemar against the base model, hard-test accuracy per
+    checkpoint."""
+    from lexsem.train.record import evaluation_folders
+
+    out: list[Path] = []
+    for p in paths:
+        out += evaluation_folders(p) if (Path(p) / "train.json").is_file() else [p]
+    return out
 
 
 def _note_repeats(paths: list[Path], records: list[Any]) -> None:

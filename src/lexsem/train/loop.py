@@ -236,10 +236,14 @@ class _Loop:
         module = self.towers.module
         module.eval()
         try:
-            run = self.evaluator.run(self.towers.encoder,
-                                     out=self.out / "eval" / label, force=True)  # fmt: skip
+            run = self.evaluator.run(self.towers.encoder)
         finally:
             module.train()
+        name = f"{self.out.name} {label}"  # each evaluation its own row in `lexsem report`
+        run.record = run.record.model_copy(
+            update={"model": run.record.model.model_copy(update={"name": name})}
+        )
+        run.save(self.out / "eval" / label, force=True)
         scores = {
             f"{r.benchmark}/{r.metric}": r.accuracy
             for r in run.record.results

@@ -1,0 +1,24 @@
+"""Reading a training run's folder: `train.json` and the run folders of its evaluations."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lexsem.errors import DataError
+
+__all__ = ["evaluation_folders"]
+
+
+def evaluation_folders(folder: str | Path) -> list[Path]:
+    """The run folders of a training run's evaluations, in order (before training, then each
+    epoch); a `DataError` when it has none yet."""
+    folder = Path(folder)
+    try:
+        record = json.loads((folder / "train.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{folder}/train.json: not a readable training record ({exc})") from None
+    runs = [Path(e["run"]) for e in record.get("progress", {}).get("evaluations", [])]
+    if not runs:
+        raise DataError(f"{folder}: the training run has no evaluation yet (judge_on / select_on)")
+    return runs
