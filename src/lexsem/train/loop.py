@@ -302,8 +302,9 @@ class _Loop:
         self.optimizer.zero_grad(set_to_none=True)
         clamp_logit_scale(self.towers.module)
         p.step += 1
-        p.losses.append({"step": p.step, "epoch": p.epoch, "loss": float(loss) * c.accumulate,
-                         "lr": float(self.schedule.get_last_lr()[0])})  # fmt: skip
+        value = float(loss.detach()) * c.accumulate
+        lr = float(self.schedule.get_last_lr()[0])
+        p.losses.append({"step": p.step, "epoch": p.epoch, "loss": value, "lr": lr})
         if c.checkpoint_every and p.step % c.checkpoint_every == 0:
             self._weights(f"checkpoints/step-{p.step}")
             self._save_state()

@@ -9,7 +9,11 @@ Spec NAME forms (docs/openclip.md has the long version):
   the tag's (mean/std, interpolation, resize mode), as open_clip sets it for that tag.
 - `openclip:ARCH@/path/to/checkpoint.pt` — a local checkpoint (a state dict, `.pt`/`.pth`/`.bin`
   or `.safetensors`) for open_clip architecture ARCH; open_clip's default (OpenAI CLIP)
-  preprocessing, as `create_model_and_transforms(ARCH, pretrained=path)` gives it.
+  preprocessing, as `create_model_and_transforms(ARCH, pretrained=path)` gives it. Besides what
+  open_clip reads (a state dict, `{"state_dict": ...}`), a training checkpoint
+  `{"model_state_dict": ..., "epoch": ..., ...}` — the form of BiVLC's released fine-tuned CLIPs
+  (BiVLC, App. E), `module.` prefixes (DDP) allowed — is loaded into the arch built without
+  weights (`training_state_dict`); either way the fingerprint is the file's digest.
 - `openclip:/path/to/my-arch.json@/path/to/checkpoint.pt` — a custom architecture: a model config
   in open_clip's format (`embed_dim`, `vision_cfg`, `text_cfg`, as `open_clip.add_model_config`
   reads), with a local checkpoint. It is registered under `my-arch-<sha256 of the file, 10 hex>`
@@ -63,11 +67,13 @@ anything else run the full context in batches of batch_size texts, in character 
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import pickle
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -554,6 +560,88 @@ def _cached_tag_weights(entry: dict[str, Any]) -> str | None:
     return None
 
 
+#: The key of the weights in a training checkpoint as BiVLC releases its fine-tuned CLIPs
+#: (``{"epoch", "model_state_dict", "optimizer_state_dict", "loss"}``: BiVLC, App. E), which
+#: open_clip's `load_checkpoint` does not read (it knows a bare state dict and "state_dict").
+TRAINING_STATE_KEY = "model_state_dict"
+_NOT_TORCH_PICKLES = (".safetensors", ".npz", ".npy")
+
+
+def training_state_dict(path: str | Path) -> dict[str, Any] | None:
+    """The model weights of a training checkpoint holding them under `TRAINING_STATE_KEY`
+    (DDP's ``module.`` prefixes removed), or None for any other file, which open_clip reads
+    itself (a state dict, ``{"state_dict": ...}``, safetensors) or refuses with its own error.
+
+    Read with ``weights_only`` and memory-mapped: looking at an ordinary checkpoint costs
+    little more than its pickled structure."""
+    if Path(path).suffix.lower() in _NOT_TORCH_PICKLES:
+        return None
+    import torch
+
+    try:
+        with warnings.catch_warnings():  # e.g. "looks like a TorchScript archive"
+            warnings.simplefilter("ignore")
+            ckpt = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception:  # not a zip-format torch file: left to open_clip, which says why
+        return None
+    if not isinstance(ckpt, Mapping) or "state_dict" in ckpt:
+        return None
+    state = ckpt.get(TRAINING_STATE_KEY)
+    if not isinstance(state, Mapping):
+        return None
+    return {str(k).removeprefix("module."): v for k, v in state.items()}
+
+
+def _listed(names: list[str], limit: int = 3) -> str:
+    more = f", ... ({len(names)} in all)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _misfit(model: Any, state: Mapping[str, Any]) -> str | None:
+    """Why `state` does not fit `model` (missing, unexpected, other-shaped weights), or None."""
+    own = model.state_dict()
+    missing = [k for k in own if k not in state]
+    unexpected = [k for k in state if k not in own]
+    shapes = [
+        f"{k} {tuple(state[k].shape)} for {tuple(v.shape)}"
+        for k, v in own.items()
+        if k in state and tuple(getattr(state[k], "shape", ())) != tuple(v.shape)
+    ]
+    problems = [
+        f"{label}: {_listed(names)}"
+        for label, names in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
+        if names
+    ]
+    return "; ".join(problems) or None
+
+
+def _load_training_state(model: Any, state: Mapping[str, Any], arch: str) -> None:
+    """Load the weights of a training checkpoint into `model`: every weight, of its shape."""
+    problem = _misfit(model, state)
+    if problem is not None:
+        raise ValueError(f"its {TRAINING_STATE_KEY!r} does not fit {arch} ({problem})")
+    model.load_state_dict(state, strict=True)
+
+
+class _NoRandomInitNote(logging.Filter):
+    """Hides open_clip's "initialized randomly" note for a model whose weights load next."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "initialized randomly" not in record.getMessage()
+
+
+@contextmanager
+def _quiet_random_init(active: bool) -> Iterator[None]:
+    note = _NoRandomInitNote()
+    root = logging.getLogger()  # open_clip logs with logging.warning
+    if active:
+        root.addFilter(note)
+    try:
+        yield
+    finally:
+        root.removeFilter(note)
+
+
 # -- the encoder -------------------------------------------------------------------------------
 class OpenClipEncoder(LazyTextEncoder):
     """TextEncoder + ImageEncoder over an open_clip model (lazy); see the module doc."""
@@ -689,22 +777,13 @@ class OpenClipEncoder(LazyTextEncoder):
     def _load(self) -> Any:
         oc = self._open_clip()
         weights = self._weights(oc)
-        extra: dict[str, Any] = {}
-        if self.quick_gelu != self.arch_quick_gelu:
-            extra["quick_gelu"] = self.quick_gelu  # model kwargs override the arch config
+        # a training checkpoint (BiVLC's release format): built without weights, loaded here
+        state = training_state_dict(weights) if self.source.kind == "local" else None
         pp = self.image_config
         try:
-            model, _, _ = oc.create_model_and_transforms(
-                self.arch,
-                pretrained=weights,
-                precision=self.dtype,
-                device=self.device,
-                image_mean=tuple(pp["mean"]),
-                image_std=tuple(pp["std"]),
-                image_interpolation=pp["interpolation"],
-                image_resize_mode=pp["resize_mode"],
-                **extra,
-            )
+            model = self._create(oc, weights if state is None else None)
+            if state is not None:
+                _load_training_state(model, state, self.arch)
         except (
             RuntimeError,
             OSError,
@@ -725,6 +804,29 @@ class OpenClipEncoder(LazyTextEncoder):
             )
         model.eval()  # the transform and tokenizer are the lazy properties below
         self._causal = self._trimmable_tower(model)
+        return model
+
+    def _create(self, oc: Any, weights: str | None) -> Any:
+        """open_clip's model of the arch with `weights` (None: no weights, not even a tower's
+        base weights from the Hub), the activation resolved, the image config's transform."""
+        extra: dict[str, Any] = {}
+        if self.quick_gelu != self.arch_quick_gelu:
+            extra["quick_gelu"] = self.quick_gelu  # model kwargs override the arch config
+        if weights is None:
+            extra["pretrained_hf"] = False
+        pp = self.image_config
+        with _quiet_random_init(weights is None):
+            model, _, _ = oc.create_model_and_transforms(
+                self.arch,
+                pretrained=weights,
+                precision=self.dtype,
+                device=self.device,
+                image_mean=tuple(pp["mean"]),
+                image_std=tuple(pp["std"]),
+                image_interpolation=pp["interpolation"],
+                image_resize_mode=pp["resize_mode"],
+                **extra,
+            )
         return model
 
     def _trimmable_tower(self, model: Any) -> CausalTextTower | None:
