@@ -272,3 +272,20 @@ def test_the_cli_trains_renders_data_and_resumes(tiny: str, tmp_path: Path) -> N
     bad = runner.invoke(app, ["train", "--manifest", str(manifest), "-o", str(tmp_path / "x"),
                               "--preset", "nope"])  # fmt: skip
     assert bad.exit_code == 2 and "unknown preset" in bad.output
+
+
+def test_a_transformers_clip_trains_and_its_folder_loads(rendered: Path, tmp_path: Path) -> None:
+    """`clip:` models train too: the final checkpoint is a model folder (weights, tokenizer and
+    processor files) that the `clip:` backend loads, with the trained weights."""
+    from lexsem.models.registry import load_model
+    from lexsem.train.loop import Trainer
+    from test_models_dual import write_clip
+
+    folder = write_clip(tmp_path / "clip")
+    res = Trainer(config(f"clip:{folder}", rendered, tmp_path / "run", epochs=1)).run()
+    assert res.final == f"clip:{tmp_path / 'run' / 'final'}"
+    before = load_model(f"clip:{folder}", device="cpu")._ensure_loaded().state_dict()
+    after = load_model(res.final, device="cpu")._ensure_loaded().state_dict()
+    assert any(not torch.equal(before[k], after[k]) for k in before)
+    enc = load_model(res.final, device="cpu")
+    assert np.isfinite(enc.encode(["a red cube"])).all()
