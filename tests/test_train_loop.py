@@ -289,3 +289,37 @@ def test_a_transformers_clip_trains_and_its_folder_loads(rendered: Path, tmp_pat
     assert any(not torch.equal(before[k], after[k]) for k in before)
     enc = load_model(res.final, device="cpu")
     assert np.isfinite(enc.encode(["a red cube"])).all()
+
+
+def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    """SIGKILL while training (after its first saved state), then `--resume`: the final
+    weights equal an uninterrupted run's."""
+    import subprocess
+    import sys
+    import time
+
+    from lexsem.train.loop import Trainer
+
+    whole = Trainer(config(tiny, rendered, tmp_path / "whole")).run()
+    args = [sys.executable, "-c", "from lexsem.cli import app; app()", "train",
+            "--manifest", str(rendered), "-o", str(tmp_path / "killed"), "-m", tiny,
+            "--batch-size", "8", "--epochs", "2", "--lr", "1e-3", "--warmup", "1",
+            "--device", "cpu", "--cache-dir", str(tmp_path / "cache"), "--n-boot", "0",
+            "--checkpoint-every", "1"]  # fmt: skip
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = tmp_path / "killed" / "state.pt"
+    deadline = time.monotonic() + 120
+    while not state.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    assert state.exists(), "the run saved no state before it was killed"
+    killed = json.loads((tmp_path / "killed" / "train.json").read_text())
+    assert "finished" not in killed and killed["progress"]["step"] < whole.steps  # mid-run
+    res = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    killed_final = res.stdout.split("final: ")[1].strip()
+    a, b = weights(whole.final), weights(killed_final)
+    assert all(torch.equal(a[k], b[k]) for k in a)
