@@ -323,3 +323,23 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(
     killed_final = res.stdout.split("final: ")[1].strip()
     a, b = weights(whole.final), weights(killed_final)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_manifests_dev_split_selects_the_model(tiny: str, tmp_path: Path) -> None:
+    """`--select-on dev`: the manifest's dev rows become a pair benchmark (image, caption, its
+    hard negative) evaluated every epoch; the best epoch on it is kept."""
+    from lexsem.train.loop import Trainer
+    from lexsem.train.rendered import write_rendered
+
+    manifest = write_rendered(tmp_path / "data", 32, seed=2, size=48, dev_fraction=0.25)
+    res = Trainer(config(tiny, manifest, tmp_path / "run", select_on=("dev",))).run()
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    evals = record["progress"]["evaluations"]
+    assert [e["label"] for e in evals] == ["epoch-1", "epoch-2"]
+    best = record["progress"]["best"]
+    assert best["key"] == "sugarcrepe:dev/acc" and best["accuracy"] == max(
+        e["accuracy"][best["key"]] for e in evals
+    )
+    assert res.best is not None and (tmp_path / "run" / "best.pt").is_file()
+    dev = json.loads((tmp_path / "run" / "dev" / "dev.json").read_text())
+    assert len(dev) == sum(1 for line in manifest.read_text().splitlines() if '"dev"' in line)

@@ -85,7 +85,42 @@ class Trainer:
         attach_embedded_images(store)
         return store
 
-    def _evaluator(self, benchmarks: Sequence[str]) -> Any:
+    def _dev_benchmark(self, manifest: Any) -> str:
+        """The manifest's dev split as a SugarCrepe-format pair benchmark (image, caption, its
+        first hard negative caption) written into the run's folder; its selector."""
+        import json as _json
+
+        from lexsem.atomic import atomic_open
+
+        rows = [ex for ex in manifest.split("dev") if ex.negatives]
+        if not rows:
+            raise DataError(
+                f"{manifest.path}: --select-on dev needs dev rows with a negative caption "
+                "(split: dev)"
+            )
+        items = {
+            str(i): {
+                "filename": ex.image,
+                "caption": ex.caption,
+                "negative_caption": ex.negatives[0],
+            }
+            for i, ex in enumerate(rows)
+        }
+        path = self.out / "dev" / "dev.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_open(path, "w", encoding="utf-8") as fh:
+            _json.dump(items, fh)
+        return f"sugarcrepe:{path}"
+
+    def _benchmarks(self, manifest: Any) -> tuple[list[str], set[str]]:
+        """The selectors evaluated every epoch (selection first), and those of the manifest's
+        own dev split (`dev`: never compared by the leakage guard, it is training data)."""
+        c = self.config
+        dev = {self._dev_benchmark(manifest)} if "dev" in c.select_on else set()
+        select = [next(iter(dev)) if b == "dev" else b for b in c.select_on]
+        return list(dict.fromkeys([*select, *c.judge_on])), dev
+
+    def _evaluator(self, benchmarks: Sequence[str], images: Any = None) -> Any:
         from lexsem.config import EvalConfig
         from lexsem.evaluator import Evaluator
 
@@ -94,7 +129,7 @@ class Trainer:
                          coco_val2017=c.coco_val2017, coco_train2017=c.coco_train2017,
                          image_root=c.image_root, n_boot=c.n_boot, device=c.device,
                          seed=c.seed, num_workers=0)  # fmt: skip
-        return Evaluator(cfg)
+        return Evaluator(cfg, images=images)
 
     def _check_out(self, resume: bool) -> None:
         record = self.out / "train.json"
@@ -108,12 +143,14 @@ class Trainer:
                 "another --out (nothing is overwritten)"
             )
 
-    def _leakage(self, manifest: Any, evaluator: Any, images: Any) -> dict[str, Any]:
+    def _leakage(self, manifest: Any, evaluator: Any, images: Any, dev: set[str]) -> dict[str, Any]:
         from lexsem.train.leakage import check_leakage, raise_on_overlap
 
         if evaluator is None:
             return {"checked": [], "note": "no benchmark to judge on: nothing compared"}
-        report = check_leakage(manifest, evaluator.benchmarks(), images)
+        judged = [b for b, sel in zip(evaluator.benchmarks(), evaluator.config.benchmarks,
+                                      strict=True) if sel not in dev]  # fmt: skip
+        report = check_leakage(manifest, judged, images)
         return raise_on_overlap(report, self.config.allow_leakage).to_dict()
 
     # -- the run ---------------------------------------------------------------------------
@@ -137,9 +174,9 @@ class Trainer:
                 f"{c.batch_size}"
             )
         needs(c.regime, train, manifest.where)
-        benches = list(dict.fromkeys([*c.select_on, *c.judge_on]))
-        evaluator = self._evaluator(benches) if benches else None
-        leakage = self._leakage(manifest, evaluator, images)
+        benches, dev = self._benchmarks(manifest)
+        evaluator = self._evaluator(benches, images) if benches else None
+        leakage = self._leakage(manifest, evaluator, images, dev)
         torch.manual_seed(c.seed)
         encoder = load_model(c.model, device=c.device)
         towers = towers_of(encoder)
@@ -187,7 +224,7 @@ class _Loop:
         }
         self._write_record()
         if self.c.judge_on and self.world.main:
-            self.progress.evaluations.append(self._evaluate("before", self.c.judge_on))
+            self.progress.evaluations.append(self._evaluate("before"))
 
     def resume(self) -> None:
         from lexsem.train.state import load_state
@@ -232,7 +269,7 @@ class _Loop:
         return {k: v.detach().clone() for k, v in self.towers.module.state_dict().items()}
 
     # -- evaluation ----------------------------------------------------------------------------
-    def _evaluate(self, label: str, benchmarks: Sequence[str]) -> dict[str, Any]:
+    def _evaluate(self, label: str) -> dict[str, Any]:
         module = self.towers.module
         module.eval()
         try:
@@ -244,11 +281,11 @@ class _Loop:
             update={"model": run.record.model.model_copy(update={"name": name})}
         )
         run.save(self.out / "eval" / label, force=True)
-        scores = {
-            f"{r.benchmark}/{r.metric}": r.accuracy
-            for r in run.record.results
-            if r.subset == "_micro" and r.benchmark in {b.split("/")[0] for b in benchmarks}
-        }
+        scores: dict[str, float] = {}
+        for r in run.record.results:  # the pooled row; a one-subset benchmark has only its own
+            key = f"{r.benchmark}/{r.metric}"
+            if r.subset == "_micro" or key not in scores:
+                scores[key] = r.accuracy
         return {"label": label, "step": self.progress.step, "accuracy": scores,
                 "run": str(self.out / "eval" / label)}  # fmt: skip
 
@@ -263,7 +300,7 @@ class _Loop:
                                   "spec": self._weights("best")}  # fmt: skip
 
     def _selection_key(self, acc: dict[str, float]) -> str:
-        bench = self.c.select_on[0].split("/")[0]
+        bench = self.evaluator.benchmarks()[0].spec.name  # the selection benchmark is first
         if self.c.select_metric is not None:
             key = f"{bench}/{self.c.select_metric}"
             if key not in acc:
@@ -349,8 +386,7 @@ class _Loop:
     def _end_epoch(self) -> None:
         p = self.progress
         if self.world.main and self.evaluator is not None:
-            benches = list(dict.fromkeys([*self.c.select_on, *self.c.judge_on]))
-            evaluation = self._evaluate(f"epoch-{p.epoch + 1}", benches)
+            evaluation = self._evaluate(f"epoch-{p.epoch + 1}")
             p.evaluations.append(evaluation)
             self._select(evaluation)
         p.epoch += 1
