@@ -252,6 +252,8 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
     np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5)
     n_tokens = np.array([len(c.split()) for c in CAPTIONS])
     np.testing.assert_allclose(got["mean"], want_sum / n_tokens, rtol=1e-5)
+    tokens = load_model(f"vgpt:{llava}?score=tokens").score(rows(ims), CAPTIONS)
+    np.testing.assert_array_equal(tokens, n_tokens)
     blind = []  # 3 noise images seeded 0, 1, 2, averaged in probability space
     for im, c in zip(ims, CAPTIONS, strict=True):
         lps = np.array([direct_caption_logp(llava, noise(im.size, j), c) for j in range(3)])

@@ -2,7 +2,7 @@
 ("Revisiting the Role of Language Priors in Vision-Language Models"; SugarCrepe++ App. G.2,
 Table 19).
 
-Spec: `vgpt:NAME?score=sum|mean|blind|debiased&prompt=...&alpha=1&noise_images=3&seed=0`.
+Spec: `vgpt:NAME?score=sum|mean|tokens|blind|debiased&prompt=...&alpha=1&noise_images=3&seed=0`.
 
 The caption is the assistant's reply to a user turn of the image and `prompt` (default
 `Describe the image.`), teacher-forced, with the generative-VLM primitive
@@ -11,6 +11,8 @@ prefix; the image and the user turn computed once for all the captions of an ima
 
 - `sum` (default): Σ_k log P(t_k | t_<k, image);
 - `mean`: the same, divided by the caption's token count;
+- `tokens`: that token count (so that a run of each of `sum`, `mean` and `tokens` records the
+  three numbers of one computation);
 - `blind`: the image replaced by `noise_images` Gaussian-noise images, averaged in probability
   space: log((1/K) Σ_j P(t | noise_j)). Noise image j (seeded with `seed + j`, the size of the
   real image, so dynamic-resolution models give it as many tokens) is a standard normal draw
@@ -33,7 +35,7 @@ from lexsem.models.vlm.base import VLM_OPTIONS, VLMPairScorer
 
 __all__ = ["VGPTScorer", "noise_images"]
 
-SCORES = ("sum", "mean", "blind", "debiased")
+SCORES = ("sum", "mean", "tokens", "blind", "debiased")
 
 
 def noise_images(size: tuple[int, int], k: int, seed: int, mean: Any, std: Any) -> list[Any]:
@@ -111,6 +113,8 @@ class VGPTScorer(VLMPairScorer):
         sums, counts = self.caption_logprob(image, texts)
         if self.score_mode == "mean":
             return sums / counts
+        if self.score_mode == "tokens":
+            return counts.astype(np.float64)
         if self.score_mode == "debiased":
             return sums - self.alpha * self.blind_logprob(image, texts)
         return sums
