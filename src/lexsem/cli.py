@@ -234,6 +234,18 @@ def eval_cmd(
     _eval_summary(run.record, out, quiet=quiet, ci=ci)
 
 
+def _work_done(t: Any) -> str:
+    """What the model was asked: texts encoded, and (image, text) pairs scored or answered."""
+    parts = []
+    if t.n_texts_unique or not t.n_pairs_unique:
+        parts.append(f"{t.n_texts_unique} unique texts ({t.n_texts_cached} cached, "
+                     f"{t.n_texts_encoded} encoded)")  # fmt: skip
+    if t.n_pairs_unique:
+        parts.append(f"{t.n_pairs_unique} unique image-text requests ({t.n_pairs_cached} cached, "
+                     f"{t.n_pairs_scored} asked)")  # fmt: skip
+    return "; ".join(parts)
+
+
 def _eval_summary(record: Any, out: Path, *, quiet: bool, ci: bool) -> None:
     """The results table and a summary line (stderr); coverage below 100% is always said."""
     from lexsem.report.tables import build_tables, coverage_summary, to_markdown
@@ -243,8 +255,7 @@ def _eval_summary(record: Any, out: Path, *, quiet: bool, ci: bool) -> None:
     if not quiet:
         typer.echo(to_markdown(build_tables([record], ci=ci)))
         typer.echo(
-            f"{t.n_texts_unique} unique texts ({t.n_texts_cached} cached, "
-            f"{t.n_texts_encoded} encoded) in {t.total_s:.1f} s; run written to {out}"
+            f"{_work_done(t)} in {t.total_s:.1f} s; run written to {out}"
             + (f"; {coverage}" if coverage else ""),
             err=True,
         )
