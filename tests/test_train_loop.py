@@ -343,3 +343,18 @@ def test_the_manifests_dev_split_selects_the_model(tiny: str, tmp_path: Path) ->
     assert res.best is not None and (tmp_path / "run" / "best.pt").is_file()
     dev = json.loads((tmp_path / "run" / "dev" / "dev.json").read_text())
     assert len(dev) == sum(1 for line in manifest.read_text().splitlines() if '"dev"' in line)
+
+
+def test_gradient_accumulation_and_bf16_autocast(tiny: str, rendered: Path, tmp_path: Path) -> None:
+    """`accumulate=2`: one optimizer step per two micro-batches (3 batches an epoch: 1 step,
+    the odd batch dropped as an incomplete batch is); `amp_bf16` trains under autocast (on
+    the CPU here; a GPU's is the same code)."""
+    from lexsem.train.loop import Trainer
+
+    acc = Trainer(config(tiny, rendered, tmp_path / "acc", accumulate=2)).run()
+    assert acc.steps == 2  # 2 epochs x 1 step of 2 micro-batches
+    amp = Trainer(config(tiny, rendered, tmp_path / "amp", epochs=1, precision="amp_bf16")).run()
+    record = json.loads((tmp_path / "amp" / "train.json").read_text())
+    assert amp.steps == 3 and all(np.isfinite(r["loss"]) for r in record["progress"]["losses"])
+    a, b = weights(tiny), weights(amp.final)
+    assert any(not torch.equal(a[k], b[k]) for k in a)

@@ -39,10 +39,18 @@ class Examples:
     """A map-style dataset of examples (runs in DataLoader workers): (pixels, example index,
     negative-image pixels or None)."""
 
-    def __init__(self, examples: Sequence[Example], images: Any, preprocess: Callable[[Any], Any],
-                 max_pixels: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        examples: Sequence[Example],
+        images: Any,
+        preprocess: Callable[[Any], Any],
+        max_pixels: int,
+        *,
+        negative_images: bool = True,
+    ) -> None:
         self.examples, self.images = list(examples), images
         self.preprocess, self.max_pixels = preprocess, max_pixels
+        self.negative_images = negative_images  # decode them only for a regime that uses them
         # the negative captions of each image's own row (NegCLIP's hard images are examples)
         self.negatives_of = {ex.image: ex.negatives for ex in self.examples if ex.negatives}
 
@@ -55,7 +63,8 @@ class Examples:
 
     def __getitem__(self, i: int) -> tuple[Any, int, Any]:
         ex = self.examples[i]
-        neg = self._pixels(ex.negative_image) if ex.negative_image else None
+        use = self.negative_images and ex.negative_image
+        neg = self._pixels(ex.negative_image) if use else None
         return self._pixels(ex.image), i, neg
 
 
@@ -96,13 +105,14 @@ def _hard_negatives(data: Examples, exs: list[Example]) -> list[str] | None:
 
 def epoch_batches(
     data: Examples, batch_size: int, seed: int, epoch: int, *, skip: int = 0,
-    num_workers: int = 0, negatives: int = 1,
+    num_workers: int = 0, negatives: int = 1, multiple: int = 1,
 ) -> Iterator[TrainBatch]:  # fmt: skip
-    """The batches of `epoch` after the first `skip`, each of `batch_size` examples."""
+    """The batches of `epoch` after the first `skip`, each of `batch_size` examples; an
+    epoch has a multiple of `multiple` batches (gradient accumulation: the rest is dropped)."""
     from torch.utils.data import DataLoader
 
     order = epoch_order(len(data), seed, epoch)
-    n_batches = batches_per_epoch(len(data), batch_size)
+    n_batches = batches_per_epoch(len(data), batch_size) // multiple * multiple
     index = [order[b * batch_size : (b + 1) * batch_size].tolist() for b in range(skip, n_batches)]
     loader = DataLoader(
         data,  # type: ignore[arg-type]  # a map-style dataset

@@ -173,12 +173,18 @@ class Trainer:
                 f"{c.manifest}: {len(train)} training examples, fewer than one batch of "
                 f"{c.batch_size}"
             )
+        steps_per_epoch = len(train) // c.batch_size // c.accumulate
+        if steps_per_epoch == 0:
+            raise DataError(
+                f"{c.manifest}: {len(train)} training examples make no optimizer step of "
+                f"{c.accumulate} batches of {c.batch_size}"
+            )
         needs(c.regime, train, manifest.where)
         benches, dev = self._benchmarks(manifest)
         evaluator = self._evaluator(benches, images) if benches else None
         leakage = self._leakage(manifest, evaluator, images, dev)
         torch.manual_seed(c.seed)
-        encoder = load_model(c.model, device=c.device)
+        encoder = load_model(c.model, device=c.device, dtype="fp32")  # fp32 master weights
         towers = towers_of(encoder)
         world = world_from_env(str(encoder.device))
         if c.lora is not None:
@@ -189,8 +195,7 @@ class Trainer:
                           eps=c.eps)  # fmt: skip
         if c.batch_size % world.size:
             raise LexsemError(f"batch {c.batch_size} does not split over {world.size} processes")
-        n_batches = len(train) // c.batch_size
-        schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * n_batches // c.accumulate)
+        schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * steps_per_epoch)
         loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator)
         if resume:
             loop.resume()
@@ -210,7 +215,10 @@ class _Loop:
         self.t, self.c, self.out = trainer, trainer.config, trainer.out
         self.towers, self.optimizer, self.schedule, self.world = towers, optimizer, schedule, world
         self.evaluator = evaluator
-        self.data = Examples(train, images, towers.preprocess, images.max_pixels)
+        uses_images = trainer.config.regime in ("trohn_img", "negclip")
+        self.data = Examples(train, images, towers.preprocess, images.max_pixels,
+                             negative_images=uses_images)  # fmt: skip
+        self.scaler = _scaler(trainer.config.precision, towers.encoder.device)
         self.progress = Progress()
         self.record: dict[str, Any] = {}
 
@@ -316,7 +324,8 @@ class _Loop:
         self.towers.module.train()
         while p.epoch < c.epochs:
             batches = epoch_batches(self.data, c.batch_size, c.seed, p.epoch, skip=p.batch,
-                                    num_workers=c.num_workers, negatives=1)  # fmt: skip
+                                    num_workers=c.num_workers, negatives=1,
+                                    multiple=c.accumulate)  # fmt: skip
             for batch in batches:
                 self._micro_step(batch)
                 if c.max_steps is not None and p.step >= c.max_steps:
@@ -327,14 +336,20 @@ class _Loop:
     def _micro_step(self, batch: Any) -> None:
         c, p = self.c, self.progress
         loss = self._loss(batch) / c.accumulate
-        loss.backward()
+        (self.scaler.scale(loss) if self.scaler else loss).backward()
         p.batch += 1
         if p.batch % c.accumulate:
             return
         from lexsem.train.optim import clamp_logit_scale
 
+        if self.scaler is not None:
+            self.scaler.unscale_(self.optimizer)
         self.world.average_gradients(self.towers.module)
-        self.optimizer.step()
+        if self.scaler is not None:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
         self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
         clamp_logit_scale(self.towers.module)
@@ -420,6 +435,15 @@ def _same_settings(before: dict[str, Any], now: dict[str, Any], out: Path) -> No
             f"{', '.join(f'{before[k]!r} then, {now.get(k)!r} now' for k in changed)}); resume "
             "with the same settings, or start a new run in another --out"
         )
+
+
+def _scaler(precision: str, device: Any) -> Any:
+    """A gradient scaler for fp16 autocast on a GPU (bf16 and fp32 need none)."""
+    if precision != "amp_fp16" or not str(device).startswith("cuda"):
+        return None
+    import torch
+
+    return torch.amp.GradScaler("cuda")
 
 
 def _to(tokens: Any, device: Any) -> Any:
