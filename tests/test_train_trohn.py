@@ -353,3 +353,25 @@ def test_trohn_img_undecodable_image_is_named(tmp_path: Path) -> None:
         skip_invalid=True,
     )
     assert summary["rows"] == 1 and summary["skipped"] == 1
+
+
+def test_a_hub_id_is_loaded_with_datasets_and_offline_says_what_to_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`imirandam/TROHN-Text` goes to `datasets.load_dataset` (the Hub; here offline, so a
+    clear error says to give a local copy instead)."""
+    import datasets
+
+    from lexsem.errors import DataError
+    from lexsem.train import trohn
+
+    asked: list[str] = []
+
+    def offline(repo: str, *a: object, **k: object) -> None:
+        asked.append(repo)
+        raise ConnectionError("the Hub is unreachable")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(DataError, match="save_to_disk"):
+        trohn.trohn_text_manifest("imirandam/TROHN-Text", tmp_path / "m.jsonl")
+    assert asked == ["imirandam/TROHN-Text"]

@@ -162,7 +162,27 @@ def _path_parts(path: Path) -> list[_Part]:
     return [_parquet_part(f) for f in files]
 
 
+HUB_IDS = {"imirandam/TROHN-Text", "imirandam/TROHN-Img"}
+
+
+def _hub_dataset(repo: str) -> Any:
+    """A published TROHN dataset from the Hugging Face Hub (`datasets.load_dataset`: online,
+    or from the datasets cache offline)."""
+    try:
+        from datasets import load_dataset
+
+        return load_dataset(repo)
+    except Exception as exc:  # network, authentication, cache miss offline
+        raise DataError(
+            f"could not load {repo} from the Hugging Face Hub ({type(exc).__name__}: {exc}); "
+            "on a machine without the Hub, give a folder written by save_to_disk or its "
+            "parquet files"
+        ) from None
+
+
 def _parts(source: Source) -> list[_Part]:
+    if isinstance(source, str) and source in HUB_IDS and not Path(source).exists():
+        return _dataset_parts(_hub_dataset(source), source)
     if isinstance(source, (str, Path)):
         return _path_parts(Path(source))
     return _dataset_parts(source)
