@@ -35,18 +35,18 @@ def read_text(path: Path) -> str:
         ) from exc
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKey(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object as a dict; a key given twice is an error (json keeps only the last)."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _DuplicateKey(key)
+            raise DuplicateKey(key)
         out[key] = value
     return out
 
@@ -56,8 +56,8 @@ def read_json(path: Path) -> Any:
     a reader would silently keep only the last item) are errors naming the file."""
     text = read_text(path)
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as exc:
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
         raise DataError(
             f"the key {exc.key!r} appears twice in one JSON object (a reader keeps only the "
             "last one: an item would be lost silently)",

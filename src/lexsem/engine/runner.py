@@ -155,17 +155,22 @@ def _pairs(
         base = sum(len(v) for v in values)
         out.scores.pair_index.update({(profile, r, t): base + i for i, (r, t) in enumerate(pairs)})
         values.append(np.asarray(vals))
-        _add(
-            out.timing,
-            n_pairs_unique=pst.n_unique,
-            n_pairs_cached=pst.n_cached,
-            n_pairs_scored=pst.n_scored,
-            n_images_unique=pst.n_images,
-            n_images_from_memory=pst.n_from_memory,
-            n_images_skipped=pst.n_skipped,
-        )
-        _add_reasons(out.timing, pst.skip_reasons)
+        _add_pair_stats(out.timing, pst)
     out.scores.pair_values = np.concatenate(values)
+
+
+def _add_pair_stats(timing: dict[str, Any], st: Any) -> None:
+    """Count what one `pair_scores` / `pair_answers` call did into the run's timings."""
+    _add(
+        timing,
+        n_pairs_unique=st.n_unique,
+        n_pairs_cached=st.n_cached,
+        n_pairs_scored=st.n_scored,
+        n_images_unique=st.n_images,
+        n_images_from_memory=st.n_from_memory,
+        n_images_skipped=st.n_skipped,
+    )
+    _add_reasons(timing, st.skip_reasons)
 
 
 def _asks(
@@ -185,16 +190,7 @@ def _asks(
         out.scores.answers.update(
             {(profile, r, p): t for (r, p), t in zip(pairs, texts.tolist(), strict=True)}
         )
-        _add(
-            out.timing,
-            n_pairs_unique=ast.n_unique,
-            n_pairs_cached=ast.n_cached,
-            n_pairs_scored=ast.n_scored,
-            n_images_unique=ast.n_images,
-            n_images_from_memory=ast.n_from_memory,
-            n_images_skipped=ast.n_skipped,
-        )
-        _add_reasons(out.timing, ast.skip_reasons)
+        _add_pair_stats(out.timing, ast)
 
 
 def _images(

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from lexsem.atomic import atomic_path
+from lexsem.benchmarks.formats import DuplicateKey, unique_keys
 from lexsem.errors import DataError
 from lexsem.images.pixels import open_image
 from lexsem.images.refs import ImageError, ResolvedImage
@@ -179,19 +180,6 @@ def _where(path: Path, fmt: ManifestFormat, row: int) -> dict[str, Any]:
     return {"file": path, "item": f"row {row}"}
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
 def _jsonl_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
     """(line number, parsed value) of every non-blank line."""
     try:
@@ -204,8 +192,8 @@ def _jsonl_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            out.append((n, json.loads(line, object_pairs_hook=_unique_keys)))
-        except _DuplicateKey as exc:
+            out.append((n, json.loads(line, object_pairs_hook=unique_keys)))
+        except DuplicateKey as exc:
             raise DataError(f"the field {exc.args[0]!r} appears twice", file=path, line=n) from None
         except json.JSONDecodeError as exc:
             raise DataError(
