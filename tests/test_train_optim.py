@@ -74,3 +74,22 @@ def test_the_logit_scale_is_clamped_to_ln_100() -> None:
         m.logit_scale.fill_(-1.0)
     clamp_logit_scale(m)
     assert float(m.logit_scale) == 0.0
+
+
+def test_the_saved_state_keeps_the_fp16_gradient_scale(tmp_path: object) -> None:
+    """A resumed `amp_fp16` run continues with the gradient scale it had (`state.pt`)."""
+    from pathlib import Path
+
+    from lexsem.train.state import Progress, load_state, save_state
+
+    m = Tiny()
+    opt = adamw(m, lr=1e-3, weight_decay=0.1, betas=(0.9, 0.98), eps=1e-6)
+    sched = cosine_with_warmup(opt, 1, 10)
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    scaler._scale = torch.tensor(256.0)  # as after a few overflows
+    path = Path(str(tmp_path)) / "state.pt"
+    save_state(path, m, opt, sched, Progress(step=3), scaler)
+    fresh = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    progress = load_state(path, Tiny(), adamw(Tiny(), lr=1e-3, weight_decay=0.1,
+                          betas=(0.9, 0.98), eps=1e-6), sched, fresh)  # fmt: skip
+    assert progress.step == 3 and fresh.get_scale() == 256.0

@@ -240,7 +240,7 @@ class _Loop:
         self.record = json.loads((self.out / "train.json").read_text(encoding="utf-8"))
         _same_settings(self.record["config"], json.loads(self.c.model_dump_json()), self.out)
         self.progress = load_state(self.out / "state.pt", self.towers.module, self.optimizer,
-                                   self.schedule)  # fmt: skip
+                                   self.schedule, self.scaler)  # fmt: skip
 
     def _write_record(self) -> None:
         from lexsem.atomic import atomic_open
@@ -256,7 +256,7 @@ class _Loop:
 
         if self.world.main:
             save_state(self.out / "state.pt", self.towers.module, self.optimizer, self.schedule,
-                       self.progress)  # fmt: skip
+                       self.progress, self.scaler)  # fmt: skip
             self._write_record()
         self.world.barrier()
 

@@ -1,9 +1,9 @@
 """The resumable state of a training run (`state.pt` in its folder), written atomically: the
 module's and the optimizer's and schedule's states, where the run is (epoch, batches of the
-epoch done, optimizer steps), the loss curve so far, the per-epoch evaluations, and the random
-generators. A run resumed from it reads the same batches in the same order (their order is a
-function of the seed and the epoch: `lexsem.train.batches`) and ends at the same weights as an
-uninterrupted run."""
+epoch done, optimizer steps), the loss curve so far, the per-epoch evaluations, the fp16
+gradient scaler's state, and the random generators. A run resumed from it reads the same
+batches in the same order (their order is a function of the seed and the epoch:
+`lexsem.train.batches`) and ends at the same weights as an uninterrupted run."""
 
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ class Progress:
     best: dict[str, Any] | None = None  # the selected epoch
 
 
-def save_state(path: Path, module: Any, optimizer: Any, schedule: Any, progress: Progress) -> None:
+def save_state(
+    path: Path, module: Any, optimizer: Any, schedule: Any, progress: Progress, scaler: Any = None
+) -> None:
     import torch
 
     state = {
@@ -38,6 +40,7 @@ def save_state(path: Path, module: Any, optimizer: Any, schedule: Any, progress:
         "optimizer": optimizer.state_dict(),
         "schedule": schedule.state_dict(),
         "progress": asdict(progress),
+        "scaler": scaler.state_dict() if scaler is not None else None,
         "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
                 "python": random.getstate()},
     }  # fmt: skip
@@ -45,8 +48,11 @@ def save_state(path: Path, module: Any, optimizer: Any, schedule: Any, progress:
         torch.save(state, tmp)
 
 
-def load_state(path: Path, module: Any, optimizer: Any, schedule: Any) -> Progress:
-    """Restore the state at `path` into the objects; the `Progress` it had."""
+def load_state(
+    path: Path, module: Any, optimizer: Any, schedule: Any, scaler: Any = None
+) -> Progress:
+    """Restore the state at `path` into the objects (and the fp16 gradient scaler's); the
+    `Progress` it had."""
     import torch
 
     if not path.is_file():
@@ -55,6 +61,8 @@ def load_state(path: Path, module: Any, optimizer: Any, schedule: Any) -> Progre
     module.load_state_dict(state["module"])
     optimizer.load_state_dict(state["optimizer"])
     schedule.load_state_dict(state["schedule"])
+    if scaler is not None and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])
     rng = state["rng"]
     torch.set_rng_state(rng["torch"])
     np.random.set_state(rng["numpy"])
