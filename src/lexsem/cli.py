@@ -11,6 +11,17 @@ from typing import Annotated, Any
 
 import typer
 
+from lexsem.cli_options import (
+    CacheDir,
+    CocoTrain,
+    CocoVal,
+    DataDir,
+    Exif,
+    ImageRoot,
+    MaxPixels,
+    SkipBad,
+    Workers,
+)
 from lexsem.errors import LexsemError
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
 from lexsem.warning_lines import warning_lines
@@ -20,68 +31,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-
-DataDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        envvar="LEXSEM_DATA_DIR",
-        help="Offline folder holding the benchmark files (same names as downloads).",
-    ),
-]
-CacheDir = Annotated[
-    Path | None,
-    typer.Option(
-        "--cache-dir",
-        envvar="LEXSEM_CACHE_DIR",
-        help="Cache folder for downloads and embeddings (default: ~/.cache/lexsem).",
-    ),
-]
-CocoVal = Annotated[
-    Path | None,
-    typer.Option("--coco-val2017", envvar="LEXSEM_COCO_VAL2017", help="COCO val2017 folder."),
-]
-CocoTrain = Annotated[
-    Path | None,
-    typer.Option(
-        "--coco-train2017",
-        envvar="LEXSEM_COCO_TRAIN2017",
-        help="COCO train2017 folder (VISLA spatial).",
-    ),
-]
-ImageRoot = Annotated[
-    Path | None,
-    typer.Option(
-        "--image-root",
-        envvar="LEXSEM_IMAGE_ROOT",
-        help="Base folder of downloaded images [default: <cache>/images].",
-    ),
-]
-SkipBad = Annotated[
-    bool,
-    typer.Option(
-        "--skip-bad-images",
-        help="Skip (and record) items whose image is missing, undecodable or too large.",
-    ),
-]
-MaxPixels = Annotated[
-    int,
-    typer.Option(
-        "--max-image-pixels",
-        min=1,
-        help="Refuse images with more pixels (width × height) than this; the benchmarks' "
-        "images have a few megapixels at most.",
-    ),
-]
-Exif = Annotated[
-    bool | None,
-    typer.Option(
-        "--exif-transpose/--no-exif-transpose",
-        help="Apply (or not) EXIF orientation for every benchmark [default: each "
-        "benchmark's decode profile decides, as its reference does].",
-    ),
-]
-Workers = Annotated[int | None, typer.Option("--num-workers", help="Image decoding workers.")]
 
 
 def _friendly(fn):
@@ -306,254 +255,6 @@ def download(
             typer.echo(f"{spec.name}: {path} sha256={src.sha256[:12]}… ok")
 
 
-@app.command()
-@_friendly
-def ask(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            "-m",
-            help="openai:MODEL?base_url=URL (any OpenAI-compatible "
-            "server: vLLM, llama.cpp, Ollama, OpenAI); key from $OPENAI_API_KEY; "
-            "&logprobs=prompt for vLLM's prompt log-probs (--vqascore). Or vlm:MODEL, a "
-            "local generative VLM (multiple choice, k-shot included).",
-        ),
-    ],
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")],
-    prompt: Annotated[
-        str | None,
-        typer.Option(
-            help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs); "
-            "not with --vqascore."
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", "-o", help="Write the answers (or, with --vqascore, every score) here (JSONL)."
-        ),
-    ] = None,
-    shots: Annotated[
-        int,
-        typer.Option(
-            min=0, help="Show K other items of the subset, answered rightly, before each question."
-        ),
-    ] = 0,
-    shot_seed: Annotated[int, typer.Option(help="Seed of the demonstrations drawn.")] = 0,
-    import_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--import",
-            help="First store these recorded answers (JSONL / JSON list, as score-answers "
-            "reads) under the keys of their requests.",
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="--import replaces stored answers that differ; --run replaces a run."
-        ),
-    ] = False,
-    vqascore: Annotated[
-        bool,
-        typer.Option(
-            "--vqascore",
-            help="VQAScore from the model's log-probabilities instead of multiple choice: "
-            "P(yes) to a question about each caption, ranked as the benchmark's image task.",
-        ),
-    ] = False,
-    score: Annotated[str, typer.Option(help="--vqascore: vqa, vqa_norm or vqa_diff.")] = "vqa",
-    question: Annotated[
-        str | None,
-        typer.Option(
-            help="--vqascore: a template with {text}, or t17_1..t17_5 (SugarCrepe++ Table "
-            "17); default: VQAScore's question (see docs/generative.md)."
-        ),
-    ] = None,
-    answer: Annotated[str, typer.Option(help="--vqascore: the answer scored.")] = "Yes",
-    negative: Annotated[str, typer.Option(help="--vqascore: the other answer.")] = "No",
-    run_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--run",
-            help="Also write a run folder of the answers or scores (per-item hits, CIs), "
-            "usable by compare and report.",
-        ),
-    ] = None,
-    name: Annotated[
-        str | None, typer.Option(help="The model's name in the --run folder (default: MODEL).")
-    ] = None,
-    replay_only: Annotated[
-        bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
-    ] = False,
-    max_requests: Annotated[
-        int | None, typer.Option("--max-requests", min=0, help="Refuse to send more than this.")
-    ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Requests at a time.")] = 4,
-    data_dir: DataDir = None,
-    cache_dir: CacheDir = None,
-    coco_val2017: CocoVal = None,
-    image_root: ImageRoot = None,
-) -> None:
-    """Ask a chat model the papers' multiple-choice prompts about each item, in every option
-    ordering (optionally after k-shot demonstrations), or with --vqascore its P(yes) about each
-    caption; answers are stored as they arrive (a rerun sends only what is missing) and scored
-    as `score-answers` does. --import stores recorded answers first."""
-    from lexsem.benchmarks.load import load_benchmark
-    from lexsem.engine.store import RequestStore
-    from lexsem.evaluator import attach_embedded_images
-    from lexsem.images.store import ImageStore
-    from lexsem.models.backends.openai_chat import OpenAIChat
-    from lexsem.models.protocols import fingerprint_key
-    from lexsem.paths import cache_dir as resolve_cache
-
-    _check_ask_options(prompt, vqascore, shots, import_file, score)
-    if run_out is not None:
-        from lexsem.results.store import check_out_dir
-
-        check_out_dir(run_out, force=force)  # before anything is sent
-    chat = _chat_model(model)
-    if not isinstance(chat, OpenAIChat):
-        concurrency = 1  # one local model answers one conversation at a time
-    loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
-    root = resolve_cache(cache_dir)
-    images = ImageStore(coco_val2017=coco_val2017, image_root=image_root, cache_root=root)
-    attach_embedded_images(images)  # Hugging Face datasets' images (BiVLC, Winoground)
-    send = {"replay_only": replay_only, "max_requests": max_requests, "concurrency": concurrency}
-    with RequestStore(root, fingerprint_key(chat.fingerprint)) as store:
-        if vqascore:
-            vqa = {"question": question, "answer": answer, "negative": negative, "score": score}
-            stats, recorded = _ask_vqa(chat, loaded.items, images, store, out, send, **vqa)
-        else:
-            mc = {"prompt": str(prompt), "shots": shots, "shot_seed": shot_seed}
-            if import_file is not None:
-                _import_answers(chat, loaded, images, store, import_file, force=force, **mc)
-            stats, recorded = _ask_choices(chat, loaded.items, images, store, out, send, **mc)
-    if run_out is not None:
-        recorded.name, recorded.spec = name or chat.model, chat.name
-        _write_recorded_run(recorded, benchmark, data_dir, cache_dir, run_out, force)
-    imported = f" ({stats.n_imported} imported)" if stats.n_imported else ""
-    typer.echo(
-        f"{stats.n_requests} requests: {stats.n_stored} answered from the store{imported}, "
-        f"{stats.n_sent} sent ({stats.n_attempts} attempts)"
-        + (f"; {'scores' if vqascore else 'answers'} written to {out}" if out else ""),
-        err=True,
-    )
-
-
-def _chat_model(spec: str) -> Any:
-    """The chat model of `ask`: an OpenAI-compatible server (`openai:`), or a local generative
-    VLM (`vlm:`, an alias of one) behind the same interface."""
-    from lexsem.models.backends.openai_chat import OpenAIChat
-
-    if spec.strip().lower().startswith("openai:"):
-        return OpenAIChat(spec)
-    from lexsem.models.backends.local_chat import LocalChat
-    from lexsem.models.backends.vlm_chat import VLMAnswerer
-    from lexsem.models.registry import load_model
-
-    model = load_model(spec)
-    if not isinstance(model, VLMAnswerer):
-        raise LexsemError(
-            f"ask needs a chat model: openai:MODEL?base_url=URL (an API) or vlm:MODEL (a local "
-            f"generative VLM), not {spec!r}"
-        )
-    return LocalChat(model)
-
-
-def _check_ask_options(
-    prompt: str | None, vqascore: bool, shots: int, import_file: Path | None, score: str
-) -> None:
-    from lexsem.tasks.ask_vqa import SCORES
-    from lexsem.tasks.choice import PROMPTS
-
-    if vqascore:
-        given = [n for n, v in (("--prompt", prompt), ("--shots", shots),
-                                ("--import", import_file)) if v]  # fmt: skip
-        if given:
-            raise LexsemError(f"--vqascore asks no multiple-choice prompt: drop {given[0]}")
-        if score not in SCORES:
-            raise LexsemError(f"unknown --score {score!r} (one of {', '.join(SCORES)})")
-        return
-    if prompt is None:
-        raise LexsemError(f"give --prompt ({', '.join(PROMPTS)}) or --vqascore")
-    if prompt not in PROMPTS:
-        from lexsem.registry import did_you_mean
-
-        raise LexsemError(f"unknown prompt {prompt!r}{did_you_mean(prompt, list(PROMPTS))}")
-
-
-def _ask_choices(
-    chat: Any, items: Any, images: Any, store: Any, out: Path | None, send: dict[str, Any],
-    *, prompt: str, shots: int, shot_seed: int,
-) -> Any:  # fmt: skip
-    import json
-
-    from lexsem.atomic import atomic_open
-    from lexsem.tasks.choice_report import choice_markdown, score_recorded
-    from lexsem.tasks.choice_run import ask_choices
-    from lexsem.tasks.recorded_run import RecordedAnswers
-
-    answers, stats = ask_choices(
-        chat, items, images, prompt, store, shots=shots, shot_seed=shot_seed, **send
-    )
-    extra = {"shots": shots, "shot_seed": shot_seed} if shots else {}
-    if out is not None:
-        with atomic_open(out, "w", encoding="utf-8") as fh:
-            for a in answers:
-                rec = {"id": a.item_id, "subset": a.subset, "prompt": a.prompt,
-                       "ordering": a.ordering, "answer": a.text, **extra}  # fmt: skip
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    typer.echo(choice_markdown(score_recorded(answers, items, chat.name)))
-    if shots:
-        typer.echo(f"{shots} demonstrations before each question (seed {shot_seed})")
-    fp = {**chat.fingerprint, "shots": shots, "shot_seed": shot_seed}
-    return stats, RecordedAnswers(answers, prompt, chat.name, fp, where=chat.name)
-
-
-def _import_answers(
-    chat: Any, loaded: Any, images: Any, store: Any, path: Path, *, prompt: str, shots: int,
-    shot_seed: int, force: bool,
-) -> None:  # fmt: skip
-    from lexsem.engine.chat_import import import_answers
-    from lexsem.tasks.choice_run import import_rows
-
-    rows = import_rows(path, loaded, images, prompt=prompt, shots=shots, shot_seed=shot_seed)
-    st = import_answers(chat, rows, store, path, force=force)
-    typer.echo(
-        f"{path}: {st.n_records} answers: {st.n_written} imported into {store.path}, "
-        f"{st.n_present} there already, {st.n_replaced} replaced, {st.n_null} null (not "
-        "imported)",
-        err=True,
-    )
-
-
-def _ask_vqa(
-    chat: Any, items: Any, images: Any, store: Any, out: Path | None, send: dict[str, Any],
-    **options: Any,
-) -> Any:  # fmt: skip
-    import json
-
-    from lexsem.atomic import atomic_open
-    from lexsem.tasks.ask_vqa import ask_vqa, vqa_markdown
-    from lexsem.tasks.recorded_run import RecordedScores
-
-    result, stats = ask_vqa(chat, items, images, store, **options, **send)
-    if out is not None:
-        with atomic_open(out, "w", encoding="utf-8") as fh:
-            for r in result.pairs:
-                rec = {"id": r.item_id, "subset": r.subset, "role": r.role, "image": r.image,
-                       "text": r.text,
-                       "score": r.score, "probs": {a: {"p": p.prob, "tokens": list(p.tokens),
-                       "below_top_k": p.below_top_k} for a, p in r.probs.items()}}  # fmt: skip
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    typer.echo(vqa_markdown(result, options["score"], chat.name))
-    scores = {(r.subset, r.item_id, r.image, r.text): r.score for r in result.pairs}
-    fp = {**chat.fingerprint, "vqascore": {k: options[k] for k in sorted(options)}}
-    return stats, RecordedScores(scores, chat.name, fp, where=chat.name)
-
-
 @app.command("score-answers")
 @_friendly
 def score_answers(
@@ -624,6 +325,7 @@ def _recorded_run(
 ) -> None:
     import hashlib
 
+    from lexsem.cli_ask import write_recorded_run
     from lexsem.errors import DataError
     from lexsem.tasks.recorded import recorded_settings
     from lexsem.tasks.recorded_run import RecordedAnswers
@@ -634,24 +336,7 @@ def _recorded_run(
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     fp = {"backend": "recorded", "file": path.name, "sha256": sha, **recorded_settings(path)}
     recorded = RecordedAnswers(given, prompts[0], name or path.stem, fp, where=str(path))
-    _write_recorded_run(recorded, benchmark, data_dir, cache_dir, out, force)
-
-
-def _write_recorded_run(
-    recorded: Any,
-    benchmark: str,
-    data_dir: Path | None,
-    cache_dir: Path | None,
-    out: Path,
-    force: bool,
-) -> None:
-    from lexsem.config import EvalConfig
-    from lexsem.evaluator import Evaluator
-
-    cfg = EvalConfig(benchmarks=[benchmark], data_dir=data_dir, cache_dir=cache_dir)
-    run = Evaluator(cfg).run_recorded(recorded, out=out, force=force)
-    tasks = ", ".join(run.record.config.tasks)
-    typer.echo(f"run folder: {out} ({run.record.model.name}; {tasks})", err=True)
+    write_recorded_run(recorded, benchmark, data_dir, cache_dir, out, force)
 
 
 @app.command()
@@ -852,8 +537,10 @@ def list_cmd(
             typer.echo(f"{t.name:10s} {t.description} (metrics: {metrics})")
 
 
+from lexsem.cli_ask import register as _register_ask  # noqa: E402
 from lexsem.cli_train import register as _register_train  # noqa: E402
 
+_register_ask(app, _friendly)
 _register_train(app, _friendly)
 
 

@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
+from lexsem.cli_options import CacheDir, CocoTrain, CocoVal, DataDir, ImageRoot
+
 __all__ = ["register"]
 
 
@@ -58,11 +60,11 @@ def train(
         bool, Opt(help="Record an overlap with a judged benchmark instead of refusing it.")
     ] = False,
     resume: Annotated[bool, Opt(help="Continue the run in --out from its state.pt.")] = False,
-    data_dir: Annotated[Path | None, Opt(envvar="LEXSEM_DATA_DIR")] = None,
-    cache_dir: Annotated[Path | None, Opt(envvar="LEXSEM_CACHE_DIR")] = None,
-    coco_val2017: Annotated[Path | None, Opt(envvar="LEXSEM_COCO_VAL2017")] = None,
-    coco_train2017: Annotated[Path | None, Opt(envvar="LEXSEM_COCO_TRAIN2017")] = None,
-    image_root: Annotated[Path | None, Opt(envvar="LEXSEM_IMAGE_ROOT")] = None,
+    data_dir: DataDir = None,
+    cache_dir: CacheDir = None,
+    coco_val2017: CocoVal = None,
+    coco_train2017: CocoTrain = None,
+    image_root: ImageRoot = None,
     device: Annotated[str | None, Opt()] = None,
     num_workers: Annotated[int, Opt(min=0)] = 0,
     n_boot: Annotated[int, Opt(min=0, help="Bootstrap resamples of each evaluation.")] = 1000,

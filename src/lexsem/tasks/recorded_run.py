@@ -42,8 +42,9 @@ class RecordedAnswers:
         name: str,
         fingerprint: dict[str, Any],
         where: str,
+        spec: str | None = None,
     ) -> None:
-        self.prompt, self.name, self.spec, self.where = prompt, name, name, where
+        self.prompt, self.name, self.spec, self.where = prompt, name, spec or name, where
         self.fingerprint = {**fingerprint, "prompt": prompt}
         self._by: dict[tuple[str, str, str], str | None] = {}
         for a in answers:
@@ -100,12 +101,13 @@ class RecordedScores:
 
     def __init__(
         self,
-        scores: dict[tuple[str, str, str], float],
+        scores: dict[tuple[str, str, str, str], float],
         name: str,
         fingerprint: dict[str, Any],
         where: str,
+        spec: str | None = None,
     ) -> None:
-        self.name, self.spec, self.fingerprint, self.where = name, name, fingerprint, where
+        self.name, self.spec, self.fingerprint, self.where = name, spec or name, fingerprint, where
         self._by = dict(scores)
 
     def tasks(self, bench: Any) -> list[Task]:

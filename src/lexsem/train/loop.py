@@ -274,7 +274,7 @@ class _Loop:
             from lexsem.train.lora import merged_state
 
             return merged_state(self.towers.module)
-        return {k: v.detach().clone() for k, v in self.towers.module.state_dict().items()}
+        return self.towers.module.state_dict()  # written as it is: no copy of the weights
 
     # -- evaluation ----------------------------------------------------------------------------
     def _evaluate(self, label: str) -> dict[str, Any]:

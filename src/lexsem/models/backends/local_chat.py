@@ -3,8 +3,8 @@
 images (k-shot demonstrations, SugarCrepe++ Table 14), the request store (a rerun generates
 nothing again; `--replay-only`, `--import`), `--max-requests` and `--run`.
 
-A request body is the OpenAI-format body an API would get (the images as data URLs while it is
-sent, as their content keys in the store key); `send` decodes the images, renders the
+A request body is the OpenAI-format body an API would get (the images as their content keys
+in the store key; as their bytes, not data URLs, when sent); `send` decodes the images, renders the
 conversation with the model's chat template (each user turn: its images, then its text;
 assistant turns as text) and answers with greedy decoding (`VLMAnswerer`'s `max_new_tokens`).
 Log-probability requests (`ask --vqascore`) are refused: the local VQAScore is `vqa:`.
@@ -12,20 +12,23 @@ Log-probability requests (`ask --vqascore`) are refused: the local VQAScore is `
 
 from __future__ import annotations
 
-import base64
 from typing import Any, ClassVar
 
 from lexsem.errors import ModelError
-from lexsem.models.backends.openai_chat import ChatRequest, chat_messages, data_url_part
+from lexsem.models.backends.openai_chat import ChatRequest, chat_messages
 
 __all__ = ["LocalChat"]
+
+
+def _bytes_part(image: bytes) -> dict[str, Any]:
+    """An image as it is sent to a local model: its bytes (no base64 round trip)."""
+    return {"type": "image_bytes", "bytes": image}
 
 
 def _image(part: dict[str, Any]) -> Any:
     from lexsem.images.decode import decode_image
 
-    url = part["image_url"]["url"]
-    return decode_image(base64.b64decode(url.split(",", 1)[1]))
+    return decode_image(part["bytes"])
 
 
 class LocalChat:
@@ -49,7 +52,7 @@ class LocalChat:
                 f"{self.name}: a local model answers free-form questions only; for VQAScore use "
                 f"vqa:{self.model} with lexsem eval"
             )
-        messages = chat_messages(request, image_part or data_url_part, self.name)
+        messages = chat_messages(request, image_part or _bytes_part, self.name)
         return {"model": self.model, "messages": messages,
                 "max_new_tokens": self.answerer.max_new_tokens}  # fmt: skip
 
@@ -70,7 +73,7 @@ class LocalChat:
             )
             content = []
             for p in parts:
-                if p["type"] == "image_url":
+                if p["type"] == "image_bytes":
                     images.append(_image(p))
                     content.append({"type": "image"})
                 else:

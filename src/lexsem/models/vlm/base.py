@@ -125,8 +125,8 @@ class GenerativeVLM(LazyModel):
 
         model = self._ensure_loaded()
         kw = special_tokens(self._processor.tokenizer, prompt)
-        many = isinstance(image, list) and len(image) > 1
-        images = [image] if many else (image if isinstance(image, list) else [image])
+        given = image if isinstance(image, list) else [image]
+        images = [given] if len(given) > 1 else given  # one row: several images nest
         enc = self._processor(text=[prompt], images=images, return_tensors="pt", **kw)
         inputs = model_inputs(enc, model, self.device)
         with torch.inference_mode():

@@ -19,6 +19,7 @@ sequences whole.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,12 +80,13 @@ def _remainders(toks: list[list[int]], c: int, pad: int) -> tuple[Any, Any]:
     return ids, mask
 
 
-def _cache_argument(model: Any) -> str:
+@functools.cache
+def _cache_argument(model_class: type) -> str:
     """The forward argument taking a key/value cache: `cache` in recent transformers,
-    `past_key_values` before."""
+    `past_key_values` before (read once per model class)."""
     import inspect
 
-    params = inspect.signature(model.forward).parameters
+    params = inspect.signature(model_class.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 
@@ -142,7 +144,7 @@ def shared_prefix_logits(
         # (causal attention), and models that derive positions from a mask (Qwen-VL's 3-D
         # rope) would count the cached start again
         tail = model(
-            input_ids=ids.to(device), **{_cache_argument(model): cache},
+            input_ids=ids.to(device), **{_cache_argument(type(model)): cache},
             **{k: v.to(device) for k, v in rest.items()},
         )  # fmt: skip
     logits = torch.cat([head.logits[:, -1:].expand(n, -1, -1), tail.logits], dim=1)
