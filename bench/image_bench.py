@@ -529,8 +529,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from lexsem.engine import images as engine_images
     from lexsem.engine.images import default_num_workers, embed_images
-    from lexsem.engine.store import RequestStore
-    from lexsem.images.store import ImageStore
+    from lexsem.engine.request_store import RequestStore
+    from lexsem.images.image_store import ImageStore
     from lexsem.models.protocols import fingerprint_key
 
     workers = (

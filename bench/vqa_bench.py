@@ -171,10 +171,10 @@ def lexsem_scores(
     folder: Path, images: Path, pairs: Sequence[tuple[str, str]], cache: Path, batch: int
 ) -> tuple[np.ndarray, Any]:
     from lexsem.engine.images import pair_scores
-    from lexsem.engine.store import RequestStore
-    from lexsem.images.store import ImageStore
+    from lexsem.engine.request_store import RequestStore
+    from lexsem.images.image_store import ImageStore
+    from lexsem.models.factory import load_model
     from lexsem.models.protocols import fingerprint_key
-    from lexsem.models.registry import load_model
 
     scorer = load_model(f"vqa:{folder}", device="cpu")
     store = ImageStore(roots={"bench": images}, default_root=None)

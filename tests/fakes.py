@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks import formats as loaders
-from lexsem.benchmarks import registry
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
 from lexsem.benchmarks.sources.files import file_loader
 from lexsem.download import SourceFile

@@ -15,10 +15,10 @@ from fakes import BagOfWordsEncoder
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.images import image_key, pair_key, pair_scores
 from lexsem.engine.keys import canonical_json, content_key, request_key
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.engine.text_scores import score_texts, text_score_key
 from lexsem.errors import ModelError
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from test_images import FakePairScorer, _noise
 from test_store import MODEL, write_v1_store
 

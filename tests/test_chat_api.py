@@ -24,9 +24,9 @@ from typer.testing import CliRunner
 from fakes import TRIPLETS, register_fixture_benchmark
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli import app
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from lexsem.models.backends.openai_chat import OpenAIChat
 from lexsem.models.protocols import fingerprint_key
 from lexsem.tasks.choice import score_choices

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from lexsem.cli import app
 from lexsem.engine.chat import answer_probabilities
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from lexsem.models.backends.openai_chat import (
     OpenAIChat,
     StopRun,

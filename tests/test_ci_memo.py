@@ -12,7 +12,7 @@ import pytest
 
 from fakes import BagOfWordsEncoder
 from lexsem.config import EvalConfig
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.evaluator import CI_STORE, Evaluator
 from lexsem.stats import bootstrap as B
 from lexsem.stats.ties import Hits

@@ -22,7 +22,7 @@ from lexsem.cli import app
 from lexsem.engine import embed, progress
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.progress import Interrupted, Progress
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 
 TEXTS = [f"text number {i}" + " padded" * (i % 7) for i in range(23)]
 
@@ -123,7 +123,7 @@ def test_text_encoding_moves_per_batch_in_the_encoders_own_batches(
 
 
 def test_batched_encoding_gives_the_vectors_of_one_call(minilm_path: Path, tmp_path: Path) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     texts = [*TEXTS, "a much longer text " * 12, "short"]
     model = load_model(f"st:{minilm_path}", device="cpu")
@@ -165,7 +165,7 @@ class InterruptedEncoder(BagOfWordsEncoder):
 
 
 def _with_model(monkeypatch: pytest.MonkeyPatch, model: Any) -> None:
-    import lexsem.models.registry as registry
+    import lexsem.models.factory as registry
 
     monkeypatch.setattr(registry, "load_model", lambda spec, **kw: model)
 

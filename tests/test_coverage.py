@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from fakes import TinyDualEncoder, register_fixture_benchmark
 from lexsem import evaluate
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.cli import app
 from lexsem.errors import LexsemError
@@ -89,7 +89,7 @@ def test_eval_summary_line_says_when_coverage_is_below_100(
     fixture_pp: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (fixture_pp["images"] / "2.jpg").unlink()
-    monkeypatch.setattr("lexsem.models.registry.load_model", lambda *a, **k: TinyDualEncoder())
+    monkeypatch.setattr("lexsem.models.factory.load_model", lambda *a, **k: TinyDualEncoder())
     args = ["eval", "-m", "tiny", "-b", "fixture_pp", "-t", "itt", "--n-boot", "0"]
     args += ["--data-dir", str(fixture_pp["data"]), "--coco-val2017", str(fixture_pp["images"])]
     args += ["--skip-bad-images", "--num-workers", "0", "-o", str(tmp_path / "run")]

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from fakes import BagOfWordsEncoder
 from lexsem import evaluate
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
 from lexsem.benchmarks.checks import DataWarning
 from lexsem.benchmarks.formats import load_scpp_json, load_sugarcrepe_json
@@ -167,7 +167,7 @@ def test_a_partial_snapshot_is_warned_recorded_and_printed(
     (notice,) = run.record.benchmarks[0].notices
     assert notice.kind == "row_count" and "not comparable with published numbers" in notice.message
 
-    monkeypatch.setattr("lexsem.models.registry.load_model", lambda *a, **k: BagOfWordsEncoder())
+    monkeypatch.setattr("lexsem.models.factory.load_model", lambda *a, **k: BagOfWordsEncoder())
     out = CliRunner().invoke(
         app, ["eval", "-m", "bow", "-b", NAME, "--data-dir", str(data), "-o", str(tmp_path / "r")]
     )

@@ -40,7 +40,7 @@ from torchvision.transforms import functional as TF
 from conftest import require_module
 from lexsem.engine.images import embed_images, image_key, pair_scores
 from lexsem.engine.keys import content_key
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.images.decode import (
     DEFAULT,
     HF_DATASETS,
@@ -54,7 +54,7 @@ from lexsem.images.decode import (
     legacy_profile,
     profile_lookup,
 )
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 
 SIZE = 24
 MEAN = (0.48145466, 0.4578275, 0.40821073)  # open_clip's OPENAI_DATASET_MEAN / STD
@@ -214,7 +214,7 @@ def test_presets_are_frozen_picklable_and_cite_their_reference() -> None:
 
 
 def test_each_benchmark_declares_the_profile_of_its_reference() -> None:
-    from lexsem.benchmarks import registry
+    from lexsem.benchmarks import catalog as registry
 
     expected = {
         "sugarcrepe": "open_clip_raw",  # RAIVNLab/sugar-crepe main_eval.py

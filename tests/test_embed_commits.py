@@ -32,7 +32,7 @@ def test_stored_vectors_are_copies_of_reused_encoder_buffers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from lexsem.engine import embed
-    from lexsem.engine.store import RequestStore
+    from lexsem.engine.request_store import RequestStore
 
     monkeypatch.setattr(embed, "COMMIT_EVERY_S", 3600.0)  # batches wait for the chunk's end
     texts = [f"text {'a' * i}{'e' * (i % 5)}" for i in range(40)]

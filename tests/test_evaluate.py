@@ -14,7 +14,7 @@ from lexsem import evaluate
 from lexsem.config import EvalConfig
 from lexsem.errors import LexsemError
 from lexsem.results.run import Run
-from lexsem.results.store import load_run
+from lexsem.results.run_folder import load_run
 from lexsem.stats.bootstrap import MACRO, MICRO
 
 
@@ -131,7 +131,7 @@ def test_schema_version_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 def test_failed_write_leaves_no_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
-    import lexsem.results.store as store
+    import lexsem.results.run_folder as store
 
     def boom(*a: object, **k: object) -> None:
         raise OSError("disk full")

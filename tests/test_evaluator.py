@@ -15,7 +15,7 @@ import pytest
 
 from fakes import TRIPLETS, BagOfWordsEncoder, register_fixture_benchmark
 from lexsem import evaluate
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark, LoadedSubset
 from lexsem.config import EvalConfig, build_config
 from lexsem.errors import DataError, LexsemError
@@ -39,7 +39,7 @@ BUILTINS = {
 def test_registering_first_never_hides_the_builtins() -> None:
     """A user's benchmark registered before anything else is loaded (a fresh process)."""
     code = (
-        "from lexsem.benchmarks import registry, synthetic\n"
+        "from lexsem.benchmarks import catalog as registry, synthetic\n"
         "import dataclasses\n"
         "registry.register(dataclasses.replace(synthetic.TRIPLETS, name='mine'))\n"
         "print(','.join(registry.names()))\n"
@@ -51,7 +51,7 @@ def test_registering_first_never_hides_the_builtins() -> None:
 
 def test_registry_lists_builtins_lazily() -> None:
     code = (
-        "import sys\nfrom lexsem.benchmarks import registry\nnames = registry.names()\n"
+        "import sys\nfrom lexsem.benchmarks import catalog as registry\nnames = registry.names()\n"
         "print(len(names), 'lexsem.benchmarks.aro' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -226,7 +226,7 @@ def test_trained_lexsem_model_gets_a_new_fingerprint_and_no_stale_scores(
     the same changed weights give the same key again."""
     import torch
 
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
     from test_models_tiny import write_tiny_bert
 
     folder = write_tiny_bert(tmp_path / "bert")

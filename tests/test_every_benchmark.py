@@ -21,17 +21,18 @@ import pytest
 from PIL import Image
 
 from fakes import ConstantPairScorer, OraclePairScorer, image_key_of
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark
 from lexsem.benchmarks.items import MultiCaptionItem, PairItem, QuadItem, TripletItem
 from lexsem.benchmarks.load import load_benchmark
-from lexsem.benchmarks.sources import synthetic, synthetic_images
+from lexsem.benchmarks.sources import synthetic_images
+from lexsem.benchmarks.sources import synthetic_text as synthetic
 from lexsem.benchmarks.sources.generated import generated_loader
 from lexsem.config import EvalConfig
 from lexsem.download import SourceFile
 from lexsem.evaluator import Evaluator
-from lexsem.images.store import ImageStore
-from lexsem.tasks.registry import get_task
+from lexsem.images.image_store import ImageStore
+from lexsem.tasks.catalog import get_task
 from test_hf_loaders import (
     bivlc_columns,
     image_cell,

@@ -11,10 +11,10 @@ from PIL import Image
 
 from fakes import ConstantPairScorer, OraclePairScorer, image_key_of
 from lexsem import evaluate
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.errors import ModelError
-from lexsem.images.store import ImageStore
-from lexsem.models import registry as models
+from lexsem.images.image_store import ImageStore
+from lexsem.models import factory as models
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 EXAMPLES = DOCS / "examples"

@@ -306,8 +306,8 @@ def test_escaping_image_paths_are_refused_by_the_engine_even_when_skipping(
     snapshot: dict[str, Any],
 ) -> None:
     from lexsem.engine.images import embed_images
+    from lexsem.images.image_store import ImageStore
     from lexsem.images.refs import ImageError
-    from lexsem.images.store import ImageStore
 
     images = ImageStore()
     images.add_mapping(hf.load_bivlc(data_dir=snapshot["root"]).images)

@@ -26,9 +26,9 @@ from lexsem.config import EvalConfig, build_config
 from lexsem.engine.images import embed_images, pair_scores
 from lexsem.errors import LexsemError
 from lexsem.images.decode import DEFAULT, HF_DATASETS, OPEN_CLIP_RAW, decode
+from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS, open_image
 from lexsem.images.refs import SKIPPABLE, ImageError
-from lexsem.images.store import ImageStore
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

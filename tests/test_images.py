@@ -20,19 +20,19 @@ from PIL import Image
 
 from lexsem.engine.images import default_num_workers, embed_images, image_key, pair_scores
 from lexsem.engine.keys import content_key
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import DataError, DownloadError
+from lexsem.images import image_store as store_mod
 from lexsem.images import locations as img_mod
-from lexsem.images import store as store_mod
-from lexsem.images.decode import decode_image, legacy_profile
-from lexsem.images.download import (
+from lexsem.images.coco_download import (
     IMAGE_ARCHIVES,
     ImageArchive,
     download_archive,
     download_coco,
 )
+from lexsem.images.decode import decode_image, legacy_profile
+from lexsem.images.image_store import ImageStore
 from lexsem.images.refs import ImageError
-from lexsem.images.store import ImageStore
 from lexsem.models.protocols import ImageEncoder, PairScorer
 
 # ---------------------------------------------------------------------------- fakes
@@ -249,7 +249,7 @@ def test_unknown_root_and_bad_names(coco: dict[str, Any]) -> None:
 
 
 def test_old_import_paths_still_work() -> None:
-    """`lexsem.images.store` re-exports what it held before the split (cli, bench use them)."""
+    """`lexsem.images.image_store` re-exports decoding, download and errors."""
     assert store_mod.decode_image is decode_image and store_mod.ImageError is ImageError
     assert store_mod.download_coco is download_coco and store_mod.IMAGE_ARCHIVES is IMAGE_ARCHIVES
     assert store_mod.COCO_VAL_ENV == img_mod.COCO_VAL_ENV

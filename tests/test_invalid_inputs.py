@@ -30,7 +30,7 @@ def _never(*args: object, **kwargs: object) -> None:
 @pytest.fixture
 def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loading a model or a benchmark fails the test."""
-    monkeypatch.setattr("lexsem.models.registry.load_model", _never)
+    monkeypatch.setattr("lexsem.models.factory.load_model", _never)
     monkeypatch.setattr("lexsem.evaluator.load_benchmark", _never)
 
 

@@ -20,7 +20,7 @@ from lexsem.benchmarks.sources import hf
 from lexsem.engine.images import _DecodeDataset, image_key
 from lexsem.errors import DataError
 from lexsem.images.decode import OPEN_CLIP_RAW, decode
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from test_hf_loaders import _no_network, _parquet_loader, write_bivlc
 
 REFS = ["mem:bivlc/test/0/image", "mem:bivlc/test/3/negative_image", "mem:bivlc/test/4/image"]

@@ -7,7 +7,7 @@ import pytest
 
 from lexsem.stats.bootstrap import MACRO, MICRO, summarize
 from lexsem.stats.ties import Hits, beats
-from lexsem.tasks.registry import get_task
+from lexsem.tasks.catalog import get_task
 from lexsem.tasks.triplet import (
     S_P1_N,
     S_P1_P2,

@@ -24,13 +24,13 @@ from torch.utils.data import DataLoader, default_collate
 from lexsem.errors import ModelError
 from lexsem.models.aliases import ALIASES
 from lexsem.models.backends.clip import Blip2ITCScorer, HFDualEncoder, supported_model_types
-from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, fingerprint_key
-from lexsem.models.registry import (
+from lexsem.models.factory import (
     describe,
     load_image_encoder,
     load_pair_scorer,
     load_text_encoder,
 )
+from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, fingerprint_key
 from lexsem.models.spec import parse_model_spec
 from test_models_tiny import TEXTS, VOCAB, WORDS, write_tiny_bert
 

@@ -12,8 +12,8 @@ import pytest
 
 from conftest import require_module
 from lexsem.models import source as S
+from lexsem.models.factory import load_model
 from lexsem.models.protocols import fingerprint_key
-from lexsem.models.registry import load_model
 from test_models_dual import write_clip
 from test_models_itm import write_tiny_blip
 from test_models_tiny import write_tiny_bert, write_tiny_st

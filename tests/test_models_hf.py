@@ -14,8 +14,8 @@ from transformers import AutoModel, AutoTokenizer
 from lexsem.errors import ModelError
 from lexsem.models.backends import hf as hf_backend
 from lexsem.models.backends.hf import HFTextEncoder
+from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
-from lexsem.models.registry import describe, load_text_encoder
 from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_llama
 
 RTOL = 1e-5

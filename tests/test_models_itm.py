@@ -373,7 +373,7 @@ def test_spec_objects_and_options(tiny: dict[str, Path]) -> None:
 
 def test_parsed_spec_strings(tiny: dict[str, Path]) -> None:
     """Through `parse_model_spec` and the registry, as `load_model` calls it."""
-    from lexsem.models.registry import load_model, load_pair_scorer
+    from lexsem.models.factory import load_model, load_pair_scorer
     from lexsem.models.spec import parse_model_spec
 
     text = f"itm:{tiny['blip']}?score=logit&dtype=fp32"

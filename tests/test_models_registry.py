@@ -1,6 +1,6 @@
 """The backend registry: built-in backends found lazily, a user's backend registered in one call
 and loaded from its spec string, options checked against each backend's one declaration, and
-`import lexsem.models.registry` staying free of torch and transformers."""
+`import lexsem.models.factory` staying free of torch and transformers."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 
 from lexsem import evaluate
 from lexsem.errors import LexsemError, ModelError
-from lexsem.models import registry
-from lexsem.models.base import LazyModel, builds
+from lexsem.models import factory as registry
+from lexsem.models.lazy import LazyModel, builds
 from lexsem.models.options import COMMON, Option, positive_int
 from lexsem.models.protocols import TextEncoder, TextScorer, fingerprint_key
 from lexsem.models.spec import ModelSpec, parse_model_spec
@@ -184,7 +184,7 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
     modules but never torch, transformers or open_clip."""
     code = (
         "import sys\n"
-        "import lexsem.models.registry as r\n"
+        "import lexsem.models.factory as r\n"
         "assert not [m for m in sys.modules if m.startswith('lexsem.models.backends.')]\n"
         "from lexsem.models.aliases import ALIASES\n"
         "from lexsem.models.spec import parse_model_spec\n"
@@ -204,7 +204,7 @@ def test_building_a_scorer_needs_no_torch(tmp_path: Path) -> None:
     folder = write_tiny_gpt2(tmp_path / "gpt2")
     code = (
         "import sys\n"
-        "from lexsem.models.registry import load_model\n"
+        "from lexsem.models.factory import load_model\n"
         f"m = load_model('lm:{folder}?dtype=fp32', device='cpu')\n"
         "assert m.fingerprint['backend'] == 'lm' and not m.loaded\n"
         "heavy = [m for m in ('torch', 'transformers') if m in sys.modules]\n"

@@ -181,7 +181,7 @@ def test_select_dtype() -> None:
 
 
 def test_encoder_dtype_and_device_arguments(tmp_path: Path) -> None:
-    from lexsem.models.registry import load_text_encoder
+    from lexsem.models.factory import load_text_encoder
 
     (tmp_path / "config.json").write_text("{}")
     enc = load_text_encoder(f"hf:{tmp_path}?dtype=fp16", device="cpu")

@@ -15,10 +15,10 @@ import sentence_transformers
 from sentence_transformers import SentenceTransformer
 
 from lexsem.engine.embed import embed_texts
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.models.backends.st import SentenceTransformerEncoder
+from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
-from lexsem.models.registry import describe, load_text_encoder
 from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_st
 
 RTOL = 1e-5
@@ -164,7 +164,7 @@ def test_fingerprint_does_not_import_torch(minilm_path: Path, tmp_path: Path) ->
         pytest.skip("a GPU machine: device auto must ask torch")
     code = (
         "import sys\n"
-        "from lexsem.models.registry import load_text_encoder\n"
+        "from lexsem.models.factory import load_text_encoder\n"
         "enc = load_text_encoder('minilm')\n"
         "enc.fingerprint\n"
         "assert enc.device == 'cpu'\n"

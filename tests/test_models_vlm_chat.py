@@ -48,8 +48,8 @@ def direct_answer(folder: Path, image: Image.Image, prompt: str, n: int) -> str:
 
 
 def test_answers_equal_transformers_greedy_generate(folder: Path) -> None:
+    from lexsem.models.factory import load_model
     from lexsem.models.protocols import ImageRows
-    from lexsem.models.registry import load_model
 
     model = load_model(f"vlm:{folder}?max_new_tokens=5", device="cpu")
     rng = np.random.default_rng(0)
@@ -66,7 +66,7 @@ def test_answers_equal_transformers_greedy_generate(folder: Path) -> None:
 
 
 def test_max_new_tokens_is_in_the_fingerprint(folder: Path) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     a = load_model(f"vlm:{folder}").fingerprint
     assert a != load_model(f"vlm:{folder}?max_new_tokens=8").fingerprint
@@ -128,7 +128,7 @@ def test_a_conversation_with_two_images_equals_transformers_generate(tmp_path: P
     import torch
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     llava = write_tiny_llava(tmp_path / "llava")
     model = load_model(f"vlm:{llava}?max_new_tokens=4", device="cpu")

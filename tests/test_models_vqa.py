@@ -115,7 +115,7 @@ def rows(ims: list[Image.Image]) -> Any:
 
 
 def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     scorer = load_model(f"vqa:{llava}", device="cpu")
     batched = scorer.score(rows(images()), TEXTS)
@@ -133,7 +133,7 @@ def test_one_image_with_many_captions_shares_its_prefix_and_equals_whole_sequenc
 ) -> None:
     """Every caption of one image (the same decoded object in the batch) is scored on one
     computed prompt start; the numbers equal running each sequence whole (`reuse=false`)."""
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
     from lexsem.models.vlm import prefix
 
     shared_starts: list[int] = []
@@ -169,7 +169,7 @@ def direct_p(folder: Path, image: Image.Image, text: str, word: str) -> float:
 
 
 def test_normalised_and_difference_scores(llava: Path) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     ims = images()[:2]
     norm = load_model(f"vqa:{llava}?score=vqa_norm").score(rows(ims), TEXTS[:2])
@@ -182,7 +182,7 @@ def test_normalised_and_difference_scores(llava: Path) -> None:
 
 def test_options_are_in_the_fingerprint(llava: Path) -> None:
     from lexsem.errors import ModelError
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     a = load_model(f"vqa:{llava}").fingerprint
     b = load_model(f"vqa:{llava}?answer=yes").fingerprint
@@ -241,7 +241,7 @@ CAPTIONS = ['"a dog runs', 'a cat sleeps"?']  # words of the tiny vocabulary
 
 
 def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava: Path) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     ims = images()[:2]
     got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5").score(rows(ims), CAPTIONS)
@@ -268,7 +268,7 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
 
 
 def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     fmt = "USER: <image> {text} ASSISTANT:"
     scorer = load_model(f"vqa:{llava}?format={fmt}")
@@ -284,7 +284,7 @@ def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
 
 def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
     """The processor's float32 pixels are cast to the model's dtype (a bf16 tower refuses them)."""
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     fp32 = load_model(f"vqa:{llava}", device="cpu")
     bf16 = load_model(f"vqa:{llava}?dtype=bf16", device="cpu")
@@ -295,7 +295,7 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
 
 def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> None:
     from lexsem.models.backends.vqa import QUESTIONS
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     assert QUESTIONS["t17_3"].format(text="<caption>") == (
         "Do the image and the following caption match: <caption>? Provide 'yes' or 'no' as response"
@@ -310,7 +310,7 @@ def test_each_generative_backend_has_the_capability_it_should(llava: Path) -> No
     """A VQAScore scorer is a pair scorer, never an answerer (its `answer` option is a word);
     `vlm:` answers; neither loads its weights to be told apart."""
     from lexsem.engine.runner import ANSWER, PAIR, capabilities
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     assert capabilities(load_model(f"vqa:{llava}")) == {PAIR}
     assert capabilities(load_model(f"vgpt:{llava}")) == {PAIR}

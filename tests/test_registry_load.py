@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.errors import DownloadError, LexsemError

@@ -22,15 +22,15 @@ import pytest
 from typer.testing import CliRunner
 
 import lexsem.atomic as atomic
-import lexsem.results.folder as folder_mod
-import lexsem.results.store as store
+import lexsem.results.folder_swap as folder_mod
+import lexsem.results.run_folder as store
 from fakes import BagOfWordsEncoder, register_fixture_benchmark
 from lexsem.api import evaluate
 from lexsem.atomic import atomic_open
 from lexsem.cli import app
 from lexsem.errors import LexsemError
 from lexsem.results.run import Run
-from lexsem.results.store import check_out_dir, load_run
+from lexsem.results.run_folder import check_out_dir, load_run
 
 runner = CliRunner()
 COMMON: dict[str, Any] = {"n_boot": 0, "offline": True}
@@ -107,8 +107,8 @@ import os, shutil, sys, time
 from pathlib import Path
 
 import lexsem.atomic as atomic
-import lexsem.results.folder as folder
-import lexsem.results.store as store
+import lexsem.results.folder_swap as folder
+import lexsem.results.run_folder as store
 from lexsem.results.run import Run
 
 source, out, stage, marker, can_exchange = sys.argv[1:]
@@ -288,7 +288,7 @@ def test_the_same_run_into_its_own_folder_also_needs_force(tmp_path: Path) -> No
 def test_cli_eval_refuses_a_run_folder_without_force_before_loading_the_model(
     out: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lexsem.models import registry
+    from lexsem.models import factory as registry
 
     loads: list[str] = []
 
@@ -315,7 +315,7 @@ def test_out_that_is_a_file_is_refused_before_any_work(
         evaluate(spy, ["synthetic"], out=file, **COMMON)
     assert not spy.touched and file.read_text() == "mine\n"
 
-    from lexsem.models import registry
+    from lexsem.models import factory as registry
 
     monkeypatch.setattr(registry, "load_model", _never_load)
     _cli_error(_cli("eval", "-m", "minilm", "-b", "synthetic", "-o", file), file, "is a file")
@@ -333,7 +333,7 @@ def test_out_inside_a_run_folder_is_refused_before_any_work(
     with pytest.raises(LexsemError, match=r"lies inside the run folder .*x \(run "):
         evaluate(spy, ["synthetic"], out=outer / "sub" / "deeper", **COMMON)
     assert not spy.touched and not (outer / "sub").exists()
-    from lexsem.models import registry
+    from lexsem.models import factory as registry
 
     monkeypatch.setattr(registry, "load_model", _never_load)
     out = _cli("eval", "-m", "minilm", "-b", "synthetic", "-o", outer / "sub")
@@ -573,7 +573,7 @@ def test_paths_outside_home_and_lookalikes_are_kept(monkeypatch: pytest.MonkeyPa
 def test_dotdot_and_links_are_resolved_before_the_nested_check(tmp_path: Path) -> None:
     """`-o ../b` from inside a run folder is beside it, not inside; a link into a run folder
     is inside it."""
-    from lexsem.results.folder import refuse_nested
+    from lexsem.results.folder_swap import refuse_nested
 
     run = tmp_path / "a"
     evaluate(SpyEncoder(), ["synthetic"], out=run, **COMMON)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from lexsem.engine.keys import request_key
-from lexsem.engine.store import CHUNK_PARAMS, SCHEMA_VERSION, RequestStore
+from lexsem.engine.request_store import CHUNK_PARAMS, SCHEMA_VERSION, RequestStore
 from lexsem.errors import CacheError
 
 MODEL = "0123abcd" * 8  # looks like a fingerprint key

@@ -17,7 +17,7 @@ import pytest
 
 from fakes import BagOfWordsEncoder
 from lexsem import evaluate
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 
 KEY = "model-key"
 WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT

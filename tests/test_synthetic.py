@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lexsem.benchmarks.items import TripletItem
-from lexsem.benchmarks.sources import synthetic
+from lexsem.benchmarks.sources import synthetic_text as synthetic
 from lexsem.errors import LexsemError
 
 # Pinned: the default generation must not change silently. If you change the generator on

@@ -21,9 +21,9 @@ import pytest
 from PIL import Image as PIL_Image
 
 from lexsem.benchmarks.items import QuadItem
-from lexsem.benchmarks.sources import synthetic
 from lexsem.benchmarks.sources import synthetic_images as si
-from lexsem.benchmarks.sources.synthetic import Scene, SceneObject
+from lexsem.benchmarks.sources import synthetic_text as synthetic
+from lexsem.benchmarks.sources.synthetic_text import Scene, SceneObject
 from lexsem.errors import LexsemError
 
 # Pinned: the default bidirectional generation must not change silently. If you change it on

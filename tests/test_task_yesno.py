@@ -16,13 +16,13 @@ import pytest
 
 from fakes import TRIPLETS, BagOfWordsEncoder, TinyDualEncoder, scpp_user_files, tiny_preprocess
 from lexsem import evaluate
-from lexsem.benchmarks import registry
+from lexsem.benchmarks import catalog as registry
 from lexsem.engine.runner import IMAGE, PAIR, TEXT
 from lexsem.errors import LexsemError
 from lexsem.evaluator import select_tasks
 from lexsem.report.tables import build_tables, to_markdown
 from lexsem.stats.bootstrap import MICRO
-from lexsem.tasks.registry import get_task
+from lexsem.tasks.catalog import get_task
 from lexsem.tasks.triplet import S_I_N, S_I_P1, S_I_P2
 from lexsem.tasks.yesno import YESNO, says_no, says_yes
 

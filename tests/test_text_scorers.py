@@ -18,8 +18,8 @@ from lexsem.models.average import AverageScorer
 from lexsem.models.backends.cola import GrammarScorer
 from lexsem.models.backends.lm import PerplexityScorer
 from lexsem.models.backends.vera import VERA_TEMPERATURE_ROW, VERA_WEIGHT_ROW, PlausibilityScorer
+from lexsem.models.factory import load_text_scorer
 from lexsem.models.protocols import TextScorer, fingerprint_key
-from lexsem.models.registry import load_text_scorer
 from test_models_tiny import TEXTS, VOCAB, WORDS
 
 RTOL = 1e-5

@@ -24,7 +24,7 @@ import transformers as T
 
 from conftest import require_module
 from lexsem.models.backends.openclip import OpenClipEncoder, causal_text_tower
-from lexsem.models.registry import load_text_encoder
+from lexsem.models.factory import load_text_encoder
 from test_models_dual import direct_tokens, write_clip, write_siglip
 
 ATOL = 1e-6  # on unit vectors (the engine compares normalised embeddings)

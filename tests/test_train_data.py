@@ -16,7 +16,7 @@ import pytest
 
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.errors import DataError, LexsemError
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from lexsem.train.manifest import Example, read_manifest, write_manifest
 from lexsem.train.rendered import (
     evaluation_scenes,

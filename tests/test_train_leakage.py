@@ -17,7 +17,7 @@ from lexsem.benchmarks.items import PairItem, QuadItem
 from lexsem.benchmarks.load import LoadedBenchmark, load_benchmark
 from lexsem.benchmarks.sources.synthetic_images import synthetic_image_bytes
 from lexsem.engine.images import image_key
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from lexsem.train.leakage import (
     LeakageError,
     check_leakage,

@@ -53,7 +53,7 @@ def config(tiny: str, manifest: Path, out: Path, **kw: Any) -> Any:
 
 
 def weights(spec: str) -> dict[str, torch.Tensor]:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     return {
         k: v.clone()
@@ -146,7 +146,7 @@ def test_the_leakage_guard_stops_training_on_a_judged_benchmark(
 def test_lora_trains_only_its_adapters_and_its_merged_checkpoint_loads(
     tiny: str, rendered: Path, tmp_path: Path
 ) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
     from lexsem.train.config import LoraConfig
     from lexsem.train.loop import Trainer
 
@@ -277,7 +277,7 @@ def test_the_cli_trains_renders_data_and_resumes(tiny: str, tmp_path: Path) -> N
 def test_a_transformers_clip_trains_and_its_folder_loads(rendered: Path, tmp_path: Path) -> None:
     """`clip:` models train too: the final checkpoint is a model folder (weights, tokenizer and
     processor files) that the `clip:` backend loads, with the trained weights."""
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
     from lexsem.train.loop import Trainer
     from test_models_dual import write_clip
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import require_module
 from lexsem.errors import DataError
-from lexsem.images.store import ImageStore
+from lexsem.images.image_store import ImageStore
 from lexsem.train.manifest import read_manifest
 from lexsem.train.trohn import trohn_img_manifest, trohn_text_manifest
 

@@ -13,9 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
+from lexsem.benchmarks.catalog import names as benchmark_names
 from lexsem.benchmarks.items import Item, MultiCaptionItem, PairItem, QuadItem, TripletItem
 from lexsem.benchmarks.load import load_benchmark
-from lexsem.benchmarks.registry import names as benchmark_names
 from lexsem.benchmarks.validate import (
     CHECK_BY_NAME,
     CHECKS,

@@ -61,7 +61,7 @@ def _rows(model: Any) -> list[tuple[str, str]]:
 
 
 def test_logprobs_equal_a_direct_unbatched_computation(family: Any, monkeypatch: Any) -> None:
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
     from lexsem.models.vlm import prefix
 
     name, folder, module = family
@@ -90,8 +90,8 @@ def test_logprobs_equal_a_direct_unbatched_computation(family: Any, monkeypatch:
 
 
 def test_a_batch_of_pairs_equals_one_pair_at_a_time(family: Any) -> None:
+    from lexsem.models.factory import load_model
     from lexsem.models.protocols import ImageRows
-    from lexsem.models.registry import load_model
 
     name, folder, _ = family
     a, b = pictures()

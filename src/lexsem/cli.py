@@ -226,8 +226,8 @@ def download(
 ) -> None:
     """Download benchmark files (or `coco-val2017` / `coco-train2017` images) into the cache."""
     from lexsem import download as dl
-    from lexsem.benchmarks import registry
-    from lexsem.images import store as images
+    from lexsem.benchmarks import catalog as registry
+    from lexsem.images import image_store as images
     from lexsem.paths import cache_dir as resolve_cache
 
     root = resolve_cache(cache_dir)
@@ -294,7 +294,7 @@ def score_answers(
     from lexsem.tasks.recorded import read_answers
 
     if run_out is not None:
-        from lexsem.results.store import check_out_dir
+        from lexsem.results.run_folder import check_out_dir
 
         check_out_dir(run_out, force=force)  # before any work
     loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir)
@@ -397,7 +397,7 @@ def report(
     from lexsem.atomic import atomic_open
     from lexsem.report.tables import build_tables, to_csv, to_latex, to_markdown
     from lexsem.results.run import Run
-    from lexsem.results.store import load_run
+    from lexsem.results.run_folder import load_run
 
     runs = _expand_training_runs(runs)
     records = [load_run(r) for r in runs]
@@ -514,7 +514,7 @@ def list_cmd(
 ) -> None:
     """List benchmarks (with subsets and tasks), model aliases, or tasks (`blind` included)."""
     if what == ListWhat.benchmarks.value:
-        from lexsem.benchmarks import registry
+        from lexsem.benchmarks import catalog as registry
 
         for name in registry.names():
             spec = registry.get(name)
@@ -530,7 +530,7 @@ def list_cmd(
             typer.echo(f"{alias:16s} {spec_str}")
     else:
         from lexsem.tasks.blind import BLIND_TRIPLET
-        from lexsem.tasks.registry import TASKS
+        from lexsem.tasks.catalog import TASKS
 
         for t in [*(TASKS.get(n) for n in TASKS.names()), BLIND_TRIPLET]:
             metrics = ", ".join(t.metrics)

@@ -132,7 +132,7 @@ def ask(
     as `score-answers` does. --import stores recorded answers first."""
     _check_ask_options(prompt, vqascore, shots, import_file, score)
     if run_out is not None:
-        from lexsem.results.store import check_out_dir
+        from lexsem.results.run_folder import check_out_dir
 
         check_out_dir(run_out, force=force)  # before anything is sent
     where = _Where(benchmark, data_dir, cache_dir, coco_val2017, image_root)
@@ -158,9 +158,9 @@ def _asked(
     """Run `how` (multiple choice or VQAScore) with the model's request store open: (the
     store's statistics, the answers or scores as a recorded model of a run)."""
     from lexsem.benchmarks.load import load_benchmark
-    from lexsem.engine.store import RequestStore
+    from lexsem.engine.request_store import RequestStore
     from lexsem.evaluator import attach_embedded_images
-    from lexsem.images.store import ImageStore
+    from lexsem.images.image_store import ImageStore
     from lexsem.models.protocols import fingerprint_key
     from lexsem.paths import cache_dir as resolve_cache
 
@@ -194,7 +194,7 @@ def _chat_model(spec: str) -> Any:
         return OpenAIChat(spec)
     from lexsem.models.backends.local_chat import LocalChat
     from lexsem.models.backends.vlm_chat import VLMAnswerer
-    from lexsem.models.registry import load_model
+    from lexsem.models.factory import load_model
 
     model = load_model(spec)
     if not isinstance(model, VLMAnswerer):

@@ -27,6 +27,7 @@ from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark, load_benchmark
 from lexsem.config import EvalConfig
 from lexsem.engine.plan import Plan, Work, make_plan
+from lexsem.engine.request_store import RequestStore
 from lexsem.engine.runner import (
     ANSWER,
     IMAGE,
@@ -39,20 +40,19 @@ from lexsem.engine.runner import (
     execute,
 )
 from lexsem.engine.scores import Scores
-from lexsem.engine.store import RequestStore
 from lexsem.errors import LexsemError
 from lexsem.images.memory import DecodedImages
 from lexsem.models.protocols import fingerprint_key
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results import build
 from lexsem.results.run import Run
+from lexsem.results.run_folder import check_out_dir
 from lexsem.results.schema import MetricResult, Timings
-from lexsem.results.store import check_out_dir
 from lexsem.stats.bootstrap import ci_memo
 from lexsem.stats.ties import Hits
 from lexsem.tasks.base import Task
 from lexsem.tasks.blind import BLIND_TRIPLET, blind_task
-from lexsem.tasks.registry import BLIND, SYNONYMS, find_task, get_task
+from lexsem.tasks.catalog import BLIND, SYNONYMS, find_task, get_task
 
 CI_STORE = "bootstrap-intervals"  # the request store of bootstrap intervals, beside the models'
 
@@ -86,7 +86,7 @@ class Evaluator:
 
     def image_store(self) -> Any:
         if self._images is None:
-            from lexsem.images.store import ImageStore
+            from lexsem.images.image_store import ImageStore
 
             cfg = self.config
             self._images = ImageStore(
@@ -105,7 +105,7 @@ class Evaluator:
     ) -> Run:
         """Evaluate `model`; with `out`, write the run folder there. An `out` that cannot take
         the run (a file, read-only, full, or holding a run without `force`) fails before any
-        work (`lexsem.results.store.check_out_dir`)."""
+        work (`lexsem.results.run_folder.check_out_dir`)."""
         if out is not None:
             check_out_dir(out, force=force)
         t_start = time.perf_counter()
@@ -209,7 +209,7 @@ class Evaluator:
 
     def _model(self, model: str | object) -> tuple[Any, str]:
         if isinstance(model, str):
-            from lexsem.models.registry import load_model
+            from lexsem.models.factory import load_model
 
             cfg = self.config
             return load_model(model, device=cfg.device, dtype=cfg.dtype, offline=cfg.offline), model

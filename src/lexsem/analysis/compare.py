@@ -33,7 +33,7 @@ from scipy import stats
 
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MACRO, MICRO
-from lexsem.tasks.registry import find_task
+from lexsem.tasks.catalog import find_task
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

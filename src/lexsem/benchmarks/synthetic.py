@@ -4,7 +4,8 @@ triplets (`synthetic`, SugarCrepe++ protocol) and as quads (`synthetic_bi`, BiVL
 from __future__ import annotations
 
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
-from lexsem.benchmarks.sources import synthetic, synthetic_images
+from lexsem.benchmarks.sources import synthetic_images
+from lexsem.benchmarks.sources import synthetic_text as synthetic
 from lexsem.benchmarks.sources.generated import generated_loader
 
 

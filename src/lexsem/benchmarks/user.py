@@ -76,7 +76,7 @@ def _file_loader(parse: Parser, files: dict[str, Path]) -> Loader:
 
 def user_benchmark(selector: str) -> Benchmark:
     """The benchmark for `FORMAT:PATH` (files found and checked now; items read on load)."""
-    from lexsem.benchmarks.registry import get
+    from lexsem.benchmarks.catalog import get
 
     fmt, _, raw = selector.partition(":")
     like, parse, ext = FORMATS[fmt]

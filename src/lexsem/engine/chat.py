@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lexsem.engine.keys import content_key, request_key
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError, RetryableError
 from lexsem.models.backends.openai_chat import AnswerProb, ChatRequest, StopRun
 

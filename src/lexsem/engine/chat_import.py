@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.engine.chat import ImageKeys, chat_key
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import CacheError, DataError
 from lexsem.models.backends.openai_chat import ChatRequest
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from lexsem.engine.keys import content_key
 from lexsem.engine.progress import Progress
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.models.protocols import TextEncoder
 

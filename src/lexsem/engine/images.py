@@ -40,7 +40,7 @@ import numpy as np
 
 from lexsem.engine.keys import content_key, request_key
 from lexsem.engine.progress import Progress
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.images.decode import (
     DecodeProfile,
@@ -50,10 +50,10 @@ from lexsem.images.decode import (
     legacy_profile,
     profile_lookup,
 )
+from lexsem.images.image_store import ImageStore
 from lexsem.images.memory import DecodedImages
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
 from lexsem.images.refs import ImageError, ResolvedImage
-from lexsem.images.store import ImageStore
 from lexsem.models.protocols import Answerer, ImageEncoder, ImageRows, PairScorer
 
 __all__ = [
@@ -568,7 +568,7 @@ def embed_images(
 
     Args:
         encoder: the image tower; `preprocess` runs in DataLoader workers.
-        refs: image references (see `lexsem.images.store`); repeats are fine.
+        refs: image references (see `lexsem.images.image_store`); repeats are fine.
         store: resolves references to bytes.
         cache: the model's request store (None: no cache).
         batch_size: images per `encode_images` call (and per cache commit).

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from lexsem.engine.cosine import l2_normalize
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.plan import Plan
+from lexsem.engine.request_store import RequestStore
 from lexsem.engine.scores import Scores
-from lexsem.engine.similarity import l2_normalize
-from lexsem.engine.store import RequestStore
 from lexsem.engine.text_scores import score_texts
 from lexsem.models.protocols import Answerer, ImageEncoder, PairScorer, TextEncoder, TextScorer
 

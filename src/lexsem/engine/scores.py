@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lexsem.benchmarks.items import Item
-from lexsem.engine.similarity import row_cosine
+from lexsem.engine.cosine import row_cosine
 from lexsem.tasks.base import Column
 
 ImageKey = tuple[str, str]  # (decode profile, image reference)

@@ -16,7 +16,7 @@ import numpy as np
 from lexsem.engine.embed import CHUNK, EmbedStats, missing_chunks
 from lexsem.engine.keys import request_key
 from lexsem.engine.progress import Progress
-from lexsem.engine.store import RequestStore
+from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.models.protocols import TextScorer
 

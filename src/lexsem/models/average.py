@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.errors import ModelError
-from lexsem.models.base import FINGERPRINT_VERSION
+from lexsem.models.lazy import FINGERPRINT_VERSION
 from lexsem.models.protocols import fingerprint_key
 
 __all__ = ["AverageScorer"]

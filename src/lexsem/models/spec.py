@@ -1,6 +1,6 @@
 """Model spec strings: `BACKEND:NAME[?key=value&key=value]`, or a short alias.
 
-BACKEND is a registered backend (`lexsem.models.registry`: `st`, `hf`, `clip`, `openclip`, `itm`,
+BACKEND is a registered backend (`lexsem.models.factory`: `st`, `hf`, `clip`, `openclip`, `itm`,
 `lm`, `vera`, `cola`, or a user's). NAME is a Hugging Face Hub id (`org/name`) or a local folder
 (openclip: `ARCH/PRETRAINED` or `ARCH@/path/to/checkpoint`). Options are URL-query style: split on
 `&` and `=`, values URL-decoded (`%26` for a literal `&`, `%3D` for `=`, `+` or `%20` for a space,
@@ -31,7 +31,7 @@ _EXCLUSIVE = ("prefix", "template")  # a template can hold a prefix: give one of
 
 
 def syntax() -> str:
-    from lexsem.models import registry
+    from lexsem.models import factory as registry
 
     backends = ", ".join(registry.names())
     return f"BACKEND:NAME[?key=value&key=value] with BACKEND {backends}, or an alias"
@@ -131,7 +131,7 @@ def _displaced(key: str, given: Mapping[str, str]) -> bool:
 
 
 def _declared_options(backend: str) -> Mapping[str, Option]:
-    from lexsem.models import registry  # the registry imports this module
+    from lexsem.models import factory as registry  # the registry imports this module
 
     return registry.get_backend(backend).options
 
@@ -145,7 +145,7 @@ def _checked(
     for key, raw in options.items():
         option = declared.get(key)
         if option is None:
-            from lexsem.models import registry
+            from lexsem.models import factory as registry
 
             raise ModelError(registry.option_error(backend, key))
         option.read(key, raw)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.errors import ModelError
-from lexsem.models.base import LazyModel
+from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, TEXT_INPUT, Option
 
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from lexsem.errors import LexsemError
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
-from lexsem.tasks.registry import find_task
+from lexsem.tasks.catalog import find_task
 
 _LABELS = {
     MICRO: "micro",
@@ -140,7 +140,7 @@ def result_groups(runs: Sequence[RunRecord]) -> dict[tuple[str, str], dict[str, 
 def subset_order(bench: str, subsets: Sequence[str]) -> list[str]:
     """Plain subsets in the registered benchmark's order (alphabetical for a user's benchmark),
     then the aggregates (`_micro`, `_macro`, groups) in the order given."""
-    from lexsem.benchmarks import registry
+    from lexsem.benchmarks import catalog as registry
 
     try:
         known = [s.name for s in registry.get(bench).subsets]

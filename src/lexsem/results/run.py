@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from lexsem.results.run_folder import load_items, load_run, save_run
 from lexsem.results.schema import RunRecord
-from lexsem.results.store import load_items, load_run, save_run
 from lexsem.stats.bootstrap import MICRO
 
 

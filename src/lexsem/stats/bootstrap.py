@@ -4,7 +4,7 @@ Bootstrap: items are resampled with replacement within each subset (scipy.stats.
 percentile method, seeded), so the micro and macro intervals respect the subset sizes.
 
 Inside `with ci_memo(store):` each interval is first looked up in `store` (an object with
-`get_records` / `put_records`, as `lexsem.engine.store.RequestStore`), keyed by everything it
+`get_records` / `put_records`, as `lexsem.engine.request_store.RequestStore`), keyed by all it
 is a function of: the hit vectors, the statistic, resamples, seed, confidence and the scipy and
 numpy versions (whose random streams and percentile rules it follows). An interval computed
 once is then read back, bit for bit, and a rerun whose intervals are all stored neither

@@ -58,7 +58,7 @@ class RecordedAnswers:
             self._by[key] = a.text
 
     def tasks(self, bench: Any) -> list[Task]:
-        from lexsem.tasks.registry import get_task
+        from lexsem.tasks.catalog import get_task
 
         task = get_task(f"choice_{self.prompt}")
         if bench.item_kind != task.item_kind:
@@ -111,7 +111,7 @@ class RecordedScores:
         self._by = dict(scores)
 
     def tasks(self, bench: Any) -> list[Task]:
-        from lexsem.tasks.registry import get_task
+        from lexsem.tasks.catalog import get_task
 
         tasks = [get_task(t) for t in bench.image_tasks]
         tasks = [t for t in tasks if all(c.kind == "image_text" for c in t.columns)]

@@ -39,8 +39,8 @@ from lexsem.benchmarks.items import Item, QuadItem
 from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.engine.images import image_key
 from lexsem.errors import LexsemError
+from lexsem.images.image_store import ImageStore
 from lexsem.images.refs import PREFIX_RE, ImageError
-from lexsem.images.store import ImageStore
 from lexsem.train.manifest import Example, Manifest
 
 __all__ = [

@@ -76,7 +76,7 @@ class Trainer:
     # -- setup -----------------------------------------------------------------------------
     def _images(self) -> Any:
         from lexsem.evaluator import attach_embedded_images
-        from lexsem.images.store import ImageStore
+        from lexsem.images.image_store import ImageStore
         from lexsem.paths import cache_dir
 
         c = self.config
@@ -157,7 +157,7 @@ class Trainer:
     def run(self, *, resume: bool = False) -> TrainResult:
         import torch
 
-        from lexsem.models.registry import load_model
+        from lexsem.models.factory import load_model
         from lexsem.train.distributed import world_from_env
         from lexsem.train.manifest import read_manifest
         from lexsem.train.optim import adamw, cosine_with_warmup

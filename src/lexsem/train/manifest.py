@@ -4,7 +4,7 @@ before any training starts.
 A row has the fields
 
 - ``image`` (required): an image reference, resolved by an `ImageStore` exactly as evaluation
-  resolves a benchmark's images (`lexsem.images.store`): ``ROOT:relative/path``, a bare
+  resolves a benchmark's images (`lexsem.images.image_store`): ``ROOT:relative/path``, a bare
   ``relative/path`` under the default root (COCO 2017), ``mem:KEY``, ``synthetic:<scene id>``
   — with the same path safety (root confinement, `lexsem.images.confine`) and the same pixel
   limit (`lexsem.images.pixels`). One more root is known while reading a manifest:
@@ -38,9 +38,9 @@ from typing import Any, Literal
 from lexsem.atomic import atomic_path
 from lexsem.benchmarks.formats import DuplicateKey, unique_keys
 from lexsem.errors import DataError
+from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import open_image
 from lexsem.images.refs import ImageError, ResolvedImage
-from lexsem.images.store import ImageStore
 
 __all__ = [
     "FIELDS",

@@ -1,7 +1,7 @@
 """The synthetic scene renderer as a source of training data, disjoint from the evaluation.
 
 `rendered_examples(n, seed, size=...)` yields fresh scenes of the renderer of the `synthetic` /
-`synthetic_bi` benchmarks (`lexsem.benchmarks.sources.synthetic`, `.synthetic_images`), each
+`synthetic_bi` benchmarks (`lexsem.benchmarks.sources.synthetic_text`, `.synthetic_images`), each
 with
 
 - its picture (PNG bytes, `scene_png`) and one true caption (a template of the benchmark);
@@ -39,8 +39,14 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_open
-from lexsem.benchmarks.sources import synthetic, synthetic_images
-from lexsem.benchmarks.sources.synthetic import (
+from lexsem.benchmarks.sources import synthetic_images
+from lexsem.benchmarks.sources import synthetic_text as synthetic
+from lexsem.benchmarks.sources.synthetic_images import (
+    DEFAULT_IMAGE_SIZE,
+    negative_scene,
+    scene_png,
+)
+from lexsem.benchmarks.sources.synthetic_text import (
     COLOURS,
     NOUNS,
     OPPOSITE,
@@ -51,11 +57,6 @@ from lexsem.benchmarks.sources.synthetic import (
     Caption,
     Scene,
     SceneObject,
-)
-from lexsem.benchmarks.sources.synthetic_images import (
-    DEFAULT_IMAGE_SIZE,
-    negative_scene,
-    scene_png,
 )
 from lexsem.errors import LexsemError
 from lexsem.train.manifest import MANIFEST_ROOT, Example, write_manifest

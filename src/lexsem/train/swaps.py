@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from lexsem.benchmarks.formats import read_json
-from lexsem.benchmarks.sources import synthetic
+from lexsem.benchmarks.sources import synthetic_text as synthetic
 from lexsem.errors import DataError, LexsemError
 from lexsem.images.refs import ROOT_NAME_RE, unsafe_reason
 from lexsem.train.manifest import Example, write_manifest

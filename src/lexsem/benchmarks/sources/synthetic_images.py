@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lexsem.benchmarks.items import QuadItem
-from lexsem.benchmarks.sources import synthetic
-from lexsem.benchmarks.sources.synthetic import (
+from lexsem.benchmarks.sources import synthetic_text as synthetic
+from lexsem.benchmarks.sources.synthetic_text import (
     OPPOSITE,
     SCENE_RELATIONS,
     Caption,

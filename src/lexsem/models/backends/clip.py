@@ -67,9 +67,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.errors import ModelError
-from lexsem.models.base import builds
-from lexsem.models.config import read_config
 from lexsem.models.device import torch_dtype
+from lexsem.models.hf_config import read_config
+from lexsem.models.lazy import builds
 from lexsem.models.options import COMMON, TEXT_INPUT, Option
 from lexsem.models.source import resolve_source
 from lexsem.models.spec import ModelSpec, parse_model_spec

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.errors import ModelError
-from lexsem.models.config import read_config
 from lexsem.models.device import torch_dtype
+from lexsem.models.hf_config import read_config
 from lexsem.models.options import COMMON, Option
 from lexsem.models.text_scorer import LazyTextScorer, takes_argument
 

@@ -56,9 +56,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.errors import ModelError
-from lexsem.models.base import LazyModel
-from lexsem.models.config import read_model_type
 from lexsem.models.device import torch_dtype
+from lexsem.models.hf_config import read_model_type
+from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, choice
 from lexsem.models.text_limit import text_limit
 

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.models.options import Option, choice, positive_int
-from lexsem.models.vlm.base import VLM_OPTIONS, VLMPairScorer
+from lexsem.models.vlm.generative import VLM_OPTIONS, VLMPairScorer
 
 __all__ = ["VGPTScorer", "noise_images"]
 

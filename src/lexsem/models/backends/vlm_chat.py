@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from lexsem.errors import ModelError
 from lexsem.models.options import Option, positive_int
-from lexsem.models.vlm.base import VLM_OPTIONS, GenerativeVLM
+from lexsem.models.vlm.generative import VLM_OPTIONS, GenerativeVLM
 
 __all__ = ["VLMAnswerer"]
 

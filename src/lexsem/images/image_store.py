@@ -13,7 +13,7 @@ An item names its image with a *reference* string:
 
 Where the COCO folders are: an explicit argument, else ``$LEXSEM_COCO_VAL2017`` /
 ``$LEXSEM_COCO_TRAIN2017``, else ``<image base>/coco/val2017`` and ``<image base>/coco/train2017``
-(`lexsem.images.locations`) — exactly where `download_coco` (`lexsem.images.download`) extracts
+(`lexsem.images.locations`) — exactly where `download_coco` (`lexsem.images.coco_download`) extracts
 the official archives.
 
 Safety: a reference whose path is absolute, contains a ``..`` component or a NUL, or whose real
@@ -40,15 +40,15 @@ from typing import Any
 
 from lexsem.download import sha256_file
 from lexsem.errors import DataError, LexsemError
-from lexsem.images.confine import confined_file, refuse_unsafe
-from lexsem.images.decode import decode_image
-from lexsem.images.download import (
+from lexsem.images.coco_download import (
     IMAGE_ARCHIVES,
     ImageArchive,
     ImageDownload,
     download_archive,
     download_coco,
 )
+from lexsem.images.confine import confined_file, refuse_unsafe
+from lexsem.images.decode import decode_image
 from lexsem.images.locations import (
     COCO_HINT,
     COCO_TRAIN_ENV,

@@ -41,8 +41,8 @@ class Backend(Protocol):
 def _as_backend(obj: object) -> Backend:
     if not callable(obj) or not isinstance(getattr(obj, "options", None), Mapping):
         raise LexsemError(
-            f"{obj!r} is not a model backend: register a LazyModel subclass (lexsem.models.base), "
-            f"or a factory marked with lexsem.models.base.builds"
+            f"{obj!r} is not a model backend: register a LazyModel subclass (lexsem.models.lazy), "
+            f"or a factory marked with lexsem.models.lazy.builds"
         )
     return obj  # type: ignore[return-value]
 
@@ -66,7 +66,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]+$")  # what a spec's BACKEND: prefix can b
 def register_backend(name: str, backend: str | type | Backend, *, replace: bool = False) -> None:
     """Register a model backend under `name`, so that `name:NAME?options` specs load it.
 
-    `backend`: a `LazyModel` subclass whose `backend` is `name` (see `lexsem.models.base`), a
+    `backend`: a `LazyModel` subclass whose `backend` is `name` (see `lexsem.models.lazy`), a
     factory marked with `base.builds`, or a lazy `"package.module:attr"` naming either (imported
     when a spec of that backend is first parsed). A taken name (a built-in one too) is refused
     unless `replace`.

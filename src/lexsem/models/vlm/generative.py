@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lexsem.errors import ModelError
-from lexsem.models.base import LazyModel
 from lexsem.models.device import torch_dtype
+from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, flag, parse_template
 from lexsem.models.vlm.layout import Layout, layout_of, user_turn
 from lexsem.models.vlm.teacher import (

@@ -1,6 +1,6 @@
 """Write and read a run folder: run.json (RunRecord) + items.parquet (per-item scores and hits).
 
-A run folder is written as a unit (`lexsem.results.folder`): both files go into a fresh folder
+A run folder is written as a unit (`lexsem.results.folder_swap`): both files go into a fresh folder
 beside it, which then replaces it whole, so a kill at any moment leaves the previous complete
 run or the new complete run, never the files of two runs. items.parquet also carries the run
 id of its run.json (schema metadata `lexsem.run_id`), and the readers check it: a folder mixed
@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from lexsem.errors import LexsemError
-from lexsem.results.folder import ITEMS_PARQUET, RUN_JSON, check_out_dir, located, writing
+from lexsem.results.folder_swap import ITEMS_PARQUET, RUN_JSON, check_out_dir, located, writing
 from lexsem.results.redact import home_relative
 from lexsem.results.schema import SCHEMA_VERSION, RunRecord
 
