@@ -19,8 +19,9 @@ from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.cli import app
 from lexsem.errors import LexsemError
+from lexsem.report.all_tables import build_tables
 from lexsem.report.html import render_html, runs_metadata, runs_overview_sections
-from lexsem.report.tables import build_tables, coverage_summary, to_csv, to_markdown
+from lexsem.report.tables import coverage_summary, to_csv, to_markdown
 from lexsem.results.schema import MetricResult
 
 SETTINGS: dict[str, Any] = {"tasks": ["itt"], "n_boot": 0, "num_workers": 0}

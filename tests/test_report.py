@@ -16,12 +16,12 @@ from PIL import Image
 import lexsem
 from fakes import BagOfWordsEncoder
 from lexsem.report import plots
+from lexsem.report.all_tables import build_tables
 from lexsem.report.html import Section, render_html, runs_metadata, runs_overview_sections
 from lexsem.report.tables import (
     Table,
     aggregate_header,
     aggregate_labels,
-    build_tables,
     to_csv,
     to_latex,
     to_markdown,

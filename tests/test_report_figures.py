@@ -210,7 +210,7 @@ def test_wrap_breaks_paths_and_long_runs() -> None:
 
 
 def test_names_are_recorded_and_used_in_tables(long_named_runs: list[Run], tmp_path: Path) -> None:
-    from lexsem.report.tables import build_tables
+    from lexsem.report.all_tables import build_tables
 
     names = {r.record.model.name for r in long_named_runs}
     assert PATH_NAME in names and NO_BREAKS in names

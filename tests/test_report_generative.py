@@ -28,8 +28,9 @@ from lexsem import evaluate
 from lexsem.cli import app
 from lexsem.models.backends.vqa import QUESTIONS
 from lexsem.report import generative
+from lexsem.report.all_tables import build_tables
 from lexsem.report.analyses import ReportOptions, build_report
-from lexsem.report.tables import Table, build_tables, table_groups, to_markdown
+from lexsem.report.tables import Table, table_groups, to_markdown
 from lexsem.results.run import Run
 from lexsem.results.schema import RunRecord
 from test_hf_loaders import bivlc_columns, write_parquet

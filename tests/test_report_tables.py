@@ -13,8 +13,9 @@ from typer.testing import CliRunner
 import lexsem
 from fakes import BagOfWordsEncoder, TinyDualEncoder
 from lexsem.cli import app
+from lexsem.report.all_tables import build_tables
 from lexsem.report.html import render_html, runs_overview_sections
-from lexsem.report.tables import build_tables, to_markdown
+from lexsem.report.tables import to_markdown
 from lexsem.results.schema import (
     BenchmarkInfo,
     Config,

@@ -20,7 +20,8 @@ from lexsem.benchmarks import catalog as registry
 from lexsem.engine.runner import IMAGE, PAIR, TEXT
 from lexsem.errors import LexsemError
 from lexsem.evaluator import select_tasks
-from lexsem.report.tables import build_tables, to_markdown
+from lexsem.report.all_tables import build_tables
+from lexsem.report.tables import to_markdown
 from lexsem.stats.bootstrap import MICRO
 from lexsem.tasks.catalog import get_task
 from lexsem.tasks.triplet import S_I_N, S_I_P1, S_I_P2

@@ -197,7 +197,8 @@ def _work_done(t: Any) -> str:
 
 def _eval_summary(record: Any, out: Path, *, quiet: bool, ci: bool) -> None:
     """The results table and a summary line (stderr); coverage below 100% is always said."""
-    from lexsem.report.tables import build_tables, coverage_summary, to_markdown
+    from lexsem.report.all_tables import build_tables
+    from lexsem.report.tables import coverage_summary, to_markdown
 
     t = record.timings
     coverage = coverage_summary(record)  # items skipped or left out: say so, always
@@ -395,7 +396,8 @@ def report(
     """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
-    from lexsem.report.tables import build_tables, to_csv, to_latex, to_markdown
+    from lexsem.report.all_tables import build_tables
+    from lexsem.report.tables import to_csv, to_latex, to_markdown
     from lexsem.results.run import Run
     from lexsem.results.run_folder import load_run
 

@@ -415,15 +415,6 @@ def _is_quad(task: str) -> bool:
     return spec is not None and spec.item_kind == "quad"
 
 
-def build_tables(runs: Sequence[RunRecord], *, ci: bool = False) -> list[Table]:
-    """The tables for a set of runs, in first-seen order of benchmark, task and metric
-    (`table_groups`, flattened), then the papers' tables of generative runs, if any
-    (`lexsem.report.generative.paper_tables`)."""
-    from lexsem.report.generative import paper_tables
-
-    return [t for g in table_groups(runs, ci=ci) for t in g.tables] + paper_tables(runs, ci=ci)
-
-
 def to_markdown(tables: Sequence[Table]) -> str:
     parts = []
     for t in tables:

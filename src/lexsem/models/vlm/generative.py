@@ -25,12 +25,8 @@ from lexsem.models.device import torch_dtype
 from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, flag, parse_template
 from lexsem.models.vlm.layout import Layout, layout_of, user_turn
-from lexsem.models.vlm.teacher import (
-    continuation_ids,
-    continuation_logprobs,
-    model_inputs,
-    special_tokens,
-)
+from lexsem.models.vlm.sequences import continuation_ids, model_inputs, special_tokens
+from lexsem.models.vlm.teacher import continuation_logprobs
 
 __all__ = ["GenerativeVLM", "VLMPairScorer", "group_rows", "passthrough"]
 

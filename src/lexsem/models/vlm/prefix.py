@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lexsem.models.vlm.layout import Layout
-from lexsem.models.vlm.teacher import Read, model_inputs, special_tokens
+from lexsem.models.vlm.sequences import Read, model_inputs, special_tokens
 
 __all__ = ["shared_prefix_logits"]
 
