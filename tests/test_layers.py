@@ -57,9 +57,9 @@ def _design_map() -> list[list[str]]:
     assert block, "docs/design.md has no layer map between <!-- layers:begin/end --> markers"
     out = []
     for line in block.group(1).splitlines():
-        head = line.split("  ")[0].strip()
+        head = re.match(r"\s*((?:lexsem[\w.]*\s*\|\s*)*lexsem[\w.]*)", line)
         if head:
-            out.append([m.strip() for m in head.split("|")])
+            out.append([m.strip() for m in head.group(1).split("|")])
     return out
 
 
