@@ -15,9 +15,11 @@ from lexsem.benchmarks.base import Benchmark, SubsetSpec
 from lexsem.benchmarks.items import Item
 from lexsem.benchmarks.sources.hf_subsets import hf_loader
 from lexsem.stats.bootstrap import Accuracy
+from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
 from lexsem.tasks.multi import (
     ARO_SYMMETRIC_RELATIONS,
+    MACRO_PAPER,
     VGA_MIN_COUNT,
     VGR_MIN_COUNT,
     aro_macro,
@@ -31,6 +33,7 @@ _PRESETS = {
     "vg_relation": (
         "VG-Relation",
         ARO_SYMMETRIC_RELATIONS,
+        MACRO_PAPER,
         VGR_MIN_COUNT,
         "macro over relations, symmetric relations removed (paper preset)",
     ),
@@ -58,7 +61,7 @@ def vg_aggregates(
         if hits is None or not len(hits.hits):
             continue
         labels = [it.label for it in items[subset]]  # type: ignore[union-attr]
-        n_boot, seed = boot["n_boot"], boot["seed"]
+        n_boot = boot["n_boot"]
         with contextlib.suppress(ValueError):  # no label qualifies
             macro = aro_macro(
                 hits,
@@ -67,10 +70,12 @@ def vg_aggregates(
                 min_count=min_count,
                 description=description,
                 n_boot=n_boot,
-                seed=seed,
+                seed=bootstrap_seed(boot["seed"], subset, MACRO_PAPER),
             )
             rows.append(labelled(macro, subset, title))
-        micro = aro_micro(hits, description="micro over all items", n_boot=n_boot, seed=seed + 1)
+        # the subset's own row resamples the same items with the same seed: the same interval
+        seed = bootstrap_seed(boot["seed"], subset)
+        micro = aro_micro(hits, description="micro over all items", n_boot=n_boot, seed=seed)
         rows.append(labelled(micro, subset, title))
     return rows
 
