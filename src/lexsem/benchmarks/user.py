@@ -17,7 +17,7 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from lexsem import download
+from lexsem.download import sha256_file
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.formats import (
     load_scpp_json,
@@ -69,7 +69,7 @@ def _file_loader(parse: Parser, files: dict[str, Path]) -> Loader:
         items, dropped = parse_keeping_complete(
             parse, path, sub.name, bench.drop_incomplete, ctx.strict
         )
-        return LoadedSubset(sub, items, str(path), download.sha256_file(path), dropped)
+        return LoadedSubset(sub, items, str(path), sha256_file(path), dropped)
 
     return load
 
@@ -100,7 +100,7 @@ def _parquet_benchmark(template: Benchmark, fmt: str, path: Path, selector: str)
     from lexsem.benchmarks.sources import hf
 
     files = _files(path, ".parquet", selector)
-    digest = hashlib.sha256("\n".join(download.sha256_file(f) for f in files).encode())
+    digest = hashlib.sha256("\n".join(sha256_file(f) for f in files).encode())
     spec = dataclasses.replace(hf.HF_DATASETS[fmt], key=f"{fmt}-{digest.hexdigest()[:12]}")
     result = hf.load_hf_benchmark(spec, data_dir=path)
     names = list(dict.fromkeys(it.subset for it in result.items))
