@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from lexsem.download import sha256_file
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.formats import (
     load_scpp_json,
@@ -26,6 +25,7 @@ from lexsem.benchmarks.formats import (
     load_visla_spatial_tsv,
 )
 from lexsem.benchmarks.sources.files import Parser, parse_keeping_complete
+from lexsem.download import sha256_file
 from lexsem.errors import DataError, LexsemError
 from lexsem.registry import did_you_mean
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from lexsem.download import resolve_source, sha256_file
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.items import Item
+from lexsem.download import resolve_source, sha256_file
 
 # parse(path, subset name, *, strict) -> items
 Parser = Callable[..., list[Item]]
