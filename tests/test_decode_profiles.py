@@ -495,7 +495,7 @@ def test_16_bit_through_the_pipeline_matches_the_scaled_reference() -> None:
 
 
 def test_aro_crop_of_a_16_bit_image_is_scaled() -> None:
-    from lexsem.benchmarks.sources.hf import crop_png
+    from lexsem.benchmarks.sources.hf_images import crop_png
 
     cropped = Image.open(io.BytesIO(crop_png(_png16(SIXTEEN), (2.0, 0.0, 4.0, 1.0))))
     assert cropped.mode == "RGB" and cropped.size == (4, 1)

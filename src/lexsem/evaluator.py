@@ -385,9 +385,9 @@ def _timing_defaults(timing: dict[str, Any]) -> dict[str, Any]:
 
 def attach_embedded_images(store: Any) -> None:
     """Make the images embedded in loaded Hugging Face datasets (`mem:` refs) readable."""
-    from lexsem.benchmarks.sources import hf
+    from lexsem.benchmarks.sources.hf_images import loaded_stores
 
-    for hf_store in hf._STORES.values():
+    for hf_store in loaded_stores():
         store.add_mapping(hf_store)
 
 

@@ -97,12 +97,14 @@ def user_benchmark(selector: str) -> Benchmark:
 
 
 def _parquet_benchmark(template: Benchmark, fmt: str, path: Path, selector: str) -> Benchmark:
-    from lexsem.benchmarks.sources import hf
+    from lexsem.benchmarks import bivlc
+    from lexsem.benchmarks.sources.hf_load import load_hf_benchmark
 
+    datasets = {"bivlc": bivlc.DATASET}  # the parquet formats: the Hub dataset each mirrors
     files = _files(path, ".parquet", selector)
     digest = hashlib.sha256("\n".join(sha256_file(f) for f in files).encode())
-    spec = dataclasses.replace(hf.HF_DATASETS[fmt], key=f"{fmt}-{digest.hexdigest()[:12]}")
-    result = hf.load_hf_benchmark(spec, data_dir=path)
+    spec = dataclasses.replace(datasets[fmt], key=f"{fmt}-{digest.hexdigest()[:12]}")
+    result = load_hf_benchmark(spec, data_dir=path)
     names = list(dict.fromkeys(it.subset for it in result.items))
     loader = _parquet_loader(result, digest.hexdigest(), str(path))
     return dataclasses.replace(
