@@ -102,7 +102,6 @@ _PRESETS = {
     "vg_relation": (
         "VG-Relation",
         ARO_SYMMETRIC_RELATIONS,
-        MACRO_PAPER,
         VGR_MIN_COUNT,
         "macro over relations, symmetric relations removed (paper preset)",
     ),
