@@ -391,7 +391,7 @@ def test_openclip_backend_takes_raw_mode_like_the_sugarcrepe_script() -> None:
     """The real `openclip:` preprocess (no weights needed) on raw-mode images equals the
     reference order at its own size (224, bicubic, OpenAI mean/std)."""
     require_module("open_clip")
-    from lexsem.models.backends.openclip import OpenClipEncoder
+    from lexsem.models.backends.openclip.encoder import OpenClipEncoder
 
     enc = OpenClipEncoder("openclip:ViT-B-32-quickgelu/openai")
     assert accepts_raw_mode(enc) and not enc.loaded

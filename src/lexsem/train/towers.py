@@ -114,7 +114,7 @@ def _weights_file(f: Path) -> bool:
 
 def towers_of(encoder: Any) -> Towers:
     """The trainable towers of a loaded lexsem dual encoder."""
-    from lexsem.models.backends.openclip import OpenClipEncoder
+    from lexsem.models.backends.openclip.encoder import OpenClipEncoder
 
     if isinstance(encoder, OpenClipEncoder):
         return OpenClipTowers(encoder)
