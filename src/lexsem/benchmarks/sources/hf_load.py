@@ -70,7 +70,8 @@ def _gated_message(spec: HFDataset, looked: Sequence[Path] = ()) -> str:
         f"{spec.key}: {spec.repo} is a gated dataset on the Hugging Face Hub. Log in at "
         f"https://huggingface.co/datasets/{spec.repo} and accept its terms, create a read token "
         "(https://huggingface.co/settings/tokens), then provide it: `export HF_TOKEN=hf_...`, "
-        "or `hf auth login` (formerly `huggingface-cli login`), or pass token=...; or "
+        "or `hf auth login` (`huggingface-cli login` with huggingface_hub < 0.34), or pass "
+        "token=...; or "
         f"{hf_hub.snapshot_hint(spec.repo, looked)}."
     )
 
