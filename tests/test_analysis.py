@@ -20,7 +20,6 @@ from lexsem.analysis.compare import (
     cross_benchmark,
     hits_by_item,
     mcnemar,
-    mcnemar_exact,
     results_frame,
 )
 from lexsem.analysis.priors import (
@@ -42,6 +41,7 @@ from lexsem.models.protocols import fingerprint_key
 from lexsem.results.run import Run
 from lexsem.results.schema import BenchmarkInfo, Config, MetricResult, ModelInfo, RunRecord, Timings
 from lexsem.stats.bootstrap import MICRO, summarize
+from lexsem.stats.mcnemar import mcnemar_exact
 from lexsem.stats.ties import Hits
 
 B = "bench"

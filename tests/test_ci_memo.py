@@ -77,11 +77,11 @@ def test_anything_an_interval_depends_on_changes_its_key(
 
 def test_micro_and_macro_of_the_same_hits_have_different_keys() -> None:
     x = [np.ones(5), np.zeros(7)]
-    assert B.ci_key(x, B._micro, 100, 0, 0.95) != B.ci_key(x, B._macro, 100, 0, 0.95)
+    assert B.ci_key(x, B.micro_mean, 100, 0, 0.95) != B.ci_key(x, B.macro_mean, 100, 0, 0.95)
     # the split into subsets matters, not only the concatenated bytes
     y = [np.ones(5), np.zeros(7)]
     z = [np.ones(4), np.concatenate([[1.0], np.zeros(7)])]
-    assert B.ci_key(y, B._micro, 100, 0, 0.95) != B.ci_key(z, B._micro, 100, 0, 0.95)
+    assert B.ci_key(y, B.micro_mean, 100, 0, 0.95) != B.ci_key(z, B.micro_mean, 100, 0, 0.95)
 
 
 def test_a_rerun_of_the_evaluator_reads_its_intervals(

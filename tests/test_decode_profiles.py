@@ -391,7 +391,7 @@ def test_openclip_backend_takes_raw_mode_like_the_sugarcrepe_script() -> None:
     """The real `openclip:` preprocess (no weights needed) on raw-mode images equals the
     reference order at its own size (224, bicubic, OpenAI mean/std)."""
     require_module("open_clip")
-    from lexsem.models.backends.openclip import OpenClipEncoder
+    from lexsem.models.backends.openclip.encoder import OpenClipEncoder
 
     enc = OpenClipEncoder("openclip:ViT-B-32-quickgelu/openai")
     assert accepts_raw_mode(enc) and not enc.loaded
@@ -495,7 +495,7 @@ def test_16_bit_through_the_pipeline_matches_the_scaled_reference() -> None:
 
 
 def test_aro_crop_of_a_16_bit_image_is_scaled() -> None:
-    from lexsem.benchmarks.sources.hf import crop_png
+    from lexsem.benchmarks.sources.hf_images import crop_png
 
     cropped = Image.open(io.BytesIO(crop_png(_png16(SIXTEEN), (2.0, 0.0, 4.0, 1.0))))
     assert cropped.mode == "RGB" and cropped.size == (4, 1)

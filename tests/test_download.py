@@ -242,7 +242,7 @@ def test_stale_partial_file_is_discarded_after_a_bad_resume(server: Server, tmp_
     src = server.add("/files/s.tsv")
     dest = tmp_path / "data" / "bench" / "s.tsv"
     dest.parent.mkdir(parents=True)
-    part = dl._part_path(dest)
+    part = dl.part_path(dest)
     part.write_bytes(b"x" * 1000)  # left by an interrupted download of another version
     assert download(src, tmp_path, **FAST).read_bytes() == BODY
     assert server.hits("/files/s.tsv") == ["bytes=1000-", None]
@@ -260,7 +260,7 @@ def test_always_dropping_fails_after_retries(server: Server, tmp_path: Path) -> 
     assert len(server.hits("/files/x.tsv")) == 3
     assert not (tmp_path / "data" / "bench" / "x.tsv").exists()
     # what was received is kept for the next command (see the test below)
-    assert _leftovers(tmp_path) == [dl._part_path(tmp_path / "data" / "bench" / "x.tsv")]
+    assert _leftovers(tmp_path) == [dl.part_path(tmp_path / "data" / "bench" / "x.tsv")]
 
 
 def test_partial_file_is_kept_after_the_last_attempt_and_the_next_call_resumes(
@@ -268,7 +268,7 @@ def test_partial_file_is_kept_after_the_last_attempt_and_the_next_call_resumes(
 ) -> None:
     src = server.add("/files/p.tsv", modes=("drop",))
     dest = tmp_path / "data" / "bench" / "p.tsv"
-    part = dl._part_path(dest)
+    part = dl.part_path(dest)
     with pytest.raises(DownloadError) as exc:
         download(src, tmp_path, retries=2, **FAST)
     kept = part.stat().st_size

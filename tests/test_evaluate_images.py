@@ -44,7 +44,7 @@ def test_dual_encoder_hits_match_direct_computation() -> None:
     assert run.record.config.tasks == ["itt", "tot"]
     n_encoded = enc.images_encoded
     store = ImageStore()
-    from lexsem.images.image_store import decode_image
+    from lexsem.images.decode import decode_image
 
     rows = [r for r in run.items.to_pylist() if r["metric"] == "itt"]
     items = {it.id: it for it in load_benchmark("synthetic/swap_att").items}

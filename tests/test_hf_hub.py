@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from conftest import require_module
-from lexsem.benchmarks.sources import hf, hf_hub
+from lexsem.benchmarks import bivlc, winoground
+from lexsem.benchmarks.sources import hf_hub, hf_load
 from lexsem.errors import LexsemError
 
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
@@ -41,7 +42,7 @@ def online(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
         monkeypatch.delenv(var.lower(), raising=False)
-    monkeypatch.setattr(hf, "stored_token", lambda: None)
+    monkeypatch.setattr(hf_load, "stored_token", lambda: None)
 
 
 @pytest.fixture
@@ -160,7 +161,7 @@ def test_an_unreachable_hub_names_the_snapshot_folders(
 ) -> None:
     monkeypatch.setenv("LEXSEM_DATA_DIR", str(tmp_path / "env-data"))
     with pytest.raises(LexsemError) as err:
-        hf.load_bivlc(data_root=tmp_path / "data")
+        bivlc.load(data_root=tmp_path / "data")
     msg = str(err.value)
     assert msg.startswith(f"bivlc: cannot reach the Hugging Face Hub at {dead_hub} (")
     assert "refused" in msg.lower()
@@ -175,7 +176,7 @@ def test_winoground_offline_is_told_no_network_not_only_the_token(
     dead_hub: str, tmp_path: Path
 ) -> None:
     with pytest.raises(LexsemError) as err:
-        hf.load_winoground(data_root=tmp_path)  # no token either
+        winoground.load(data_root=tmp_path)  # no token either
     msg = str(err.value)
     assert msg.startswith("winoground: cannot reach the Hugging Face Hub")
     assert f"{tmp_path / 'hf' / 'facebook' / 'winoground'} (not there)" in msg
@@ -186,7 +187,7 @@ def test_winoground_offline_is_told_no_network_not_only_the_token(
 
 def test_without_a_data_folder_the_message_says_how_to_set_one(dead_hub: str) -> None:
     with pytest.raises(LexsemError, match="no data folder is set") as err:
-        hf.load_bivlc()
+        bivlc.load()
     assert "--data-dir DIR or $LEXSEM_DATA_DIR" in str(err.value)
 
 
@@ -194,7 +195,7 @@ def test_a_snapshot_under_data_root_is_used_before_the_hub(dead_hub: str, tmp_pa
     from test_hf_loaders import write_bivlc
 
     write_bivlc(tmp_path / "data" / "hf" / "imirandam" / "BiVLC")
-    res = hf.load_bivlc(data_root=tmp_path / "data")
+    res = bivlc.load(data_root=tmp_path / "data")
     assert len(res.items) == 5 and res.files
 
 
@@ -246,7 +247,7 @@ def test_connection_errors_of_the_hub_call_say_no_network(
         raise make()
 
     with pytest.raises(LexsemError) as err:
-        hf.load_winoground(load_dataset=load, token="hf_x", data_root=tmp_path)
+        winoground.load(load_dataset=load, token="hf_x", data_root=tmp_path)
     msg = str(err.value)
     assert msg.startswith("winoground: cannot reach the Hugging Face Hub"), msg
     assert "is a gated dataset" not in msg
@@ -260,7 +261,7 @@ def test_no_network_on_the_parquet_export_retry_is_said_too(online: None) -> Non
         raise ConnectionError("Couldn't reach 'facebook/winoground' on the Hub")
 
     with pytest.raises(LexsemError, match="winoground: cannot reach the Hugging Face Hub"):
-        hf.load_winoground(load_dataset=load, token="hf_x")
+        winoground.load(load_dataset=load, token="hf_x")
 
 
 def test_a_refusal_by_the_hub_is_still_the_token_message(online: None, tmp_path: Path) -> None:
@@ -270,7 +271,7 @@ def test_a_refusal_by_the_hub_is_still_the_token_message(online: None, tmp_path:
         raise RuntimeError(f"401 Client Error: Cannot access gated repo {repo}")
 
     with pytest.raises(LexsemError) as err:
-        hf.load_winoground(load_dataset=refuse, token="hf_x", data_root=tmp_path)
+        winoground.load(load_dataset=refuse, token="hf_x", data_root=tmp_path)
     msg = str(err.value)
     assert "is a gated dataset" in msg and "HF_TOKEN" in msg and "cannot reach" not in msg
     assert f"{tmp_path / 'hf' / 'facebook' / 'winoground'} (not there)" in msg
@@ -281,7 +282,7 @@ def test_offline_mode_names_the_snapshot_folder(
 ) -> None:
     monkeypatch.setenv("LEXSEM_OFFLINE", "1")
     with pytest.raises(LexsemError) as err:
-        hf.load_winoground(data_root=tmp_path)
+        winoground.load(data_root=tmp_path)
     msg = str(err.value)
     assert "offline" in msg and f"{tmp_path / 'hf' / 'facebook' / 'winoground'}" in msg
     assert "is a gated dataset" not in msg

@@ -17,11 +17,12 @@ import pytest
 from PIL import Image
 
 from conftest import require_module
+from lexsem.benchmarks import aro, bivlc, winoground
 from lexsem.benchmarks.items import MultiCaptionItem, QuadItem
-from lexsem.benchmarks.sources import hf as hf
+from lexsem.benchmarks.sources import hf_images, hf_load
 from lexsem.errors import DataError, LexsemError
 
-REAL_STORED_TOKEN = hf.stored_token
+REAL_STORED_TOKEN = hf_load.stored_token
 IMAGE_TYPE = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
 
 
@@ -154,7 +155,7 @@ def order_columns(n: int = 4) -> dict[str, list[Any]]:
 
 def test_bivlc_items_and_image_bytes_round_trip(tmp_path: Path) -> None:
     cols = write_bivlc(tmp_path)
-    res = hf.load_bivlc(data_dir=tmp_path)
+    res = bivlc.load(data_dir=tmp_path)
     assert [p.name for p in res.files] == [
         "test-00000-of-00002.parquet",
         "test-00001-of-00002.parquet",
@@ -183,7 +184,7 @@ def test_bivlc_items_and_image_bytes_round_trip(tmp_path: Path) -> None:
         assert store[item.image0] == cols["image"][k]["bytes"]
         assert store[item.image1] == cols["negative_image"][k]["bytes"]
     assert store.open(items[4].image1).size == (5, 5)
-    assert hf.image_bytes("mem:bivlc/test/2/image") == cols["image"][2]["bytes"]
+    assert hf_images.image_bytes("mem:bivlc/test/2/image") == cols["image"][2]["bytes"]
     assert "mem:bivlc/test/9/image" not in store
     with pytest.raises(KeyError):
         store["mem:bivlc/test/9/image"]
@@ -191,7 +192,7 @@ def test_bivlc_items_and_image_bytes_round_trip(tmp_path: Path) -> None:
 
 def test_bivlc_random_access_order_does_not_matter(tmp_path: Path) -> None:
     cols = write_bivlc(tmp_path)
-    store = hf.load_bivlc(data_dir=tmp_path).images
+    store = bivlc.load(data_dir=tmp_path).images
     for k in (4, 0, 3, 1, 2, 0):
         assert store[f"mem:bivlc/test/{k}/negative_image"] == cols["negative_image"][k]["bytes"]
 
@@ -201,7 +202,7 @@ def test_missing_field_names_dataset_row_and_field(tmp_path: Path) -> None:
     del cols["negative_caption"]
     write_parquet(tmp_path / "test.parquet", cols)
     with pytest.raises(DataError) as exc:
-        hf.load_bivlc(data_dir=tmp_path)
+        bivlc.load(data_dir=tmp_path)
     msg = str(exc.value)
     assert "bivlc" in msg and "row 0" in msg and "'negative_caption'" in msg
     assert "test.parquet" in msg
@@ -212,7 +213,7 @@ def test_missing_image_column(tmp_path: Path) -> None:
     del cols["negative_image"]
     write_parquet(tmp_path / "test.parquet", cols)
     with pytest.raises(DataError, match="missing field 'negative_image'"):
-        hf.load_bivlc(data_dir=tmp_path)
+        bivlc.load(data_dir=tmp_path)
 
 
 def test_null_and_empty_captions(tmp_path: Path) -> None:
@@ -220,13 +221,13 @@ def test_null_and_empty_captions(tmp_path: Path) -> None:
     cols["caption"][2] = None
     write_parquet(tmp_path / "a" / "test.parquet", cols)
     with pytest.raises(DataError, match=r"row 2.*'caption' is null"):
-        hf.load_bivlc(data_dir=tmp_path / "a")
+        bivlc.load(data_dir=tmp_path / "a")
     cols = bivlc_columns()
     cols["negative_caption"][1] = "  "
     write_parquet(tmp_path / "b" / "test.parquet", cols)
     with pytest.raises(DataError, match=r"row 1.*'negative_caption' is empty"):
-        hf.load_bivlc(data_dir=tmp_path / "b")
-    assert hf.load_bivlc(data_dir=tmp_path / "b", strict=False).items[1].caption1 == "  "
+        bivlc.load(data_dir=tmp_path / "b")
+    assert bivlc.load(data_dir=tmp_path / "b", strict=False).items[1].caption1 == "  "
 
 
 def test_image_without_bytes_errors_on_access_or_reads_its_path(tmp_path: Path) -> None:
@@ -236,7 +237,7 @@ def test_image_without_bytes_errors_on_access_or_reads_its_path(tmp_path: Path) 
     (tmp_path / "side.png").write_bytes(side)
     cols["image"][2] = image_cell(None, "side.png")  # relative to the parquet file
     write_parquet(tmp_path / "test.parquet", cols)
-    store = hf.load_bivlc(data_dir=tmp_path).images  # loading the items reads no image
+    store = bivlc.load(data_dir=tmp_path).images  # loading the items reads no image
     assert store["mem:bivlc/test/2/image"] == side
     with pytest.raises(DataError, match=r"row 1.*image field 'image' is empty"):
         store["mem:bivlc/test/1/image"]
@@ -277,7 +278,7 @@ def test_image_paths_in_parquet_are_read_inside_the_snapshot_only(
 ) -> None:
     from lexsem.images.refs import ImageError
 
-    store = hf.load_bivlc(data_dir=snapshot["root"]).images
+    store = bivlc.load(data_dir=snapshot["root"]).images
     assert store["mem:bivlc/test/0/image"] == png((1, 1, 1))
     assert store["mem:bivlc/test/1/image"] == png((2, 2, 2))
     assert store["mem:bivlc/test/2/image"] == png((2, 2, 2))
@@ -310,7 +311,7 @@ def test_escaping_image_paths_are_refused_by_the_engine_even_when_skipping(
     from lexsem.images.refs import ImageError
 
     images = ImageStore()
-    images.add_mapping(hf.load_bivlc(data_dir=snapshot["root"]).images)
+    images.add_mapping(bivlc.load(data_dir=snapshot["root"]).images)
 
     class Encoder:
         name = "never"
@@ -338,7 +339,7 @@ def test_a_single_parquet_file_confines_paths_to_its_folder(tmp_path: Path) -> N
     cols = bivlc_columns()
     cols["image"][0] = image_cell(None, "../outside.png")
     write_parquet(tmp_path / "d" / "test.parquet", cols)
-    store = hf.load_bivlc(data_dir=tmp_path / "d" / "test.parquet").images
+    store = bivlc.load(data_dir=tmp_path / "d" / "test.parquet").images
     with pytest.raises(ImageError, match=r"'\.\.' component"):
         store["mem:bivlc/test/0/image"]
 
@@ -353,7 +354,7 @@ def test_image_paths_from_hub_data_are_never_read(tmp_path: Path, monkeypatch) -
     cols["image"][0] = image_cell(None, str(secret))
     write_parquet(tmp_path / "test.parquet", cols)
     load = _parquet_loader([tmp_path / "test.parquet"], tmp_path / "hf-cache", [])
-    store = hf.load_bivlc(load_dataset=load).images
+    store = bivlc.load(load_dataset=load).images
     with pytest.raises(ImageError, match="only inside a local snapshot folder") as err:
         store["mem:bivlc/test/0/image"]
     assert err.value.reason == "unsafe"
@@ -365,7 +366,7 @@ def test_parquet_export_layout_and_env_data_dir(tmp_path: Path, monkeypatch) -> 
     base = tmp_path / "lexsem-data"
     write_parquet(base / "hf" / "imirandam" / "BiVLC" / "default" / "test" / "0000.parquet", cols)
     monkeypatch.setenv("LEXSEM_DATA_DIR", str(base))
-    res = hf.load_bivlc()  # offline in tests: found via $LEXSEM_DATA_DIR/hf/<repo>
+    res = bivlc.load()  # offline in tests: found via $LEXSEM_DATA_DIR/hf/<repo>
     assert len(res.items) == 5
     assert res.images[res.items[0].image0] == cols["image"][0]["bytes"]
 
@@ -373,14 +374,14 @@ def test_parquet_export_layout_and_env_data_dir(tmp_path: Path, monkeypatch) -> 
 def test_offline_without_data_dir_says_how(monkeypatch) -> None:
     monkeypatch.setenv("LEXSEM_OFFLINE", "1")
     with pytest.raises(LexsemError, match="data_dir"):
-        hf.load_bivlc()
+        bivlc.load()
 
 
 def test_no_parquet_files(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"no \.parquet files"):
-        hf.load_bivlc(data_dir=tmp_path)
+        bivlc.load(data_dir=tmp_path)
     with pytest.raises(DataError, match="does not exist"):
-        hf.load_bivlc(data_dir=tmp_path / "nope")
+        bivlc.load(data_dir=tmp_path / "nope")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -390,7 +391,7 @@ def test_no_parquet_files(tmp_path: Path) -> None:
 def test_winoground_items(tmp_path: Path) -> None:
     cols = winoground_columns()
     write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet", cols)
-    res = hf.load_winoground(data_dir=tmp_path)  # local files: no token needed
+    res = winoground.load(data_dir=tmp_path)  # local files: no token needed
     items = res.items
     assert [i.id for i in items] == ["0", "1", "2"]
     it = items[1]
@@ -412,7 +413,7 @@ def _no_network(monkeypatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HUGGING_FACE_HUB_TOKEN", raising=False)
-    monkeypatch.setattr(hf, "stored_token", lambda: None)
+    monkeypatch.setattr(hf_load, "stored_token", lambda: None)
 
 
 def test_gated_without_token_explains(monkeypatch) -> None:
@@ -422,7 +423,7 @@ def test_gated_without_token_explains(monkeypatch) -> None:
         raise AssertionError("must not reach the Hub without a token")
 
     with pytest.raises(LexsemError) as exc:
-        hf.load_winoground(load_dataset=never)
+        winoground.load(load_dataset=never)
     msg = str(exc.value)
     assert "gated" in msg and "HF_TOKEN" in msg and "accept its terms" in msg
     assert "huggingface.co/datasets/facebook/winoground" in msg
@@ -437,13 +438,13 @@ def test_gated_refusal_from_the_hub_explains(monkeypatch) -> None:
         )
 
     with pytest.raises(LexsemError, match="HF_TOKEN"):
-        hf.load_winoground(load_dataset=refuse, token="hf_x")
+        winoground.load(load_dataset=refuse, token="hf_x")
 
 
 def test_token_from_environment(monkeypatch) -> None:
     _no_network(monkeypatch)
     monkeypatch.setenv("HF_TOKEN", "hf_from_env")
-    monkeypatch.setattr(hf, "stored_token", REAL_STORED_TOKEN)  # reads $HF_TOKEN first
+    monkeypatch.setattr(hf_load, "stored_token", REAL_STORED_TOKEN)  # reads $HF_TOKEN first
     seen = {}
 
     def fake(repo, **kwargs):
@@ -451,7 +452,7 @@ def test_token_from_environment(monkeypatch) -> None:
         raise RuntimeError("stop here")
 
     with pytest.raises(LexsemError, match="cannot load facebook/winoground"):
-        hf.load_winoground(load_dataset=fake)
+        winoground.load(load_dataset=fake)
     assert seen["token"] == "hf_from_env" and seen["split"] == "test"
 
 
@@ -474,10 +475,10 @@ def _parquet_loader(files: list[Path], cache: Path, calls: list[dict[str, Any]])
 def test_hub_path_matches_local_files(tmp_path: Path, monkeypatch) -> None:
     _no_network(monkeypatch)
     cols = write_bivlc(tmp_path / "snap")
-    local = hf.load_bivlc(data_dir=tmp_path / "snap")
+    local = bivlc.load(data_dir=tmp_path / "snap")
     calls: list[dict[str, Any]] = []
     load = _parquet_loader(list(local.files), tmp_path / "hf-cache", calls)
-    hub = hf.load_bivlc(load_dataset=load)
+    hub = bivlc.load(load_dataset=load)
     assert calls == [{"repo": "imirandam/BiVLC", "split": "test", "token": None}]
     assert hub.items == local.items
     assert hub.source == "hf:imirandam/BiVLC[test]" and hub.files == ()
@@ -493,7 +494,7 @@ def test_hub_path_missing_field(tmp_path: Path, monkeypatch) -> None:
     write_parquet(tmp_path / "test.parquet", cols)
     load = _parquet_loader([tmp_path / "test.parquet"], tmp_path / "hf-cache", [])
     with pytest.raises(DataError) as exc:
-        hf.load_bivlc(load_dataset=load)
+        bivlc.load(load_dataset=load)
     msg = str(exc.value)
     assert "hf:imirandam/BiVLC[test]" in msg and "row 0" in msg and "'subtype'" in msg
 
@@ -510,7 +511,7 @@ def test_script_dataset_falls_back_to_parquet_export(tmp_path: Path, monkeypatch
             raise RuntimeError("Dataset scripts are no longer supported, but found winoground.py")
         return inner(repo, **kwargs)
 
-    res = hf.load_winoground(load_dataset=load, token="hf_x")
+    res = winoground.load(load_dataset=load, token="hf_x")
     assert [c.get("revision") for c in calls] == [None, "refs/convert/parquet"]
     assert len(res.items) == 3 and res.items[2].caption1 == "c b a"
 
@@ -522,7 +523,7 @@ def test_script_dataset_falls_back_to_parquet_export(tmp_path: Path, monkeypatch
 def test_vg_relation_items_and_crops(tmp_path: Path) -> None:
     cols = vg_relation_columns()
     write_parquet(tmp_path / "data" / "test-00000-of-00001.parquet", cols)
-    res = hf.load_aro("vg_relation", data_dir=tmp_path)
+    res = aro.load("vg_relation", data_dir=tmp_path)
     items = res.items
     assert all(isinstance(i, MultiCaptionItem) for i in items)
     it = items[0]
@@ -544,7 +545,7 @@ def test_vg_relation_items_and_crops(tmp_path: Path) -> None:
         assert res.images.crop_box(item.image) == (b["x"], b["y"], b["w"], b["h"])
     assert res.images.open(items[0].image).size == (10, 7)
     # crop=False: the stored bytes as they are
-    raw = hf.load_aro("vg_relation", data_dir=tmp_path, crop=False)
+    raw = aro.load("vg_relation", data_dir=tmp_path, crop=False)
     assert raw.images[items[0].image] == cols["image"][0]["bytes"]
     assert raw.images.crop_box(items[0].image) is None
 
@@ -554,13 +555,13 @@ def test_vg_relation_missing_bbox_and_bad_bbox(tmp_path: Path) -> None:
     del cols["bbox"]
     write_parquet(tmp_path / "a" / "test.parquet", cols)
     with pytest.raises(DataError, match=r"'bbox'.*crop=False"):
-        hf.load_aro("vg_relation", data_dir=tmp_path / "a")
-    assert len(hf.load_aro("vg_relation", data_dir=tmp_path / "a", crop=False).items) == 3
+        aro.load("vg_relation", data_dir=tmp_path / "a")
+    assert len(aro.load("vg_relation", data_dir=tmp_path / "a", crop=False).items) == 3
     cols = vg_relation_columns()
     cols["bbox"] = [[1, 2, 3, 4], [1, 2], [0, 0, 1, 1]]
     write_parquet(tmp_path / "b" / "test.parquet", cols)
     with pytest.raises(DataError, match=r"row 1.*'bbox' must be a box"):
-        hf.load_aro("vg_relation", data_dir=tmp_path / "b")
+        aro.load("vg_relation", data_dir=tmp_path / "b")
 
 
 def test_vg_relation_missing_label(tmp_path: Path) -> None:
@@ -568,12 +569,12 @@ def test_vg_relation_missing_label(tmp_path: Path) -> None:
     del cols["relation_name"]
     write_parquet(tmp_path / "test.parquet", cols)
     with pytest.raises(DataError, match=r"row 0: aro_vg_relation: missing field 'relation_name'"):
-        hf.load_aro("vg_relation", data_dir=tmp_path)
+        aro.load("vg_relation", data_dir=tmp_path)
 
 
 def test_vg_attribution_labels_join_the_attribute_pair(tmp_path: Path) -> None:
     write_parquet(tmp_path / "test.parquet", vg_attribution_columns())
-    items = hf.load_aro("vg_attribution", data_dir=tmp_path).items
+    items = aro.load("vg_attribution", data_dir=tmp_path).items
     assert [i.label for i in items] == ["white_black", "red_blue", "white_black"]
     assert items[0].subset == "vg_attribution"
 
@@ -585,7 +586,7 @@ def test_vg_attribution_labels_join_the_attribute_pair(tmp_path: Path) -> None:
 def test_order_benchmarks(tmp_path: Path, subset: str, key: str) -> None:
     cols = order_columns()
     write_parquet(tmp_path / "test-00000-of-00001.parquet", cols, row_group_size=3)
-    res = hf.load_aro(subset, data_dir=tmp_path)
+    res = aro.load(subset, data_dir=tmp_path)
     assert len(res.items) == 4
     it = res.items[3]
     assert it.subset == subset and it.label == ""
@@ -600,7 +601,7 @@ def test_order_missing_hard_text(tmp_path: Path) -> None:
     del cols["hard_text_3"]
     write_parquet(tmp_path / "test.parquet", cols)
     with pytest.raises(DataError, match=r"row 0: aro_coco_order: missing field 'hard_text_3'"):
-        hf.load_aro("coco_order", data_dir=tmp_path)
+        aro.load("coco_order", data_dir=tmp_path)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -608,18 +609,16 @@ def test_order_missing_hard_text(tmp_path: Path) -> None:
 
 
 def test_refs_and_registry() -> None:
-    ref = hf.image_ref("bivlc", "test", 12, "negative_image")
+    ref = hf_images.image_ref("bivlc", "test", 12, "negative_image")
     assert ref == "mem:bivlc/test/12/negative_image"
-    assert hf.parse_image_ref(ref) == ("bivlc", "test", 12, "negative_image")
+    assert hf_images.parse_image_ref(ref) == ("bivlc", "test", 12, "negative_image")
     for bad in ("bivlc/test/1/image", "mem:bivlc/test/x/image", "mem:a/b/c"):
         with pytest.raises(ValueError):
-            hf.parse_image_ref(bad)
-    with pytest.raises(LexsemError, match="unknown Hugging Face benchmark"):
-        hf.load_hf_benchmark("nope")
+            hf_images.parse_image_ref(bad)
     with pytest.raises(LexsemError, match="unknown ARO subset"):
-        hf.load_aro("nope")
-    assert set(hf.ARO_SUBSETS.values()) <= set(hf.HF_DATASETS)
-    assert hf.HF_DATASETS["winoground"].gated and not hf.HF_DATASETS["bivlc"].gated
-    assert hf.HF_DATASETS["bivlc"].image_columns == ("image", "negative_image")
-    bivlc = hf.HF_DATASETS["bivlc"]
-    assert sum(n for _, n in bivlc.expected_subsets) == bivlc.expected_rows == 2933
+        aro.load("nope")
+    assert all(d.subset == name for name, d in aro.DATASETS.items())
+    assert winoground.DATASET.gated and not bivlc.DATASET.gated
+    assert bivlc.DATASET.image_columns == ("image", "negative_image")
+    spec = bivlc.DATASET
+    assert sum(n for _, n in spec.expected_subsets) == spec.expected_rows == 2933

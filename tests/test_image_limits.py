@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from fakes import TinyDualEncoder, register_fixture_benchmark
 from lexsem import evaluate
-from lexsem.benchmarks.sources.hf import crop_png
+from lexsem.benchmarks.sources.hf_images import crop_png
 from lexsem.config import EvalConfig, build_config
 from lexsem.engine.images import embed_images, pair_scores
 from lexsem.errors import LexsemError

@@ -6,6 +6,8 @@ import hashlib
 import io
 import os
 import pickle
+import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Iterator, Sequence
@@ -22,7 +24,6 @@ from lexsem.engine.images import default_num_workers, embed_images, image_key, p
 from lexsem.engine.keys import content_key
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import DataError, DownloadError
-from lexsem.images import image_store as store_mod
 from lexsem.images import locations as img_mod
 from lexsem.images.coco_download import (
     IMAGE_ARCHIVES,
@@ -246,13 +247,6 @@ def test_unknown_root_and_bad_names(coco: dict[str, Any]) -> None:
     assert store.read("mine:a.jpg") == coco["files"]["a.jpg"]
     with pytest.raises(ImageError, match="no ROOT: prefix"):
         store.read("a.jpg")
-
-
-def test_old_import_paths_still_work() -> None:
-    """`lexsem.images.image_store` re-exports decoding, download and errors."""
-    assert store_mod.decode_image is decode_image and store_mod.ImageError is ImageError
-    assert store_mod.download_coco is download_coco and store_mod.IMAGE_ARCHIVES is IMAGE_ARCHIVES
-    assert store_mod.COCO_VAL_ENV == img_mod.COCO_VAL_ENV
 
 
 def test_store_pickles_with_roots_and_memory_images(coco: dict[str, Any]) -> None:
@@ -776,3 +770,42 @@ def test_files_written_just_now_are_hashed_and_not_remembered(
     _new_process(monkeypatch)
     embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
     assert sorted(set(reads)) == sorted(set(GOOD))
+
+
+SCENE_REF = "synthetic:small-red-ball.left_of.large-blue-box"
+
+
+def _python(code: str, stdin: bytes = b"") -> str:
+    out = subprocess.run([sys.executable, "-c", code], input=stdin, capture_output=True, check=True)
+    return out.stdout.decode().strip()
+
+
+def test_generated_roots_come_from_the_package_that_registers_them() -> None:
+    """The image store imports no benchmark code: `synthetic:` is served once the benchmarks
+    package (which registers it) is imported, not before."""
+    code = (
+        "import sys\n"
+        "from lexsem.images.image_store import ImageStore\n"
+        "from lexsem.images.refs import ImageError\n"
+        "store = ImageStore()\n"
+        "assert not [m for m in sys.modules if m.startswith('lexsem.benchmarks')]\n"
+        "try:\n"
+        f"    store.read({SCENE_REF!r})\n"
+        "except ImageError as exc:\n"
+        "    print(exc.reason)\n"
+        "import lexsem.benchmarks\n"
+        f"print(store.read({SCENE_REF!r})[:4] == b'\\x89PNG')\n"
+    )
+    assert _python(code).splitlines() == ["unknown-root", "True"]
+
+
+def test_a_pickled_store_serves_generated_roots_in_a_fresh_process() -> None:
+    from lexsem.benchmarks.sources.synthetic_images import synthetic_image_bytes
+
+    code = (
+        "import hashlib, pickle, sys\n"
+        "store = pickle.loads(sys.stdin.buffer.read())\n"
+        f"print(hashlib.sha256(store.read({SCENE_REF!r})).hexdigest())\n"
+    )
+    got = _python(code, pickle.dumps(ImageStore()))
+    assert got == hashlib.sha256(synthetic_image_bytes(SCENE_REF)).hexdigest()

@@ -16,7 +16,9 @@ import pytest
 import torch
 from torchvision.transforms import PILToTensor
 
-from lexsem.benchmarks.sources import hf
+from lexsem.benchmarks import bivlc as bivlc_benchmark
+from lexsem.benchmarks.sources import hf_images
+from lexsem.benchmarks.sources.hf_load import HFLoadResult
 from lexsem.engine.images import _DecodeDataset, image_key
 from lexsem.errors import DataError
 from lexsem.images.decode import OPEN_CLIP_RAW, decode
@@ -34,13 +36,13 @@ def pool() -> Iterator[Any]:
 
 
 @pytest.fixture
-def bivlc(tmp_path: Path) -> tuple[hf.HFLoadResult, dict[str, list[Any]]]:
+def bivlc(tmp_path: Path) -> tuple[HFLoadResult, dict[str, list[Any]]]:
     cols = write_bivlc(tmp_path / "snap")
-    return hf.load_bivlc(data_dir=tmp_path / "snap"), cols
+    return bivlc_benchmark.load(data_dir=tmp_path / "snap"), cols
 
 
 def _expected(cols: dict[str, list[Any]], ref: str) -> bytes:
-    _, _, row, column = hf.parse_image_ref(ref)
+    _, _, row, column = hf_images.parse_image_ref(ref)
     return cols[column][row]["bytes"]
 
 
@@ -56,7 +58,7 @@ def test_image_store_reads_mem_refs_in_a_spawned_child(pool: Any, bivlc: Any) ->
     for ref in REFS:
         assert pool.apply(ImageStore.read, (store, ref)) == _expected(cols, ref)
     # the child registered the unpickled dataset store: `image_bytes` resolves there too
-    assert pool.apply(hf.image_bytes, ("mem:bivlc/test/2/negative_image",)) == _expected(
+    assert pool.apply(hf_images.image_bytes, ("mem:bivlc/test/2/negative_image",)) == _expected(
         cols, "mem:bivlc/test/2/negative_image"
     )
     digest = pool.apply(ImageStore.sha256, (store, REFS[1]))
@@ -89,7 +91,7 @@ def test_hub_dataset_store_pickles_by_its_arrow_files(
     local, cols = bivlc
     _no_network(monkeypatch)  # the "Hub" is a local parquet load through `datasets`
     load = _parquet_loader(list(local.files), tmp_path / "hf-cache", [])
-    hub = hf.load_bivlc(load_dataset=load)
+    hub = bivlc_benchmark.load(load_dataset=load)
     blob = pickle.dumps(hub.images)
     arrow_files = [f["filename"] for f in hub.images._source.ds.cache_files]
     assert arrow_files and all(f.encode() in blob for f in arrow_files)

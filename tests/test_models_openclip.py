@@ -27,17 +27,17 @@ from PIL import Image
 
 from conftest import require
 from lexsem.errors import ModelError
-from lexsem.models.backends import openclip as OCB
-from lexsem.models.backends.openclip import (
-    INSTALL_HINT,
-    OpenClipEncoder,
+from lexsem.models.backends.openclip import install
+from lexsem.models.backends.openclip.encoder import OpenClipEncoder
+from lexsem.models.backends.openclip.install import INSTALL_HINT
+from lexsem.models.backends.openclip.quickgelu import QuickGeluWarning, resolve_quick_gelu
+from lexsem.models.backends.openclip.spec import (
     OpenClipSpec,
-    QuickGeluWarning,
     as_openclip_spec,
     parse_openclip_spec,
-    resolve_quick_gelu,
 )
 from lexsem.models.protocols import ImageEncoder, TextEncoder, fingerprint_key
+from lexsem.models.source import file_digest
 
 RTOL = 1e-5
 ATOL = 1e-7
@@ -286,7 +286,7 @@ def test_fingerprint_records_activation(tiny: dict[str, Tiny]) -> None:
     assert unknown.fingerprint == ge.fingerprint  # the arch's own activation
     assert qg.fingerprint["model"] == {
         "source": "local",
-        "file": OCB.file_digest(ckpt),
+        "file": file_digest(ckpt),
     }
     assert not (qg.loaded or ge.loaded or unknown.loaded)
 
@@ -370,7 +370,7 @@ def test_torchvision_mismatch_is_explained(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.delitem(sys.modules, "open_clip", raising=False)
     monkeypatch.setattr(builtins, "__import__", fake_import)
     with pytest.raises(ModelError, match="does not match torch"):
-        OCB.import_open_clip()
+        install.import_open_clip()
 
 
 # -- the spec and the policy (no open_clip needed) -----------------------------------------------

@@ -22,8 +22,10 @@ from PIL import Image
 
 from conftest import require
 from lexsem.errors import ModelError
-from lexsem.models.backends import openclip as OCB
-from lexsem.models.backends.openclip import INSTALL_HINT, OpenClipEncoder, training_state_dict
+from lexsem.models.backends.openclip.checkpoints import training_state_dict
+from lexsem.models.backends.openclip.encoder import OpenClipEncoder
+from lexsem.models.backends.openclip.install import INSTALL_HINT
+from lexsem.models.source import file_digest
 
 RTOL = 1e-5
 ATOL = 1e-7
@@ -128,7 +130,7 @@ def test_every_checkpoint_form_gives_the_models_embeddings(
     np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
     # identified by the file's bytes, whatever its form
-    assert enc.fingerprint["model"] == {"source": "local", "file": OCB.file_digest(ckpt)}
+    assert enc.fingerprint["model"] == {"source": "local", "file": file_digest(ckpt)}
 
 
 def test_training_state_dict_reads_only_training_checkpoints(tiny: tuple, tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         tried.append(source.url)
         raise AssertionError(f"report tried to download {source.url}")
 
-    monkeypatch.setattr(download, "_fetch", fetch)
+    monkeypatch.setattr(download, "fetch_part", fetch)
     return tried
 
 

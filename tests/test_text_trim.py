@@ -23,7 +23,8 @@ import torch
 import transformers as T
 
 from conftest import require_module
-from lexsem.models.backends.openclip import OpenClipEncoder, causal_text_tower
+from lexsem.models.backends.openclip.encoder import OpenClipEncoder
+from lexsem.models.backends.openclip.trim import causal_text_tower
 from lexsem.models.factory import load_text_encoder
 from test_models_dual import direct_tokens, write_clip, write_siglip
 
@@ -172,11 +173,11 @@ def test_the_probe_refuses_a_tower_that_trims_wrongly(
     first padding token) is caught on the probe batch: the encoder runs the full width."""
     from dataclasses import replace
 
-    from lexsem.models.backends import openclip as OCB
+    from lexsem.models.backends.openclip import encoder
 
-    real = OCB.causal_text_tower
+    real = encoder.causal_text_tower
     monkeypatch.setattr(
-        OCB, "causal_text_tower", lambda m: replace(real(m), pool_type="eos", eos_id=0)
+        encoder, "causal_text_tower", lambda m: replace(real(m), pool_type="eos", eos_id=0)
     )
     arch = "lexsem-trim-argmax"
     enc = _encoder(arch, open_clip_models)

@@ -4,7 +4,7 @@
 Importing torch alone takes seconds; a warm `lexsem eval` needs none of it: the fingerprint
 needs no weights, the device needs no torch on a machine without GPU device nodes, the
 transformers backends read config.json, and the open_clip backend reads the registry facts it
-remembered (`openclip_facts.py`) instead of importing open_clip. Checked end to end: the CLI runs
+remembered (`openclip/facts.py`) instead of importing open_clip. Checked end to end: the CLI runs
 twice in a fresh interpreter on tiny models (an open_clip arch registered in the first run only,
 and a transformers CLIP folder), and the second reports which packages it imported.
 """
@@ -24,9 +24,10 @@ import pytest
 
 from conftest import require
 from lexsem.errors import ModelError
-from lexsem.models.backends import openclip as OCB
-from lexsem.models.backends import openclip_facts as F
-from lexsem.models.backends.openclip import OpenClipEncoder
+from lexsem.models.backends.openclip import facts as F
+from lexsem.models.backends.openclip import install
+from lexsem.models.backends.openclip.encoder import OpenClipEncoder
+from lexsem.models.backends.openclip.pretrained import registry_facts
 
 HEAVY = ("torch", "transformers", "open_clip", "torchvision", "scipy")
 TINY = "lexsem-tiny-warm"
@@ -87,7 +88,7 @@ def _fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("open_clip was imported")
 
     monkeypatch.delitem(sys.modules, "open_clip")
-    monkeypatch.setattr(OCB, "import_open_clip", no_import)
+    monkeypatch.setattr(install, "import_open_clip", no_import)
 
 
 # -- the memo of registry facts -------------------------------------------------------------------
@@ -118,7 +119,7 @@ def test_no_memo_imports_open_clip(monkeypatch: pytest.MonkeyPatch, oc: Any) -> 
 
 
 def test_memo_ignored_when_the_shipped_config_differs(oc: Any) -> None:
-    facts = OCB.registry_facts(oc, "ViT-B-32", None)
+    facts = registry_facts(oc, "ViT-B-32", None)
     F.write_memo(facts)
     assert F.read_memo("ViT-B-32", None) == facts
     edited = replace(facts, config={**facts.config, "embed_dim": 7})
@@ -131,7 +132,7 @@ def test_memo_ignored_when_the_shipped_config_differs(oc: Any) -> None:
 
 
 def test_memo_keyed_by_the_installed_version(oc: Any) -> None:
-    facts = replace(OCB.registry_facts(oc, "ViT-B-32", None), version="0.0-not-installed")
+    facts = replace(registry_facts(oc, "ViT-B-32", None), version="0.0-not-installed")
     F.write_memo(facts)
     assert F.read_memo("ViT-B-32", None) is None
     assert not F.memo_path(facts.version, "ViT-B-32", None).exists()

@@ -228,7 +228,7 @@ def download(
     """Download benchmark files (or `coco-val2017` / `coco-train2017` images) into the cache."""
     from lexsem import download as dl
     from lexsem.benchmarks import catalog as registry
-    from lexsem.images import image_store as images
+    from lexsem.images import coco_download as images
     from lexsem.paths import cache_dir as resolve_cache
 
     root = resolve_cache(cache_dir)

@@ -20,14 +20,22 @@ from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
-from lexsem import paths
+import lexsem.paths as paths
 from lexsem._version import __version__
 from lexsem.errors import DataError, DownloadError
 
 if TYPE_CHECKING:  # httpx is imported when a download starts: a run from local files needs none
     import httpx
 
-__all__ = ["cache_path", "download", "resolve_source", "sha256_file"]
+__all__ = [
+    "cache_path",
+    "download",
+    "fetch_part",
+    "part_path",
+    "remove_if_present",
+    "resolve_source",
+    "sha256_file",
+]
 
 _CHUNK = 1 << 20  # 1 MiB
 _MAX_BACKOFF = 30.0  # seconds; cap on one sleep between attempts
@@ -90,7 +98,7 @@ def cache_path(source: SourceFile, cache_root: Path) -> Path:
     return Path(cache_root) / "data" / source.name
 
 
-def _part_path(dest: Path) -> Path:
+def part_path(dest: Path) -> Path:
     """The partial-download file beside `dest` (fixed name, so an interrupted fetch resumes)."""
     return dest.with_name(f".{dest.name}.download.part")
 
@@ -102,7 +110,8 @@ def _offline_hint(source: SourceFile) -> str:
     )
 
 
-def _unlink(path: Path) -> None:
+def remove_if_present(path: Path) -> None:
+    """Delete `path`; a file that is not there is no error."""
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
 
@@ -138,13 +147,13 @@ def _attempt(client: httpx.Client, url: str, part: Path) -> None:
     with client.stream("GET", url, headers=headers) as resp:
         status = resp.status_code
         if status == 416 and offset:
-            _unlink(part)  # the partial file is longer than the remote one: start over
+            remove_if_present(part)  # the partial file is longer than the remote one: start over
             raise _Retry(f"HTTP 416 for a resume from byte {offset}; restarting")
         if status >= 500 or status in _RETRY_STATUS:
             raise _Retry(f"HTTP {status} {resp.reason_phrase}")
         if status == 206 and offset:
             if _content_range_start(resp.headers.get("content-range")) != offset:
-                _unlink(part)
+                remove_if_present(part)
                 raise _Retry(f"server answered the range request badly ({resp.headers!r})")
             mode = "ab"
         elif status == 200:
@@ -162,17 +171,20 @@ def _attempt(client: httpx.Client, url: str, part: Path) -> None:
                 os.fsync(fh.fileno())
         except (httpx.TransportError, OSError):
             if encoded:
-                _unlink(part)  # decoded bytes do not line up with byte ranges: no resume
+                remove_if_present(part)  # decoded bytes do not line up with byte ranges: no resume
             raise
         received = resp.num_bytes_downloaded
         if expected_len is not None and received < expected_len:
             if encoded:
-                _unlink(part)
+                remove_if_present(part)
             raise _Retry(f"incomplete read: got {received} of {expected_len} bytes")
 
 
-def _fetch(source: SourceFile, part: Path, *, retries: int, timeout: float, backoff: float) -> None:
-    """Fill `part` with the body of `source.url`, retrying transient failures."""
+def fetch_part(
+    source: SourceFile, part: Path, *, retries: int, timeout: float, backoff: float
+) -> None:
+    """Fill `part` with the body of `source.url`, retrying transient failures (resuming from
+    the bytes `part` already holds when the server serves ranges)."""
     import httpx
 
     attempts = max(1, retries)
@@ -188,7 +200,7 @@ def _fetch(source: SourceFile, part: Path, *, retries: int, timeout: float, back
                 _attempt(client, source.url, part)
                 return
             except DownloadError as exc:
-                _unlink(part)
+                remove_if_present(part)
                 raise DownloadError(
                     f"could not download {source.url}: {exc}; {_offline_hint(source)}"
                 ) from None
@@ -205,7 +217,7 @@ def _kept(part: Path) -> str:
     """Keep a partial file for the next command to resume from (an empty one is removed)."""
     size = part.stat().st_size if part.exists() else 0
     if not size:
-        _unlink(part)
+        remove_if_present(part)
         return ""
     return f"; the {size} bytes received are kept in {part} and the next download resumes there"
 
@@ -232,22 +244,22 @@ def download(
     """
     dest = cache_path(source, cache_root)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    part = _part_path(dest)
+    part = part_path(dest)
     with FileLock(f"{dest}.lock"):
         if dest.is_file():
             if _matches(dest, source.sha256)[0]:
                 return dest
-            _unlink(dest)  # stale or corrupted copy
+            remove_if_present(dest)  # stale or corrupted copy
         resumed = part.exists()
-        _fetch(source, part, retries=retries, timeout=timeout, backoff=backoff)
+        fetch_part(source, part, retries=retries, timeout=timeout, backoff=backoff)
         ok, actual = _matches(part, source.sha256, memo=False)
         if not ok and resumed:
             # The partial file may have come from an older version of the file: start over once.
-            _unlink(part)
-            _fetch(source, part, retries=retries, timeout=timeout, backoff=backoff)
+            remove_if_present(part)
+            fetch_part(source, part, retries=retries, timeout=timeout, backoff=backoff)
             ok, actual = _matches(part, source.sha256, memo=False)
         if not ok:
-            _unlink(part)
+            remove_if_present(part)
             raise DownloadError(
                 f"checksum mismatch for {source.url}: expected sha256 {source.sha256}, "
                 f"got {actual}; nothing was saved (the file may have changed upstream)"
@@ -315,7 +327,7 @@ def resolve_source(
         if is_offline:
             with FileLock(f"{cached}.lock"):
                 if cached.is_file() and not _matches(cached, source.sha256)[0]:
-                    _unlink(cached)
+                    remove_if_present(cached)
                 elif cached.is_file():
                     return cached  # another process replaced it meanwhile
 

@@ -49,6 +49,7 @@ from lexsem.results.run import Run
 from lexsem.results.run_folder import check_out_dir
 from lexsem.results.schema import MetricResult, Timings
 from lexsem.stats.bootstrap import ci_memo
+from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
 from lexsem.tasks.base import Task
 from lexsem.tasks.blind import BLIND_TRIPLET, blind_task
@@ -248,7 +249,7 @@ class Evaluator:
         bench = self.benchmarks()[b_i]
         out = _Scored()
         for task in work.tasks:
-            _score_task(bench, b_i, task, work, scores, self.config, out)
+            _score_task(bench, task, work, scores, self.config, out)
         out.skipped = {k: sorted(set(v), key=v.index) for k, v in out.skipped.items()}
         return out
 
@@ -274,7 +275,6 @@ def _blind(bench: LoadedBenchmark) -> Task:
 
 def _score_task(
     bench: LoadedBenchmark,
-    b_i: int,
     task: Task,
     work: Work,
     scores: Scores,
@@ -311,14 +311,14 @@ def _score_task(
             "large); check the image folders"
         )
     scored = {name: len(its) for name, its in by_items.items()}
-    for m_i, (metric, hits) in enumerate(task.compute(cols, cfg.tie_policy).items()):
+    for metric, hits in task.compute(cols, cfg.tie_policy).items():
         by_subset = {
             name: Hits(hits.hits[subset_of == name], hits.ties[subset_of == name])
             for name in by_items
         }
         boot = {
             "n_boot": cfg.n_boot,
-            "seed": cfg.seed + 7919 * b_i + 104729 * m_i,
+            "seed": bootstrap_seed(cfg.seed, bench.spec.name, task.name, metric),
             "confidence": cfg.confidence,
         }
         for acc, label in bench.spec.summarize(task.name, metric, by_subset, by_items, **boot):
@@ -385,9 +385,9 @@ def _timing_defaults(timing: dict[str, Any]) -> dict[str, Any]:
 
 def attach_embedded_images(store: Any) -> None:
     """Make the images embedded in loaded Hugging Face datasets (`mem:` refs) readable."""
-    from lexsem.benchmarks.sources import hf
+    from lexsem.benchmarks.sources.hf_images import loaded_stores
 
-    for hf_store in hf._STORES.values():
+    for hf_store in loaded_stores():
         store.add_mapping(hf_store)
 
 

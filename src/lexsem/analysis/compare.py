@@ -2,12 +2,9 @@
 
 - `hits_by_item`: the per-item hits of one metric of a run (the building block of every
   analysis here and in `priors` / `qualitative`).
-- `mcnemar`: exact McNemar test on the paired hits of two runs on the same items (McNemar,
-  "Note on the sampling error of the difference between correlated proportions or
-  percentages", Psychometrika 1947):
-  b = items run A gets right and run B wrong, c = the reverse; under H0 (same accuracy) the
-  discordant items split Binomial(b + c, ½); p = two-sided exact binomial test
-  (`scipy.stats.binomtest`), statistic = min(b, c) (as statsmodels' exact McNemar).
+- `mcnemar`: the exact McNemar test (`lexsem.stats.mcnemar`, McNemar 1947) on the paired
+  hits of two runs on the same items: b = items run A gets right and run B wrong, c = the
+  reverse.
 - `cross_benchmark`: SugarCrepe++ Table 6 / 15 — every model's accuracy and rank on two
   benchmarks (metrics), ↑/↓/= against a baseline model on each, and the Spearman / Kendall rank
   correlations of the two accuracies across models.
@@ -33,6 +30,7 @@ from scipy import stats
 
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MACRO, MICRO
+from lexsem.stats.mcnemar import mcnemar_test
 from lexsem.tasks.catalog import find_task
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -219,15 +217,6 @@ class McNemarResult:
     accuracy_b: float
 
 
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value: binomtest(b, b + c, ½); 1.0 without discordant pairs."""
-    if b < 0 or c < 0:
-        raise ValueError("b and c must be non-negative")
-    if b + c == 0:
-        return 1.0
-    return float(stats.binomtest(int(b), int(b + c), 0.5, alternative="two-sided").pvalue)
-
-
 def mcnemar(
     run_a: Run,
     run_b: Run,
@@ -241,9 +230,8 @@ def mcnemar(
     hb = hits_by_item(run_b, benchmark, ha.metric, subset)
     check_same_items(ha, hb)
     hb = hb.take(ha.item_keys())
-    b = int(np.sum(ha.hit & ~hb.hit))
-    c = int(np.sum(~ha.hit & hb.hit))
-    n = len(ha)
+    test = mcnemar_test(ha.hit, hb.hit)
+    n = test.n
     return McNemarResult(
         benchmark=benchmark,
         metric=ha.metric,
@@ -251,10 +239,10 @@ def mcnemar(
         model_a=ha.model,
         model_b=hb.model,
         n=n,
-        b=b,
-        c=c,
-        statistic=float(min(b, c)),
-        p_value=mcnemar_exact(b, c),
+        b=test.b,
+        c=test.c,
+        statistic=test.statistic,
+        p_value=test.p_value,
         accuracy_a=100.0 * float(ha.hit.mean()) if n else float("nan"),
         accuracy_b=100.0 * float(hb.hit.mean()) if n else float("nan"),
     )

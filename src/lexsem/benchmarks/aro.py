@@ -3,7 +3,10 @@ what to do about it?", ICLR 2023): VG-Relation, VG-Attribution, COCO-Order, Flic
 
 VG-Relation and VG-Attribution are reported as the paper does, a macro average over relations
 (symmetric ones removed) / attribute pairs (with >= 25 items), and as a micro average over all
-items; both rows are labelled (see `lexsem.tasks.multi`)."""
+items; both rows are labelled (see `lexsem.tasks.multi`).
+
+The data are Hub mirrors of the ARO files (test splits, images embedded), one dataset per
+subset (`DATASETS`): each row is an image, its true caption first, then the false ones."""
 
 from __future__ import annotations
 
@@ -13,11 +16,16 @@ from typing import Any
 
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
 from lexsem.benchmarks.items import Item
+from lexsem.benchmarks.sources.hf_dataset import HFDataset, MultiFields
+from lexsem.benchmarks.sources.hf_load import HFLoadResult, load_hf_benchmark
 from lexsem.benchmarks.sources.hf_subsets import hf_loader
+from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import Accuracy
+from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
 from lexsem.tasks.multi import (
     ARO_SYMMETRIC_RELATIONS,
+    MACRO_PAPER,
     VGA_MIN_COUNT,
     VGR_MIN_COUNT,
     aro_macro,
@@ -26,6 +34,69 @@ from lexsem.tasks.multi import (
 )
 
 PAPER = "Yuksekgonul et al., When and why VLMs behave like bags-of-words, ICLR 2023"
+
+_ORDER_CAPTIONS = ("correct_caption", "hard_text_1", "hard_text_2", "hard_text_3", "hard_text_4")
+
+# subset -> its Hub dataset
+DATASETS: dict[str, HFDataset] = {
+    "vg_relation": HFDataset(
+        "aro_vg_relation",
+        "gowitheflow/ARO-Visual-Relation",
+        "test",
+        "multi",
+        MultiFields("image", ("true_caption", "false_caption"), label="relation_name", bbox="bbox"),
+        subset="vg_relation",
+        expected_rows=23937,
+        notes="Columns from the dataset card: image, true_caption, false_caption, "
+        "relation_name, bbox {x, y, w, h}. The images are the full Visual Genome images; "
+        "the reference crops them to bbox (crop=True).",
+    ),
+    "vg_attribution": HFDataset(
+        "aro_vg_attribution",
+        "gowitheflow/ARO-Visual-Attribution",
+        "test",
+        "multi",
+        MultiFields("image", ("true_caption", "false_caption"), label="attributes", bbox="bbox"),
+        subset="vg_attribution",
+        expected_rows=28748,
+        notes="image, true_caption, false_caption confirmed by public evaluation code; "
+        "'attributes' (the two attributes, joined as 'a_b' like the reference) and 'bbox' "
+        "are ASSUMED to mirror the original JSON and VG-Relation - check the dataset card.",
+    ),
+    "coco_order": HFDataset(
+        "aro_coco_order",
+        "gowitheflow/ARO-COCO-order",
+        "test",
+        "multi",
+        MultiFields("images", _ORDER_CAPTIONS),
+        subset="coco_order",
+        expected_rows=25010,
+        notes="Columns from the dataset card: images, correct_caption, hard_text_1..4.",
+    ),
+    "flickr30k_order": HFDataset(
+        "aro_flickr30k_order",
+        "gowitheflow/ARO-Flickr-Order",
+        "test",
+        "multi",
+        MultiFields("images", _ORDER_CAPTIONS),
+        subset="flickr30k_order",
+        expected_rows=5000,
+        notes="Columns as COCO-order (images, correct_caption, hard_text_1..4), per public "
+        "evaluation code.",
+    ),
+}
+
+
+def load(subset: str, **kwargs: Any) -> HFLoadResult:
+    """One ARO subset's items and images (vg_relation, vg_attribution, coco_order or
+    flickr30k_order); keyword arguments as `load_hf_benchmark`."""
+    try:
+        dataset = DATASETS[subset]
+    except KeyError:
+        raise LexsemError(f"unknown ARO subset {subset!r}; known: {', '.join(DATASETS)}") from None
+    return load_hf_benchmark(dataset, **kwargs)
+
+
 # subset -> (title, relations/attributes left out, fewest items a label needs, description)
 _PRESETS = {
     "vg_relation": (
@@ -58,7 +129,7 @@ def vg_aggregates(
         if hits is None or not len(hits.hits):
             continue
         labels = [it.label for it in items[subset]]  # type: ignore[union-attr]
-        n_boot, seed = boot["n_boot"], boot["seed"]
+        n_boot = boot["n_boot"]
         with contextlib.suppress(ValueError):  # no label qualifies
             macro = aro_macro(
                 hits,
@@ -67,10 +138,12 @@ def vg_aggregates(
                 min_count=min_count,
                 description=description,
                 n_boot=n_boot,
-                seed=seed,
+                seed=bootstrap_seed(boot["seed"], subset, MACRO_PAPER),
             )
             rows.append(labelled(macro, subset, title))
-        micro = aro_micro(hits, description="micro over all items", n_boot=n_boot, seed=seed + 1)
+        # the subset's own row resamples the same items with the same seed: the same interval
+        seed = bootstrap_seed(boot["seed"], subset)
+        micro = aro_micro(hits, description="micro over all items", n_boot=n_boot, seed=seed)
         rows.append(labelled(micro, subset, title))
     return rows
 
@@ -83,7 +156,7 @@ VG = Benchmark(
         SubsetSpec("vg_relation", None, expected_items=23937),
         SubsetSpec("vg_attribution", None, expected_items=28748),
     ),
-    loader=hf_loader({"vg_relation": "aro_vg_relation", "vg_attribution": "aro_vg_attribution"}),
+    loader=hf_loader({s: DATASETS[s] for s in ("vg_relation", "vg_attribution")}),
     text_tasks=(),
     image_tasks=("aro_vg",),
     origin="hf",
@@ -101,7 +174,7 @@ ORDER = Benchmark(
         SubsetSpec("coco_order", None, expected_items=25010),
         SubsetSpec("flickr30k_order", None, expected_items=5000),
     ),
-    loader=hf_loader({"coco_order": "aro_coco_order", "flickr30k_order": "aro_flickr30k_order"}),
+    loader=hf_loader({s: DATASETS[s] for s in ("coco_order", "flickr30k_order")}),
     text_tasks=(),
     image_tasks=("aro_order",),
     origin="hf",

@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 from pathlib import Path
 
-from lexsem import download
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.formats import (
     load_scpp_json,
@@ -26,6 +25,7 @@ from lexsem.benchmarks.formats import (
     load_visla_spatial_tsv,
 )
 from lexsem.benchmarks.sources.files import Parser, parse_keeping_complete
+from lexsem.download import sha256_file
 from lexsem.errors import DataError, LexsemError
 from lexsem.registry import did_you_mean
 
@@ -69,7 +69,7 @@ def _file_loader(parse: Parser, files: dict[str, Path]) -> Loader:
         items, dropped = parse_keeping_complete(
             parse, path, sub.name, bench.drop_incomplete, ctx.strict
         )
-        return LoadedSubset(sub, items, str(path), download.sha256_file(path), dropped)
+        return LoadedSubset(sub, items, str(path), sha256_file(path), dropped)
 
     return load
 
@@ -97,12 +97,14 @@ def user_benchmark(selector: str) -> Benchmark:
 
 
 def _parquet_benchmark(template: Benchmark, fmt: str, path: Path, selector: str) -> Benchmark:
-    from lexsem.benchmarks.sources import hf
+    from lexsem.benchmarks import bivlc
+    from lexsem.benchmarks.sources.hf_load import load_hf_benchmark
 
+    datasets = {"bivlc": bivlc.DATASET}  # the parquet formats: the Hub dataset each mirrors
     files = _files(path, ".parquet", selector)
-    digest = hashlib.sha256("\n".join(download.sha256_file(f) for f in files).encode())
-    spec = dataclasses.replace(hf.HF_DATASETS[fmt], key=f"{fmt}-{digest.hexdigest()[:12]}")
-    result = hf.load_hf_benchmark(spec, data_dir=path)
+    digest = hashlib.sha256("\n".join(sha256_file(f) for f in files).encode())
+    spec = dataclasses.replace(datasets[fmt], key=f"{fmt}-{digest.hexdigest()[:12]}")
+    result = load_hf_benchmark(spec, data_dir=path)
     names = list(dict.fromkeys(it.subset for it in result.items))
     loader = _parquet_loader(result, digest.hexdigest(), str(path))
     return dataclasses.replace(

@@ -23,8 +23,8 @@ from typing import Any
 
 from filelock import FileLock
 
-from lexsem import download as dl
-from lexsem import paths
+import lexsem.download as dl
+import lexsem.paths as paths
 from lexsem.download import SourceFile
 from lexsem.errors import DownloadError
 from lexsem.images.locations import COCO_TRAIN_ENV, COCO_VAL_ENV, image_base
@@ -116,7 +116,7 @@ def _verify(path: Path, archive: ImageArchive) -> tuple[bool, str, str, str]:
 
 
 def _strip_offline_hint(message: str) -> str:
-    # `download._fetch` appends a hint about --data-dir, which is about benchmark files.
+    # `download.fetch_part` appends a hint about --data-dir, which is about benchmark files.
     return message.split("; offline?", 1)[0]
 
 
@@ -125,11 +125,11 @@ def _fetch_archive(
 ) -> tuple[str, str]:
     """Download `archive` to `zip_path` (resumable, verified, atomic); returns (sha256, md5)."""
     source = SourceFile(name=zip_path.name, url=archive.url, sha256=archive.sha256 or "")
-    part = dl._part_path(zip_path)
+    part = dl.part_path(zip_path)
 
     def fetch() -> None:
         try:
-            dl._fetch(source, part, retries=retries, timeout=timeout, backoff=backoff)
+            dl.fetch_part(source, part, retries=retries, timeout=timeout, backoff=backoff)
         except DownloadError as exc:
             raise DownloadError(
                 f"{_strip_offline_hint(str(exc))}; offline? download {archive.url} elsewhere "
@@ -141,11 +141,11 @@ def _fetch_archive(
     fetch()
     ok, sha, md5, why = _verify(part, archive)
     if not ok and resumed:  # the partial file may be from another version: start over once
-        dl._unlink(part)
+        dl.remove_if_present(part)
         fetch()
         ok, sha, md5, why = _verify(part, archive)
     if not ok:
-        dl._unlink(part)
+        dl.remove_if_present(part)
         raise DownloadError(f"checksum mismatch for {archive.url}: {why}; nothing was saved")
     os.replace(part, zip_path)
     return sha, md5
@@ -272,7 +272,7 @@ def download_archive(
             if reuse:  # kept by an earlier run whose extraction failed
                 ok, sha, md5, _ = _verify(zip_path, archive)
                 if not ok:
-                    dl._unlink(zip_path)
+                    dl.remove_if_present(zip_path)
             if not ok:
                 is_offline = paths.offline() if offline is None else offline
                 if is_offline:
@@ -288,7 +288,7 @@ def download_archive(
                 )
         n = _extract(zip_path, archive, dest)
         if archive_file is None and not keep_archive:
-            dl._unlink(zip_path)
+            dl.remove_if_present(zip_path)
         return ImageDownload(archive.name, dest, n, fresh=True, sha256=sha, md5=md5)
 
 

@@ -2,7 +2,7 @@
 
 The one check every such path goes through: image references under a named root
 (`ImageStore`: COCO and added roots), image paths stored inside Hugging Face parquet files
-(`lexsem.benchmarks.sources.hf`: the root is the dataset's snapshot folder) and path-only image
+(the Hugging Face loaders: the root is the dataset's snapshot folder) and path-only image
 records given to `ImageStore.register_image` with a ``root``:
 
 1. the form of the path (`unsafe_reason`): absolute, naming a drive, with a ``..`` component or

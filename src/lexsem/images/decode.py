@@ -68,9 +68,10 @@ RgbWhen = Literal["first", "model"]
 #: converts it to RGB itself, after resizing and cropping (open_clip's eval transform does).
 RAW_MODE_ATTR = "accepts_raw_mode"
 
-# Tags prepended to the image bytes before hashing: no image file starts with one. The two
-# RGB-first tags are those of lexsem's earlier `exif_transpose` flag, so caches keep serving.
-_LEGACY_TAGS = {True: b"", False: b"lexsem:no-exif-transpose\x00"}
+# Tags prepended to the image bytes before hashing: no image file starts with one. An RGB-first
+# profile's tag depends on its EXIF choice alone (none with EXIF applied), so every RGB-first
+# profile, named or given by the bare `exif_transpose` flag (`legacy_profile`), shares its keys.
+_RGB_FIRST_TAGS = {True: b"", False: b"lexsem:no-exif-transpose\x00"}
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class DecodeProfile:
     def key_tag(self) -> bytes:
         """The bytes prepended to an image before hashing it under this profile."""
         if self.rgb == "first":
-            return _LEGACY_TAGS[self.exif_transpose]
+            return _RGB_FIRST_TAGS[self.exif_transpose]
         exif = "exif-transpose" if self.exif_transpose else "no-exif-transpose"
         return f"lexsem:decode:{exif};rgb-model\x00".encode()
 
@@ -176,7 +177,8 @@ def get_profile(spec: ProfileSpec) -> DecodeProfile:
 
 
 def legacy_profile(exif_transpose: bool) -> DecodeProfile:
-    """What lexsem did before profiles: RGB first, EXIF orientation as the flag says."""
+    """The profile of a bare `exif_transpose` flag (no profile given): RGB first, the EXIF
+    orientation applied as the flag says (`DEFAULT` with that EXIF choice)."""
     return DEFAULT.with_exif(exif_transpose)
 
 

@@ -10,6 +10,9 @@ An item names its image with a *reference* string:
 - ``mem:KEY`` — bytes registered in memory with `ImageStore.register_bytes`, or served by a lazy
   mapping added with `ImageStore.add_mapping` (images that come inside Hugging Face datasets:
   BiVLC, Winoground, ARO).
+- ``ROOT:KEY`` of a generated-image root — bytes made by a function: the roots registered with
+  `lexsem.images.providers` (``synthetic:<scene id>``, registered by the benchmarks package)
+  and those added with `ImageStore.add_provider`.
 
 Where the COCO folders are: an explicit argument, else ``$LEXSEM_COCO_VAL2017`` /
 ``$LEXSEM_COCO_TRAIN2017``, else ``<image base>/coco/val2017`` and ``<image base>/coco/train2017``
@@ -25,8 +28,8 @@ The store pickles (its lock is recreated), so DataLoader workers started with ``
 the same references — ``mem:`` ones included, when their mapping pickles too (the Hugging Face
 loaders' stores do: they re-open their parquet / Arrow files in the new process).
 
-Decoding is `lexsem.images.decode`; the names this module used to hold (`decode_image`, the
-download, the locations, `ImageError`) are re-exported here.
+Decoding is `lexsem.images.decode`, the COCO download `lexsem.images.coco_download`, the
+folders `lexsem.images.locations`, the reference types and errors `lexsem.images.refs`.
 """
 
 from __future__ import annotations
@@ -34,59 +37,26 @@ from __future__ import annotations
 import hashlib
 import io
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lexsem.download import sha256_file
 from lexsem.errors import DataError, LexsemError
-from lexsem.images.coco_download import (
-    IMAGE_ARCHIVES,
-    ImageArchive,
-    ImageDownload,
-    download_archive,
-    download_coco,
-)
 from lexsem.images.confine import confined_file, refuse_unsafe
-from lexsem.images.decode import decode_image
-from lexsem.images.locations import (
-    COCO_HINT,
-    COCO_TRAIN_ENV,
-    COCO_VAL_ENV,
-    IMAGE_ROOT_ENV,
-    env_path,
-    image_base,
-)
+from lexsem.images.locations import COCO_HINT, COCO_TRAIN_ENV, COCO_VAL_ENV, env_path, image_base
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
+from lexsem.images.providers import Provider, call_provider, registered_providers
 from lexsem.images.refs import (
     DEFAULT_ROOT,
     MEM,
     PREFIX_RE,
     ROOT_NAME_RE,
-    SKIPPABLE,
     ImageError,
     ResolvedImage,
 )
 
-__all__ = [
-    "COCO_HINT",
-    "COCO_TRAIN_ENV",
-    "COCO_VAL_ENV",
-    "DEFAULT_ROOT",
-    "IMAGE_ARCHIVES",
-    "IMAGE_ROOT_ENV",
-    "MEM",
-    "SKIPPABLE",
-    "ImageArchive",
-    "ImageDownload",
-    "ImageError",
-    "ImageStore",
-    "ResolvedImage",
-    "decode_image",
-    "download_archive",
-    "download_coco",
-    "image_base",
-]
+__all__ = ["ImageStore"]
 
 
 class ImageStore:
@@ -136,8 +106,8 @@ class ImageStore:
         }
         self._mem: dict[str, bytes] = {}
         self._mappings: list[Mapping[str, bytes]] = []
-        # roots whose bytes are made by a function (e.g. lexsem's rendered synthetic scenes)
-        self._providers: dict[str, Callable[[str], bytes]] = {"synthetic": _synthetic_bytes}
+        # roots whose bytes are made by a function, besides the registered ones (`providers`)
+        self._providers: dict[str, Provider] = {}
         self._mem_sha: dict[str, str] = {}
         for name, folders in (roots or {}).items():
             self.add_root(name, folders)
@@ -147,10 +117,12 @@ class ImageStore:
         self.max_pixels = _pixel_limit(max_pixels)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Everything but the lock (for ``spawn`` workers; mappings and providers must pickle)."""
+        """Everything but the lock (for ``spawn`` workers; mappings and providers must pickle),
+        with the registered providers, which the worker's process may not have registered."""
         with self._lock:
             state = dict(self.__dict__)
             state["_mappings"] = list(self._mappings)
+            state["_providers"] = {**registered_providers(), **self._providers}
         del state["_lock"]
         return state
 
@@ -160,8 +132,9 @@ class ImageStore:
 
     # ------------------------------------------------------------------ configuration
 
-    def add_provider(self, name: str, make: Callable[[str], bytes]) -> None:
-        """Serve references `name:...` with `make(ref) -> bytes` (generated images)."""
+    def add_provider(self, name: str, make: Provider) -> None:
+        """Serve references `name:...` in this store with `make(ref) -> bytes` (generated
+        images; a function or a lazy "module:attr", as `lexsem.images.providers` takes)."""
         with self._lock:
             self._providers[name] = make
 
@@ -266,8 +239,9 @@ class ImageStore:
             if name == MEM:
                 return MEM, rest
             with self._lock:
-                known = name in self._roots or name in self._providers
-                names = sorted({*self._roots, *self._providers})
+                providers = {**registered_providers(), **self._providers}
+                known = name in self._roots or name in providers
+                names = sorted({*self._roots, *providers})
             if known:
                 return name, rest
             raise ImageError(
@@ -303,10 +277,11 @@ class ImageStore:
                 ref=ref,
                 reason="missing",
             )
-        provider = self._providers.get(root)
+        with self._lock:
+            provider = self._providers.get(root) or registered_providers().get(root)
         if provider is not None:
             try:
-                return ResolvedImage(ref, data=provider(ref))
+                return ResolvedImage(ref, data=call_provider(provider, ref))
             except LexsemError as exc:
                 raise ImageError(str(exc), ref=ref, reason="missing") from exc
         refuse_unsafe(rel, ref)
@@ -389,9 +364,3 @@ def _record_file(ref: str, path: str, root: str | Path | None) -> Path:
             f"image {ref!r}: {folder / path} does not exist", ref=ref, reason="missing"
         )
     return real
-
-
-def _synthetic_bytes(ref: str) -> bytes:
-    from lexsem.benchmarks.sources.synthetic_images import synthetic_image_bytes
-
-    return synthetic_image_bytes(ref)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lexsem import paths
+import lexsem.paths as paths
 
 __all__ = [
     "COCO_HINT",

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from lexsem import paths
+import lexsem.paths as paths
 from lexsem.errors import ModelError
 from lexsem.models.aliases import OFFLINE_COPIES, offline_copy
 

@@ -1,7 +1,10 @@
 """Accuracies with bootstrap confidence intervals: per subset, micro and macro.
 
 Bootstrap: items are resampled with replacement within each subset (scipy.stats.bootstrap,
-percentile method, seeded), so the micro and macro intervals respect the subset sizes.
+percentile method, seeded), so the micro and macro intervals respect the subset sizes. Each row
+has its own seed, derived from the caller's seed and the row's name (the subset, `_micro`,
+`_macro`: `lexsem.stats.seeds`), so a subset's interval is the same whichever other subsets
+are summarized with it.
 
 Inside `with ci_memo(store):` each interval is first looked up in `store` (an object with
 `get_records` / `put_records`, as `lexsem.engine.request_store.RequestStore`), keyed by all it
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
 
 MICRO = "_micro"
@@ -78,7 +82,16 @@ def ci_key(
     return h.hexdigest()
 
 
-def _ci(samples: list[np.ndarray], statistic, n_boot: int, seed: int, confidence: float):
+def confidence_interval(
+    samples: list[np.ndarray],
+    statistic: Callable[..., Any],
+    n_boot: int,
+    seed: int,
+    confidence: float,
+) -> tuple[float, float] | tuple[None, None]:
+    """The percentile bootstrap interval (percent) of `statistic` over `samples` (resampled
+    within each), read from the memo of `ci_memo` when it holds it; (None, None) without
+    resamples or with a sample of fewer than two items."""
     if n_boot <= 0 or any(len(s) < 2 for s in samples):
         return None, None
     memo = _MEMO.get()
@@ -112,13 +125,15 @@ def _bootstrap(
     return float(lo) * 100.0, float(hi) * 100.0
 
 
-def _micro(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+def micro_mean(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The pooled hit rate of all items of `samples` (vectorized along `axis`)."""
     total = sum(s.sum(axis=axis) for s in samples)
     count = sum(s.shape[axis] for s in samples)
     return total / count
 
 
-def _macro(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+def macro_mean(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The mean of the samples' hit rates (vectorized along `axis`)."""
     return sum(s.mean(axis=axis) for s in samples) / len(samples)
 
 
@@ -130,14 +145,17 @@ def summarize(
     confidence: float = 0.95,
     aggregates: bool = True,
 ) -> list[Accuracy]:
-    """Accuracy per subset, then (when more than one subset) the micro and macro averages."""
+    """Accuracy per subset, then (when more than one subset) the micro and macro averages;
+    each row's resamples are seeded by `bootstrap_seed(seed, row name)`."""
     out: list[Accuracy] = []
     samples = []
-    for i, (name, h) in enumerate(by_subset.items()):
+    for name, h in by_subset.items():
         x = np.asarray(h.hits, dtype=np.float64)
         samples.append(x)
         n = len(x)
-        lo, hi = _ci([x], _micro, n_boot, seed + i, confidence)
+        lo, hi = confidence_interval(
+            [x], micro_mean, n_boot, bootstrap_seed(seed, name), confidence
+        )
         out.append(
             Accuracy(
                 name,
@@ -153,9 +171,13 @@ def summarize(
         n_all = sum(len(s) for s in samples)
         hits_all = int(sum(s.sum() for s in samples))
         ties_all = sum(int(h.ties.sum()) for h in by_subset.values())
-        lo, hi = _ci(samples, _micro, n_boot, seed + 1000, confidence)
+        lo, hi = confidence_interval(
+            samples, micro_mean, n_boot, bootstrap_seed(seed, MICRO), confidence
+        )
         out.append(Accuracy(MICRO, n_all, hits_all, ties_all, 100.0 * hits_all / n_all, lo, hi))
         macro = 100.0 * float(np.mean([s.mean() for s in samples]))
-        lo, hi = _ci(samples, _macro, n_boot, seed + 2000, confidence)
+        lo, hi = confidence_interval(
+            samples, macro_mean, n_boot, bootstrap_seed(seed, MACRO), confidence
+        )
         out.append(Accuracy(MACRO, n_all, hits_all, ties_all, macro, lo, hi))
     return out

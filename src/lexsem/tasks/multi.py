@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from lexsem.stats.bootstrap import Accuracy, _ci, _macro, _micro
+from lexsem.stats.bootstrap import Accuracy, confidence_interval, macro_mean, micro_mean
 from lexsem.stats.ties import Hits, TiePolicy, beats, check_policy
 from lexsem.tasks.base import Column, Columns, Task
 
@@ -177,7 +177,7 @@ def aro_macro(
     if not kept:
         raise ValueError("no label left for the macro average (all excluded or too small)")
     acc = 100.0 * float(np.mean([k.mean() for k in kept]))
-    lo, hi = _ci(kept, _macro, n_boot, seed, confidence)
+    lo, hi = confidence_interval(kept, macro_mean, n_boot, seed, confidence)
     return AroAggregate(
         MACRO_PAPER,
         description,
@@ -204,7 +204,7 @@ def aro_micro(
     x = np.asarray(hits.hits, dtype=np.float64)
     if len(x) == 0:
         raise ValueError("no items")
-    lo, hi = _ci([x], _micro, n_boot, seed, confidence)
+    lo, hi = confidence_interval([x], micro_mean, n_boot, seed, confidence)
     return AroAggregate(
         MICRO,
         description,

@@ -130,7 +130,7 @@ def _negatives(neg_txt: Tensor, n: int) -> Tensor:
 @functools.cache
 def _open_clip_loss() -> ClipLoss:
     """open_clip's single-process `ClipLoss`, used for its logits and targets only."""
-    from lexsem.models.backends.openclip import import_open_clip
+    from lexsem.models.backends.openclip.install import import_open_clip
 
     import_open_clip()  # a ModelError saying how to install it
     from open_clip.loss import ClipLoss

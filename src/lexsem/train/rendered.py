@@ -149,9 +149,9 @@ def _negatives(rng: random.Random, caption: Caption, scene: Scene) -> list[tuple
     out: list[tuple[str, Caption]] = []
     texts = {caption.text}
     for kind in SUBSETS:
-        if not synthetic._usable(kind, scene):
+        if not synthetic.usable(kind, scene):
             continue
-        neg = synthetic._negative(kind, rng, caption, scene)
+        neg = synthetic.negative_caption(kind, rng, caption, scene)
         if neg.text in texts or neg.is_true_of(scene):
             continue
         try:
@@ -202,7 +202,7 @@ def rendered_examples(
     pool = scene_pool(seed)
     if not 0 <= n <= len(pool):
         raise ValueError(f"n must be in 0..{len(pool)} (the scenes not held out): {n}")
-    synthetic_images._check_size(size)
+    synthetic_images.check_image_size(size)
     rng = random.Random(f"{_SEED_SPACE}:examples:{seed}")
     for scene in pool[:n]:
         yield _example(rng, scene, size)

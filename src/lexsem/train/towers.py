@@ -22,11 +22,12 @@ __all__ = ["Towers", "towers_of"]
 
 
 class Towers:
-    """Base: `module` is the torch module trained; `encoder` the lexsem backend object."""
+    """Base: `module` is the torch module trained (the backend's `torch_module()`); `encoder`
+    the lexsem backend object."""
 
     def __init__(self, encoder: Any) -> None:
         self.encoder = encoder
-        self.module = encoder._ensure_loaded()
+        self.module = encoder.torch_module()
 
     def preprocess(self, image: Any) -> Any:
         return self.encoder.preprocess(image)
@@ -86,12 +87,10 @@ class HFClipTowers(Towers):
         return dict(self.encoder.tokenize(self.encoder.format_texts(list(texts))))
 
     def embed_images(self, pixels: Any) -> Any:
-        from lexsem.models.backends.clip import _pooled
-
-        return _normed(_pooled(self.module.get_image_features(pixel_values=pixels)))
+        return _normed(self.encoder.image_features(self.module, {"pixel_values": pixels}))
 
     def embed_texts(self, tokens: Any) -> Any:
-        return _normed(self.encoder._text_features(self.module, tokens))
+        return _normed(self.encoder.text_features(self.module, tokens))
 
     def save(self, path: Path, state: dict[str, Any]) -> str:
         """A model folder: the weights (`save_pretrained` of `state`) and the source folder's
@@ -115,7 +114,7 @@ def _weights_file(f: Path) -> bool:
 
 def towers_of(encoder: Any) -> Towers:
     """The trainable towers of a loaded lexsem dual encoder."""
-    from lexsem.models.backends.openclip import OpenClipEncoder
+    from lexsem.models.backends.openclip.encoder import OpenClipEncoder
 
     if isinstance(encoder, OpenClipEncoder):
         return OpenClipTowers(encoder)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from lexsem import download
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.items import Item
+from lexsem.download import resolve_source, sha256_file
 
 # parse(path, subset name, *, strict) -> items
 Parser = Callable[..., list[Item]]
@@ -36,12 +36,12 @@ def file_loader(parse: Parser) -> Loader:
 
     def load(bench: Benchmark, sub: SubsetSpec, ctx: LoadContext) -> LoadedSubset:
         assert sub.source is not None, f"{bench.name}/{sub.name} has no source file"
-        path = download.resolve_source(
+        path = resolve_source(
             sub.source, data_dir=ctx.data_dir, cache_root=ctx.cache_root, offline=ctx.offline
         )
         items, dropped = parse_keeping_complete(
             parse, path, sub.name, bench.drop_incomplete, ctx.strict
         )
-        return LoadedSubset(sub, items, sub.source.name, download.sha256_file(path), dropped)
+        return LoadedSubset(sub, items, sub.source.name, sha256_file(path), dropped)
 
     return load

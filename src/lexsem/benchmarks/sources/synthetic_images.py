@@ -63,6 +63,7 @@ __all__ = [
     "BidirectionalItem",
     "Box",
     "bidirectional_content_sha256",
+    "check_image_size",
     "generate_bidirectional",
     "generate_bidirectional_detailed",
     "layout",
@@ -334,7 +335,8 @@ if set(_PICTOGRAMS) != set(synthetic.NOUNS):  # pragma: no cover - import-time c
 # --- rendering ------------------------------------------------------------------------------
 
 
-def _check_size(size: int) -> None:
+def check_image_size(size: int) -> None:
+    """ValueError unless `size` is an int of at least `MIN_IMAGE_SIZE` pixels."""
     if not isinstance(size, int) or isinstance(size, bool) or size < MIN_IMAGE_SIZE:
         raise ValueError(f"image size must be an int >= {MIN_IMAGE_SIZE}: {size!r}")
 
@@ -343,7 +345,7 @@ def render_scene(scene: Scene, size: int = DEFAULT_IMAGE_SIZE) -> Image.Image:
     """`scene` drawn on a `size` x `size` RGB canvas (needs Pillow). Deterministic."""
     from PIL import Image, ImageDraw
 
-    _check_size(size)
+    check_image_size(size)
     img = Image.new("RGB", (size, size), BACKGROUND_RGB)
     draw = ImageDraw.Draw(img)
     for obj, box in zip(scene.objects, layout(scene), strict=True):

@@ -287,7 +287,8 @@ def _random_scene(rng: random.Random) -> Scene:
     return Scene(a, _pick(rng, SCENE_RELATIONS), b)
 
 
-def _usable(subset: str, scene: Scene) -> bool:
+def usable(subset: str, scene: Scene) -> bool:
+    """Whether `scene` can give a negative of kind `subset` (`negative_caption`)."""
     # Swaps need objects that differ in colour and in size: exchanging equal attributes would
     # leave the caption true, and with one attribute equal, swapping the other (or the nouns)
     # would be the same change as swapping the nouns (or the other attribute).
@@ -297,7 +298,9 @@ def _usable(subset: str, scene: Scene) -> bool:
     return True
 
 
-def _negative(subset: str, rng: random.Random, p1: Caption, scene: Scene) -> Caption:
+def negative_caption(subset: str, rng: random.Random, p1: Caption, scene: Scene) -> Caption:
+    """A caption of kind `subset` (a SugarCrepe subset name) that `p1`'s change makes false of
+    `scene`; `scene` must be `usable` for that kind."""
     a, rel, b = p1.subject, p1.relation, p1.reference
     if subset == "replace_att":
         used = {o.colour for o in scene.objects}
@@ -336,7 +339,7 @@ def _triplet(subset: str, rng: random.Random, scene: Scene) -> tuple[Caption, Ca
     t2 = _pick(rng, [t.name for t in _TEMPLATES if t.family != family])
     p1 = render(t1, subject, relation, reference)
     p2 = render(t2, subject, relation, reference)
-    n = _negative(subset, rng, p1, scene)
+    n = negative_caption(subset, rng, p1, scene)
     return p1, p2, n
 
 
@@ -353,7 +356,7 @@ def generate_detailed(
         for index in range(per_subset):
             while True:
                 scene = _random_scene(rng)
-                if scene in used or not _usable(subset, scene):
+                if scene in used or not usable(subset, scene):
                     continue
                 p1, p2, n = _triplet(subset, rng, scene)
                 if len({p1.text, p2.text, n.text}) == 3:

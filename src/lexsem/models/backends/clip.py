@@ -283,6 +283,11 @@ class _DualBase(LazyTextEncoder):
         return {**super().describe(), "family": self.family.name}
 
     # -- loading --------------------------------------------------------------------------------
+    def torch_module(self) -> Any:
+        """The transformers model, its weights loaded on first use: the module training
+        updates in place (`text_features` / `image_features` run it)."""
+        return self._ensure_loaded()
+
     def _load(self) -> Any:
         import transformers
         from transformers import AutoTokenizer
@@ -388,7 +393,9 @@ class _DualBase(LazyTextEncoder):
         )
         return [len(ids) for ids in enc["input_ids"]]
 
-    def _text_features(self, model: Any, inputs: dict[str, Any]) -> Any:
+    def text_features(self, model: Any, inputs: dict[str, Any]) -> Any:
+        """The (unnormalised) text embeddings of tokenized `inputs` from the loaded `model`
+        (differentiable: training calls it outside inference mode)."""
         family = self.family.name
         if family == "blip":
             hidden = _hidden(
@@ -423,7 +430,7 @@ class _DualBase(LazyTextEncoder):
             for start in range(0, len(formatted), batch_size):
                 inputs = self.tokenize(formatted[start : start + batch_size])
                 inputs = {k: v.to(self.device) for k, v in inputs.items()}
-                emb = self._text_features(model, inputs)
+                emb = self.text_features(model, inputs)
                 out.append(emb.to(torch.float32).cpu().numpy())
         return np.concatenate(out, axis=0)
 
@@ -486,7 +493,9 @@ class HFDualEncoder(_DualBase):
 
     _families = ("clip", "siglip", "siglip2", "align", "altclip", "flava", "blip")
 
-    def _image_features(self, model: Any, inputs: dict[str, Any]) -> Any:
+    def image_features(self, model: Any, inputs: dict[str, Any]) -> Any:
+        """The (unnormalised) image embeddings of the vision `inputs` from the loaded `model`
+        (differentiable: training calls it outside inference mode)."""
         if self.family.name == "blip":
             hidden = _hidden(model.vision_model(pixel_values=inputs["pixel_values"]))
             return model.vision_proj(hidden[:, 0, :])
@@ -505,7 +514,7 @@ class HFDualEncoder(_DualBase):
         if n == 0:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
         with torch.inference_mode():
-            emb = self._image_features(model, inputs)
+            emb = self.image_features(model, inputs)
         out = np.ascontiguousarray(emb.to(torch.float32).cpu().numpy(), dtype=np.float32)
         if out.ndim != 2 or out.shape[0] != n:
             raise ModelError(f"{self.name}: got image embeddings of shape {out.shape} for {n}")
@@ -564,7 +573,7 @@ class Blip2ITCScorer(_DualBase):
             tokens = {
                 k: v.to(self.device) for k, v in self.tokenize(self.format_texts(texts)).items()
             }
-            text = self._text_features(model, tokens).to(torch.float32)
+            text = self.text_features(model, tokens).to(torch.float32)
             queries = torch.nn.functional.normalize(queries, dim=-1)
             text = torch.nn.functional.normalize(text, dim=-1)
             sims = torch.einsum("nqd,nd->nq", queries, text).max(dim=1).values

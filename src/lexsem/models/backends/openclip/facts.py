@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from lexsem import paths
+import lexsem.paths as paths
 from lexsem.atomic import atomic_open
 
 MEMO_VERSION = 1
