@@ -21,36 +21,88 @@ class EvalConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    benchmarks: tuple[str, ...] = Field(min_length=1)  # NAME, NAME/SUBSET[,...] or FORMAT:PATH
-    tasks: tuple[str, ...] | None = None  # None: every task the model can run
-    # the model's display name in run.json (`model.name`), tables and plots; None: its own name
-    name: str | None = Field(None, min_length=1, max_length=500)
+    benchmarks: tuple[str, ...] = Field(
+        min_length=1,
+        description="NAME, NAME/SUBSET[,SUBSET] or a file FORMAT:PATH (scpp:my.json).",
+    )
+    tasks: tuple[str, ...] | None = Field(
+        None, description="Tasks to run, e.g. tot, t2t (default: every task the model can run)."
+    )
+    name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=500,
+        description="The model's name in run.json (`model.name`), tables and plots "
+        "(default: the alias or spec).",
+    )
     # data and caches
-    data_dir: Path | None = None
-    cache_dir: Path | None = None
-    use_cache: bool = True
-    offline: bool | None = None
+    data_dir: Path | None = Field(
+        None, description="Offline folder holding the benchmark files (same names as downloads)."
+    )
+    cache_dir: Path | None = Field(
+        None, description="Cache folder for downloads and embeddings (default: ~/.cache/lexsem)."
+    )
+    use_cache: bool = Field(True, description="Use the embedding cache.")
+    offline: bool | None = Field(
+        None,
+        description="Never touch the network (default: $LEXSEM_OFFLINE or $HF_HUB_OFFLINE "
+        "decides).",
+    )
     # statistics
-    tie_policy: TiePolicyName = "strict"
-    seed: int = 0
-    n_boot: int = Field(1000, ge=0)
-    confidence: float = Field(0.95, gt=0.0, lt=1.0)
+    tie_policy: TiePolicyName = Field("strict", description="strict or lenient.")
+    seed: int = Field(0, description="Bootstrap seed.")
+    n_boot: int = Field(1000, ge=0, description="Bootstrap resamples (0: none).")
+    confidence: float = Field(
+        0.95, gt=0.0, lt=1.0, description="Confidence level of the bootstrap intervals."
+    )
     # model execution
-    batch_size: int = Field(64, ge=1)
-    device: str | None = None
-    dtype: str | None = None
+    batch_size: int = Field(64, ge=1, description="Texts, images or pairs per model call.")
+    device: str | None = Field(
+        None,
+        description="auto, cpu, cuda, cuda:N or mps (default: auto: cuda, else mps, else cpu).",
+    )
+    dtype: str | None = Field(
+        None, description="auto, fp32, fp16 or bf16 (default: the spec's dtype option, else auto)."
+    )
     # images
-    coco_val2017: Path | None = None
-    coco_train2017: Path | None = None
-    image_root: Path | None = None
-    skip_bad_images: bool = False
-    max_image_pixels: int = Field(DEFAULT_MAX_IMAGE_PIXELS, ge=1)  # larger images: ImageError
-    exif_transpose: bool | None = None  # None: each benchmark's decode profile decides
-    num_workers: int | None = Field(None, ge=0)
-    # decoded images an Evaluator keeps in memory across its runs (MiB; 0: none), so that a
-    # model evaluated again with new weights (every epoch of training) decodes no image twice
-    keep_decoded_mb: int = Field(DEFAULT_DECODED_IMAGE_MB, ge=0)
-    progress: bool = False
+    coco_val2017: Path | None = Field(None, description="COCO val2017 folder.")
+    coco_train2017: Path | None = Field(None, description="COCO train2017 folder (VISLA spatial).")
+    image_root: Path | None = Field(
+        None, description="Base folder of downloaded images (default: <cache>/images)."
+    )
+    skip_bad_images: bool = Field(
+        False,
+        description="Skip (and record) items whose image is missing, undecodable or too large.",
+    )
+    max_image_pixels: int = Field(  # larger images: ImageError
+        DEFAULT_MAX_IMAGE_PIXELS,
+        ge=1,
+        description="Refuse images with more pixels (width × height) than this; the "
+        "benchmarks' images have a few megapixels at most.",
+    )
+    exif_transpose: bool | None = Field(
+        None,
+        description="Apply (or not) EXIF orientation for every benchmark (default: each "
+        "benchmark's decode profile decides, as its reference does).",
+    )
+    num_workers: int | None = Field(
+        None,
+        ge=0,
+        description="Image decoding workers (default: auto, from the CPUs, the device and the "
+        "number of images).",
+    )
+    # so that a model evaluated again with new weights (every epoch of training) decodes no
+    # image twice
+    keep_decoded_mb: int = Field(
+        DEFAULT_DECODED_IMAGE_MB,
+        ge=0,
+        description="Decoded images an Evaluator keeps in memory across its runs (MiB; 0: none).",
+    )
+    progress: bool = Field(
+        False,
+        description="Show progress on stderr: a bar on a terminal, a line every few seconds "
+        "when piped.",
+    )
 
     @field_validator("benchmarks", mode="before")
     @classmethod

@@ -60,6 +60,15 @@ BACKENDS.add("lm", "lexsem.models.backends.lm:PerplexityScorer")
 BACKENDS.add("vera", "lexsem.models.backends.vera:PlausibilityScorer")
 BACKENDS.add("cola", "lexsem.models.backends.cola:GrammarScorer")
 
+# what a built-in backend needs beyond lexsem's own dependencies (`lexsem list backends` says
+# it without importing the backend); the others need nothing more
+BACKEND_EXTRAS: dict[str, str] = {
+    "openclip": "lexsem[openclip]",
+    "vqa": "lexsem[gen] for SmolVLM",
+    "vgpt": "lexsem[gen] for SmolVLM",
+    "vlm": "lexsem[gen] for SmolVLM",
+}
+
 _NAME = re.compile(r"^[a-z][a-z0-9_-]+$")  # what a spec's BACKEND: prefix can be
 
 

@@ -15,10 +15,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lexsem.config import EvalConfig
+
 Regime = Literal["clip_coco", "trohn_text", "trohn_img", "negclip"]
 Precision = Literal["fp32", "amp_bf16", "amp_fp16"]
 
 __all__ = ["PRESETS", "LoraConfig", "Regime", "TrainConfig", "preset"]
+
+_EVAL = EvalConfig.model_fields  # the fields a training run shares with its evaluations
 
 
 class LoraConfig(BaseModel):
@@ -27,10 +31,12 @@ class LoraConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    targets: tuple[str, ...] = Field(min_length=1)
-    r: int = Field(8, ge=1)
-    alpha: float = Field(16.0, gt=0)
-    dropout: float = Field(0.0, ge=0, lt=1)
+    targets: tuple[str, ...] = Field(
+        min_length=1, description="Module name suffixes to adapt, e.g. c_fc, c_proj."
+    )
+    r: int = Field(8, ge=1, description="LoRA rank.")
+    alpha: float = Field(16.0, gt=0, description="LoRA alpha (scale: alpha / r).")
+    dropout: float = Field(0.0, ge=0, lt=1, description="LoRA dropout.")
 
 
 class TrainConfig(BaseModel):
@@ -38,38 +44,59 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    model: str  # a lexsem spec: openclip:ARCH/TAG, openclip:ARCH@ckpt, clip:folder ...
-    manifest: Path  # the training manifest (lexsem.train.manifest)
-    out: Path  # the training run's folder
-    regime: Regime = "clip_coco"
+    model: str = Field(
+        description="The model to fine-tune: openclip:ARCH/TAG, openclip:ARCH@CHECKPOINT or "
+        "clip:FOLDER."
+    )
+    manifest: Path = Field(description="Training manifest (JSONL or Parquet).")
+    out: Path = Field(description="The training run's folder.")
+    regime: Regime = Field(
+        "clip_coco", description="Loss regime: clip_coco, trohn_text, trohn_img or negclip."
+    )
     # optimisation (BiVLC, App. E: lr 1e-6, AdamW 0.9/0.98, eps 1e-6, wd 0.1, 50 warm-up steps)
-    epochs: int = Field(10, ge=1)
-    batch_size: int = Field(400, ge=2)
-    lr: float = Field(1e-6, gt=0)
-    weight_decay: float = Field(0.1, ge=0)
-    betas: tuple[float, float] = (0.9, 0.98)
-    eps: float = Field(1e-6, gt=0)
-    warmup: int = Field(50, ge=0)
-    accumulate: int = Field(1, ge=1)  # micro-batches per optimizer step
-    precision: Precision = "fp32"
-    seed: int = 0
-    max_steps: int | None = Field(None, ge=1)  # stop early (smoke runs; a killed run)
-    lora: LoraConfig | None = None
-    checkpoint_every: int | None = Field(None, ge=1)  # optimizer steps; always at the end
+    epochs: int = Field(10, ge=1, description="Passes over the training data.")
+    batch_size: int = Field(400, ge=2, description="Examples per optimizer step.")
+    lr: float = Field(1e-6, gt=0, description="Peak learning rate (AdamW).")
+    weight_decay: float = Field(0.1, ge=0, description="AdamW weight decay.")
+    betas: tuple[float, float] = Field((0.9, 0.98), description="AdamW betas.")
+    eps: float = Field(1e-6, gt=0, description="AdamW epsilon.")
+    warmup: int = Field(50, ge=0, description="Warm-up steps.")
+    accumulate: int = Field(1, ge=1, description="Micro-batches per optimizer step.")
+    precision: Precision = Field("fp32", description="fp32, amp_bf16 or amp_fp16 (GPU).")
+    seed: int = Field(0, description="Seed of the batch order and the initialisation.")
+    max_steps: int | None = Field(  # smoke runs; a killed run
+        None, ge=1, description="Stop after N optimizer steps (resumable)."
+    )
+    lora: LoraConfig | None = Field(None, description="LoRA adapters (default: full fine-tuning).")
+    checkpoint_every: int | None = Field(
+        None, ge=1, description="Optimizer steps between checkpoints (always one at the end)."
+    )
     # judging: lexsem's evaluation after every epoch; `select` = (benchmark, metric) chosen on
-    select_on: tuple[str, ...] = ()  # benchmarks of the model selection (a dev split)
-    select_metric: str | None = None  # default: the first benchmark's main metric
-    judge_on: tuple[str, ...] = ()  # benchmarks evaluated before and after training
-    allow_leakage: bool = False  # overlap of training data with a judged benchmark: record it
-    # where data and images are (as EvalConfig)
-    data_dir: Path | None = None
-    cache_dir: Path | None = None
-    coco_val2017: Path | None = None
-    coco_train2017: Path | None = None
-    image_root: Path | None = None
-    device: str | None = None
-    num_workers: int = Field(0, ge=0)
-    n_boot: int = Field(1000, ge=0)
+    select_on: tuple[str, ...] = Field(
+        (), description="Benchmark(s) of the model selection (a dev split)."
+    )
+    select_metric: str | None = Field(
+        None, description="Metric of the selection (default: the first benchmark's main metric)."
+    )
+    judge_on: tuple[str, ...] = Field(
+        (), description="Benchmark(s) evaluated before and after training."
+    )
+    allow_leakage: bool = Field(
+        False,
+        description="Record an overlap of the training data with a judged benchmark instead "
+        "of refusing it.",
+    )
+    # where data and images are, the device, the evaluations' resamples: EvalConfig's fields
+    data_dir: Path | None = _EVAL["data_dir"]
+    cache_dir: Path | None = _EVAL["cache_dir"]
+    coco_val2017: Path | None = _EVAL["coco_val2017"]
+    coco_train2017: Path | None = _EVAL["coco_train2017"]
+    image_root: Path | None = _EVAL["image_root"]
+    device: str | None = _EVAL["device"]
+    num_workers: int = Field(
+        0, ge=0, description="DataLoader workers of the training batches (0: none)."
+    )
+    n_boot: int = _EVAL["n_boot"]
 
     @model_validator(mode="after")
     def _checked(self) -> TrainConfig:

@@ -1,7 +1,7 @@
 """`lexsem ask`: a chat model (an OpenAI-compatible API, or a local `vlm:` model behind the
 same interface) asked the papers' multiple-choice prompts, or VQAScore from an API's
-log-probabilities, through the request store; registered on the main app by `register`.
-`write_recorded_run` turns its answers or scores (and `score-answers`' files) into a run."""
+log-probabilities, through the request store. `write_recorded_run` turns its answers or scores
+(and `score-answers`' files) into a run."""
 
 from __future__ import annotations
 
@@ -13,97 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
-from lexsem.cli_options import CacheDir, CocoVal, DataDir, ImageRoot
+from lexsem.cli.options import EVAL, CacheDir, CocoVal, DataDir, ImageRoot
 from lexsem.errors import LexsemError
 
-__all__ = ["register", "write_recorded_run"]
-
-Opt = typer.Option
-Model = Annotated[
-    str,
-    Opt(
-        "--model",
-        "-m",
-        help=(
-            "openai:MODEL?base_url=URL (any OpenAI-compatible server: vLLM, llama.cpp, "
-            "Ollama, OpenAI); key from $OPENAI_API_KEY; &logprobs=prompt for vLLM's prompt "
-            "log-probs (--vqascore). Or vlm:MODEL, a local generative VLM (multiple choice, "
-            "k-shot included)."
-        ),
-    ),
-]
-Bench = Annotated[str, Opt("--benchmark", "-b", help="NAME or NAME/SUBSET.")]
-Prompt = Annotated[
-    str | None,
-    Opt(
-        help=(
-            "scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs); not with --vqascore."
-        )
-    ),
-]
-Out = Annotated[
-    Path | None,
-    Opt("--out", "-o", help=("Write the answers (or, with --vqascore, every score) here (JSONL).")),
-]
-Shots = Annotated[
-    int,
-    Opt(min=0, help=("Show K other items of the subset, answered rightly, before each question.")),
-]
-ShotSeed = Annotated[int, Opt(help="Seed of the demonstrations drawn.")]
-Import = Annotated[
-    Path | None,
-    Opt(
-        "--import",
-        help=(
-            "First store these recorded answers (JSONL / JSON list, as score-answers reads) "
-            "under the "
-            "keys of their requests."
-        ),
-    ),
-]
-Force = Annotated[
-    bool,
-    Opt("--force", help=("--import replaces stored answers that differ; --run replaces a run.")),
-]
-VQA = Annotated[
-    bool,
-    Opt(
-        "--vqascore",
-        help=(
-            "VQAScore from the model's log-probabilities instead of multiple choice: P(yes) to a "
-            "question about each caption, ranked as the benchmark's image task."
-        ),
-    ),
-]
-Score = Annotated[str, Opt(help="--vqascore: vqa, vqa_norm or vqa_diff.")]
-Question = Annotated[
-    str | None,
-    Opt(
-        help=(
-            "--vqascore: a template with {text}, or t17_1..t17_5 (SugarCrepe++ Table 17); default: "
-            "VQAScore's question (see docs/generative.md)."
-        )
-    ),
-]
-Answer = Annotated[str, Opt(help="--vqascore: the answer scored.")]
-Negative = Annotated[str, Opt(help="--vqascore: the other answer.")]
-RunOut = Annotated[
-    Path | None,
-    Opt(
-        "--run",
-        help=(
-            "Also write a run folder of the answers or scores (per-item hits, CIs), usable by "
-            "compare "
-            "and report."
-        ),
-    ),
-]
-Name = Annotated[str | None, Opt(help="The model's name in the --run folder (default: MODEL).")]
-Replay = Annotated[bool, Opt("--replay-only", help="Send nothing: every answer from the store.")]
-MaxRequests = Annotated[
-    int | None, Opt("--max-requests", min=0, help="Refuse to send more than this.")
-]
-Concurrency = Annotated[int, Opt(min=1, help="Requests at a time.")]
+__all__ = ["ask", "write_recorded_run"]
 
 
 @dataclass(frozen=True)
@@ -118,14 +31,95 @@ class _Where:
 
 
 def ask(
-    model: Model, benchmark: Bench, prompt: Prompt = None, out: Out = None, shots: Shots = 0,
-    shot_seed: ShotSeed = 0, import_file: Import = None, force: Force = False,
-    vqascore: VQA = False, score: Score = "vqa", question: Question = None,
-    answer: Answer = "Yes", negative: Negative = "No", run_out: RunOut = None,
-    name: Name = None, replay_only: Replay = False, max_requests: MaxRequests = None,
-    concurrency: Concurrency = 4, data_dir: DataDir = None, cache_dir: CacheDir = None,
-    coco_val2017: CocoVal = None, image_root: ImageRoot = None,
-) -> None:  # fmt: skip
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            help="openai:MODEL?base_url=URL (any OpenAI-compatible server: vLLM, llama.cpp, "
+            "Ollama, OpenAI); key from $OPENAI_API_KEY; &logprobs=prompt for vLLM's prompt "
+            "log-probs (--vqascore). Or vlm:MODEL, a local generative VLM (multiple choice, "
+            "k-shot included).",
+        ),
+    ],
+    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")],
+    prompt: Annotated[
+        str | None,
+        typer.Option(
+            help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs); not with "
+            "--vqascore."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the answers (or, with --vqascore, every score) here (JSONL).",
+        ),
+    ] = None,
+    shots: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Show K other items of the subset, answered rightly, before each question."
+        ),
+    ] = 0,
+    shot_seed: Annotated[int, typer.Option(help="Seed of the demonstrations drawn.")] = 0,
+    import_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--import",
+            help="First store these recorded answers (JSONL / JSON list, as score-answers reads) "
+            "under the keys of their requests.",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="--import replaces stored answers that differ; --run replaces a run."
+        ),
+    ] = False,
+    vqascore: Annotated[
+        bool,
+        typer.Option(
+            "--vqascore",
+            help="VQAScore from the model's log-probabilities instead of multiple choice: P(yes) "
+            "to a question about each caption, ranked as the benchmark's image task.",
+        ),
+    ] = False,
+    score: Annotated[str, typer.Option(help="--vqascore: vqa, vqa_norm or vqa_diff.")] = "vqa",
+    question: Annotated[
+        str | None,
+        typer.Option(
+            help="--vqascore: a template with {text}, or t17_1..t17_5 (SugarCrepe++ Table 17); "
+            "default: VQAScore's question (see docs/generative.md)."
+        ),
+    ] = None,
+    answer: Annotated[str, typer.Option(help="--vqascore: the answer scored.")] = "Yes",
+    negative: Annotated[str, typer.Option(help="--vqascore: the other answer.")] = "No",
+    run_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--run",
+            help="Also write a run folder of the answers or scores (per-item hits, CIs), usable "
+            "by compare and report.",
+        ),
+    ] = None,
+    name: Annotated[
+        str | None, typer.Option(help="The model's name in the --run folder (default: MODEL).")
+    ] = None,
+    replay_only: Annotated[
+        bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
+    ] = False,
+    max_requests: Annotated[
+        int | None, typer.Option("--max-requests", min=0, help="Refuse to send more than this.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Requests at a time.")] = 4,
+    data_dir: DataDir = EVAL.data_dir,
+    cache_dir: CacheDir = EVAL.cache_dir,
+    coco_val2017: CocoVal = EVAL.coco_val2017,
+    image_root: ImageRoot = EVAL.image_root,
+) -> None:
     """Ask a chat model the papers' multiple-choice prompts about each item, in every option
     ordering (optionally after k-shot demonstrations), or with --vqascore its P(yes) about each
     caption; answers are stored as they arrive (a rerun sends only what is missing) and scored
@@ -310,7 +304,3 @@ def write_recorded_run(
     run = Evaluator(cfg).run_recorded(recorded, out=out, force=force)
     tasks = ", ".join(run.record.config.tasks)
     typer.echo(f"run folder: {out} ({run.record.model.name}; {tasks})", err=True)
-
-
-def register(app: typer.Typer, friendly: Callable[[Any], Any]) -> None:
-    app.command("ask")(friendly(ask))

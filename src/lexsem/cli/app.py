@@ -1,0 +1,80 @@
+"""The `lexsem` Typer app: every command registered in the order `--help` lists them, each
+wrapped by `friendly` (lexsem's errors as one line and exit status 2, its warnings as
+`warning: ...` lines); `quiet_libraries` silences the libraries' own progress bars."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import typer
+
+from lexsem.cli.ask import ask
+from lexsem.cli.compare import compare
+from lexsem.cli.download import download
+from lexsem.cli.eval import eval_cmd
+from lexsem.cli.list import list_cmd
+from lexsem.cli.report import report
+from lexsem.cli.score_answers import score_answers
+from lexsem.cli.train import train, train_data
+from lexsem.cli.validate import validate
+from lexsem.errors import LexsemError
+from lexsem.warning_lines import warning_lines
+
+__all__ = ["app", "friendly", "quiet_libraries"]
+
+app = typer.Typer(
+    help="Do models understand meaning or only words? SugarCrepe++, VISLA, SugarCrepe, ...",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn LexsemError into one clear line on stderr and exit status 2; lexsem's warnings
+    (data not as published, cache problems) are `warning: ...` lines on stderr."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with warning_lines(lambda text: typer.echo(text, err=True)):
+                return fn(*args, **kwargs)
+        except LexsemError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt as exc:  # Ctrl-C: say what was kept, exit 130 as shells do
+            message = getattr(exc, "message", None)
+            typer.echo(message() if callable(message) else "interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def quiet_libraries(quiet: bool) -> None:
+    """With `-q`, or when stderr is not a terminal (lexsem prints its own progress lines
+    there), the libraries' own progress bars (transformers' "Loading weights", Hub downloads)
+    are off; the user's own HF_HUB_DISABLE_PROGRESS_BARS wins. Set before they are imported."""
+    import os
+    import sys
+
+    if quiet or not sys.stderr.isatty():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        if "transformers" in sys.modules:  # imported already (the Python API, tests)
+            sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
+COMMANDS: dict[str, Callable[..., Any]] = {
+    "eval": eval_cmd,
+    "download": download,
+    "score-answers": score_answers,
+    "validate": validate,
+    "report": report,
+    "compare": compare,
+    "list": list_cmd,
+    "ask": ask,
+    "train": train,
+    "train-data": train_data,
+}
+for _name, _command in COMMANDS.items():
+    app.command(_name)(friendly(_command))

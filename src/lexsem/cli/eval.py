@@ -1,0 +1,147 @@
+"""`lexsem eval`: one model on benchmarks through `Evaluator(config).run`; writes the run folder
+and prints the results table and a summary line."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lexsem.cli.options import (
+    EVAL,
+    CacheDir,
+    CocoTrain,
+    CocoVal,
+    DataDir,
+    Device,
+    ImageRoot,
+    NBoot,
+    config_option,
+)
+from lexsem.config import EvalConfig
+
+__all__ = ["eval_cmd"]
+
+Benchmarks = config_option(EvalConfig, "benchmarks", "--benchmark", "-b", more="Repeat it.")
+Tasks = config_option(EvalConfig, "tasks", "--task", "-t")
+Name = config_option(EvalConfig, "name", "--name")
+TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
+Seed = config_option(EvalConfig, "seed", "--seed")
+BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
+Dtype = config_option(EvalConfig, "dtype", "--dtype")
+SkipBad = config_option(EvalConfig, "skip_bad_images", "--skip-bad-images")
+MaxPixels = config_option(EvalConfig, "max_image_pixels", "--max-image-pixels")
+Exif = config_option(EvalConfig, "exif_transpose", "--exif-transpose/--no-exif-transpose")
+Workers = config_option(EvalConfig, "num_workers", "--num-workers")
+
+
+def eval_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Alias or BACKEND:NAME[?opts].")],
+    benchmark: Benchmarks,
+    task: Tasks = EVAL.tasks,
+    name: Name = EVAL.name,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder to write.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace the run that --out already holds.")
+    ] = False,
+    data_dir: DataDir = EVAL.data_dir,
+    cache_dir: CacheDir = EVAL.cache_dir,
+    # the config's use_cache, said the other way round: a flag turns it off
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore the embedding cache.")] = (
+        not EVAL.use_cache
+    ),
+    # a flag: given, True; left out, the config's None (the environment decides)
+    offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
+    tie_policy: TiePolicy = EVAL.tie_policy,
+    seed: Seed = EVAL.seed,
+    n_boot: NBoot = EVAL.n_boot,
+    batch_size: BatchSize = EVAL.batch_size,
+    device: Device = EVAL.device,
+    dtype: Dtype = EVAL.dtype,
+    coco_val2017: CocoVal = EVAL.coco_val2017,
+    coco_train2017: CocoTrain = EVAL.coco_train2017,
+    image_root: ImageRoot = EVAL.image_root,
+    skip_bad_images: SkipBad = EVAL.skip_bad_images,
+    max_image_pixels: MaxPixels = EVAL.max_image_pixels,
+    exif_transpose: Exif = EVAL.exif_transpose,
+    num_workers: Workers = EVAL.num_workers,
+    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No table nor progress: errors and warnings only.")
+    ] = False,
+) -> None:
+    """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table.
+    Progress goes to stderr: a bar on a terminal, a line every few seconds when piped. Ctrl-C
+    keeps what was computed (the cache): the same command resumes."""
+    from lexsem.cli.app import quiet_libraries
+    from lexsem.config import build_config
+    from lexsem.evaluator import Evaluator
+
+    quiet_libraries(quiet)
+    if out is None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        out = Path("runs") / f"{stamp}-{_slug(model)}"
+    config = build_config(
+        benchmarks=benchmark,
+        tasks=task or None,
+        name=name,
+        data_dir=data_dir,
+        cache_dir=cache_dir,
+        use_cache=not no_cache,
+        offline=True if offline else None,
+        tie_policy=tie_policy,
+        seed=seed,
+        n_boot=n_boot,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        coco_val2017=coco_val2017,
+        coco_train2017=coco_train2017,
+        image_root=image_root,
+        skip_bad_images=skip_bad_images,
+        max_image_pixels=max_image_pixels,
+        exif_transpose=exif_transpose,
+        num_workers=num_workers,
+        # the two settings where the CLI differs from the config's defaults:
+        keep_decoded_mb=0,  # one run per command: decoded images would never be used again
+        progress=not quiet,  # a bar on a terminal, periodic lines when piped
+    )
+    run = Evaluator(config).run(model, out=out, force=force)  # checks --out first
+    _eval_summary(run.record, out, quiet=quiet, ci=ci)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:60] or "run"
+
+
+def _work_done(t: Any) -> str:
+    """What the model was asked: texts encoded, and (image, text) pairs scored or answered."""
+    parts = []
+    if t.n_texts_unique or not t.n_pairs_unique:
+        parts.append(f"{t.n_texts_unique} unique texts ({t.n_texts_cached} cached, "
+                     f"{t.n_texts_encoded} encoded)")  # fmt: skip
+    if t.n_pairs_unique:
+        parts.append(f"{t.n_pairs_unique} unique image-text requests ({t.n_pairs_cached} cached, "
+                     f"{t.n_pairs_scored} asked)")  # fmt: skip
+    return "; ".join(parts)
+
+
+def _eval_summary(record: Any, out: Path, *, quiet: bool, ci: bool) -> None:
+    """The results table and a summary line (stderr); coverage below 100% is always said."""
+    from lexsem.report.all_tables import build_tables
+    from lexsem.report.tables import coverage_summary, to_markdown
+
+    t = record.timings
+    coverage = coverage_summary(record)  # items skipped or left out: say so, always
+    if not quiet:
+        typer.echo(to_markdown(build_tables([record], ci=ci)))
+        typer.echo(
+            f"{_work_done(t)} in {t.total_s:.1f} s; run written to {out}"
+            + (f"; {coverage}" if coverage else ""),
+            err=True,
+        )
+    elif coverage:
+        typer.echo(f"warning: {coverage}", err=True)

@@ -1,0 +1,118 @@
+"""The CLI's options, in one style: `name: Annotated[TYPE, typer.Option(...)] = DEFAULT`.
+
+An option that sets a field of `EvalConfig` or `TrainConfig` is made from that field by
+`config_option` (its type, its help: the field's description, its bounds) and its default is
+the field's (`EVAL.batch_size`, `TRAIN.epochs`), so the CLI, the Python API and the config
+cannot disagree; `tests/test_cli_options.py` checks every one. Bounds are shown in the help and
+checked by the config, whose error names the field, as the Python API's does. The options
+several commands share are named here (`DataDir`, `Device`, ...); a command's own options are
+written in its signature.
+"""
+
+from __future__ import annotations
+
+import types
+from enum import Enum
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import annotated_types
+import typer
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+from lexsem.config import EvalConfig
+from lexsem.train.config import LoraConfig, TrainConfig
+
+__all__ = ["EVAL", "LORA", "TRAIN", "CacheDir", "CocoTrain", "CocoVal", "DataDir", "Device",
+           "ImageRoot", "NBoot", "config_option", "defaults", "one_of"]  # fmt: skip
+
+
+def defaults(config: type[BaseModel]) -> Any:
+    """The config's field defaults as attributes (`defaults(EvalConfig).batch_size` is 64);
+    a required field has none."""
+    return types.SimpleNamespace(
+        **{k: f.default for k, f in config.model_fields.items() if not f.is_required()}
+    )
+
+
+EVAL = defaults(EvalConfig)
+TRAIN = defaults(TrainConfig)
+LORA = defaults(LoraConfig)
+
+
+def one_of(choices: type[Enum] | tuple[str, ...]) -> Any:
+    """A callback checking an option's value against `choices` (an Enum's values, or names),
+    with "did you mean"."""
+    known = [c.value for c in choices] if isinstance(choices, type) else list(choices)
+
+    def check(value: str | None) -> str | None:
+        if value is None or value in known:
+            return value
+        from lexsem.registry import did_you_mean
+
+        raise typer.BadParameter(
+            f"{value!r} is not one of {', '.join(map(repr, known))}{did_you_mean(value, known)}"
+        )
+
+    return check
+
+
+def config_option(
+    config: type[BaseModel],
+    field: str,
+    *decls: str,
+    more: str = "",
+    optional: bool = False,
+    **option: Any,
+) -> Any:
+    """`Annotated[TYPE, typer.Option(*decls, help=...)]` for `config`'s `field`: its type (a
+    tuple is a repeatable option, a Literal a checked string; `optional`: or None, for a
+    required field that something else can supply), its description as help (`more` appended)
+    with its bounds. `option`: more `typer.Option` arguments (`envvar`, `show_default`, ...).
+    The parameter's default is the field's: `= EVAL.<field>`."""
+    info = config.model_fields[field]
+    cli_type, choices = _cli_type(info.annotation)
+    if optional:
+        cli_type = cli_type | None
+    if choices and "callback" not in option:
+        option["callback"] = one_of(choices)
+    text = " ".join(t for t in (info.description or "", more, _bounds(info)) if t)
+    return Annotated[cli_type, typer.Option(*decls, help=text, **option)]
+
+
+def _cli_type(annotation: Any) -> tuple[Any, tuple[str, ...]]:
+    """The type typer reads for a field's annotation, and a Literal's values (else ())."""
+    args = get_args(annotation)
+    optional = type(None) in args and get_origin(annotation) in (Union, types.UnionType)
+    inner = next(a for a in args if a is not type(None)) if optional else annotation
+    choices: tuple[str, ...] = ()
+    if get_origin(inner) is Literal:
+        inner, choices = str, get_args(inner)
+    elif get_origin(inner) is tuple and get_args(inner)[1:] == (Ellipsis,):
+        inner = list[get_args(inner)[0]]  # type: ignore[misc]
+    return (inner | None if optional else inner), choices
+
+
+def _bounds(info: FieldInfo) -> str:
+    """The field's bounds in words, `(at least 1)`, `(more than 0.0, less than 1.0)`; '' for
+    none. (Not click's `[x>=1]`: the help's markup would take it for a tag.)"""
+    words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+    said = [
+        f"{words[k]} {getattr(m, k)}"
+        for m in info.metadata
+        for k in words
+        if isinstance(m, annotated_types.BaseMetadata) and hasattr(m, k)
+    ]
+    return f"({', '.join(said)})" if said else ""
+
+
+# -- options several commands share (evaluation's fields; a training run shares them) ----------
+DataDir = config_option(EvalConfig, "data_dir", "--data-dir", envvar="LEXSEM_DATA_DIR")
+CacheDir = config_option(EvalConfig, "cache_dir", "--cache-dir", envvar="LEXSEM_CACHE_DIR")
+CocoVal = config_option(EvalConfig, "coco_val2017", "--coco-val2017", envvar="LEXSEM_COCO_VAL2017")
+CocoTrain = config_option(
+    EvalConfig, "coco_train2017", "--coco-train2017", envvar="LEXSEM_COCO_TRAIN2017"
+)
+ImageRoot = config_option(EvalConfig, "image_root", "--image-root", envvar="LEXSEM_IMAGE_ROOT")
+Device = config_option(EvalConfig, "device", "--device")
+NBoot = config_option(EvalConfig, "n_boot", "--n-boot")

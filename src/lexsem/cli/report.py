@@ -1,0 +1,109 @@
+"""`lexsem report`: paper-style tables of run folders, and with `--html` one page of analyses."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lexsem.cli.options import EVAL, CacheDir, DataDir, one_of
+
+__all__ = ["report"]
+
+
+class Format(str, Enum):
+    md = "md"
+    csv = "csv"
+    latex = "latex"
+
+
+def report(
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run folders or run.json files (model runs and blind runs)."),
+    ],
+    fmt: Annotated[
+        str, typer.Option("--format", "-f", help="md, csv or latex.", callback=one_of(Format))
+    ] = "md",
+    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the table here.")] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write one self-contained HTML page with the analyses."),
+    ] = None,
+    data_dir: DataDir = EVAL.data_dir,
+    cache_dir: CacheDir = EVAL.cache_dir,
+    baseline: Annotated[
+        str | None, typer.Option(help="Baseline model for the cross-benchmark arrows.")
+    ] = None,
+    parser: Annotated[
+        str | None,
+        typer.Option(help="Constituency parser for syntactic similarity / SLS (e.g. stanza)."),
+    ] = None,
+    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    title: Annotated[str, typer.Option(help="Title of the HTML page.")] = "lexsem report",
+) -> None:
+    """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
+    priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
+    from lexsem.atomic import atomic_open
+    from lexsem.report.all_tables import build_tables
+    from lexsem.report.tables import to_csv, to_latex, to_markdown
+    from lexsem.results.run import Run
+    from lexsem.results.run_folder import load_run
+
+    runs = _expand_training_runs(runs)
+    records = [load_run(r) for r in runs]
+    # with --html the per-item files are read too: a damaged one fails before any output
+    loaded = [Run.load(r) for r in runs] if html is not None else None
+    _note_repeats(runs, records)
+    tables = build_tables(records, ci=ci)
+    render = {Format.md: to_markdown, Format.csv: to_csv, Format.latex: to_latex}[Format(fmt)]
+    text = render(tables)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        with atomic_open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    if loaded is not None:
+        from lexsem.report.analyses import ReportOptions, build_report
+
+        opt = ReportOptions(
+            data_dir=data_dir,
+            cache_dir=cache_dir,
+            baseline=baseline,
+            parser=parser,
+            n_boot=n_boot,
+            seed=seed,
+        )
+        page = build_report(loaded, opt, title=title)  # per-item tables
+        with atomic_open(html, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        typer.echo(f"HTML report written to {html}", err=True)
+
+
+def _expand_training_runs(paths: list[Path]) -> list[Path]:
+    """A training run's folder stands for its evaluations (before training, each epoch), in
+    order: before/after tables, McNemar against the base model, hard-test accuracy per
+    checkpoint."""
+    from lexsem.train.record import evaluation_folders
+
+    out: list[Path] = []
+    for p in paths:
+        out += evaluation_folders(p) if (Path(p) / "train.json").is_file() else [p]
+    return out
+
+
+def _note_repeats(paths: list[Path], records: list[Any]) -> None:
+    """A run given twice is shown once: say so on stderr."""
+    first: dict[str, Path] = {}
+    for path, rec in zip(paths, records, strict=True):
+        if rec.run_id in first:
+            typer.echo(
+                f"note: {path} holds the same run as {first[rec.run_id]} ({rec.run_id}); "
+                "shown once",
+                err=True,
+            )
+        first.setdefault(rec.run_id, path)

@@ -1,0 +1,168 @@
+"""`lexsem train` (fine-tune a CLIP model, judged by lexsem's evaluation every epoch) and
+`lexsem train-data` (rendered training scenes with hard negatives)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from lexsem.cli.options import (
+    LORA,
+    TRAIN,
+    CacheDir,
+    CocoTrain,
+    CocoVal,
+    DataDir,
+    Device,
+    ImageRoot,
+    NBoot,
+    config_option,
+)
+from lexsem.errors import LexsemError
+from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
+
+__all__ = ["train", "train_data"]
+
+Manifest = config_option(TrainConfig, "manifest", "--manifest")
+Out = config_option(TrainConfig, "out", "--out", "-o")
+Model = config_option(TrainConfig, "model", "--model", "-m", more="Or a --preset's.", optional=True)
+Regime = config_option(TrainConfig, "regime", "--regime")
+Epochs = config_option(TrainConfig, "epochs", "--epochs")
+BatchSize = config_option(TrainConfig, "batch_size", "--batch-size")
+Lr = config_option(TrainConfig, "lr", "--lr")
+WeightDecay = config_option(TrainConfig, "weight_decay", "--weight-decay")
+Warmup = config_option(TrainConfig, "warmup", "--warmup")
+Accumulate = config_option(TrainConfig, "accumulate", "--accumulate")
+Precision = config_option(TrainConfig, "precision", "--precision")
+Seed = config_option(TrainConfig, "seed", "--seed")
+MaxSteps = config_option(TrainConfig, "max_steps", "--max-steps")
+LoraR = config_option(LoraConfig, "r", "--lora-r", more="With --lora.")
+LoraAlpha = config_option(LoraConfig, "alpha", "--lora-alpha", more="With --lora.")
+CheckpointEvery = config_option(TrainConfig, "checkpoint_every", "--checkpoint-every")
+SelectOn = config_option(TrainConfig, "select_on", "--select-on")
+SelectMetric = config_option(TrainConfig, "select_metric", "--select-metric")
+JudgeOn = config_option(TrainConfig, "judge_on", "--judge-on")
+AllowLeakage = config_option(TrainConfig, "allow_leakage", "--allow-leakage/--no-allow-leakage")
+Workers = config_option(TrainConfig, "num_workers", "--num-workers")
+
+
+def train(
+    ctx: typer.Context,
+    manifest: Manifest,
+    out: Out,
+    model: Model = None,  # TrainConfig requires one: this option or the preset
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="Paper settings: bivlc-clip-coco, bivlc-trohn-text, bivlc-trohn-img, negclip; "
+            "they replace the defaults of the options below, options given replace them."
+        ),
+    ] = None,
+    regime: Regime = TRAIN.regime,
+    epochs: Epochs = TRAIN.epochs,
+    batch_size: BatchSize = TRAIN.batch_size,
+    lr: Lr = TRAIN.lr,
+    weight_decay: WeightDecay = TRAIN.weight_decay,
+    warmup: Warmup = TRAIN.warmup,
+    accumulate: Accumulate = TRAIN.accumulate,
+    precision: Precision = TRAIN.precision,
+    seed: Seed = TRAIN.seed,
+    max_steps: MaxSteps = TRAIN.max_steps,
+    lora: Annotated[
+        str | None,
+        typer.Option(
+            help="LoRA on these modules (comma-separated suffixes, e.g. c_fc,c_proj); else full "
+            "fine-tuning."
+        ),
+    ] = None,
+    lora_r: LoraR = LORA.r,
+    lora_alpha: LoraAlpha = LORA.alpha,
+    checkpoint_every: CheckpointEvery = TRAIN.checkpoint_every,
+    select_on: SelectOn = TRAIN.select_on,
+    select_metric: SelectMetric = TRAIN.select_metric,
+    judge_on: JudgeOn = TRAIN.judge_on,
+    allow_leakage: AllowLeakage = TRAIN.allow_leakage,
+    resume: Annotated[bool, typer.Option(help="Continue the run in --out from its state.pt.")] = (
+        False
+    ),
+    data_dir: DataDir = TRAIN.data_dir,
+    cache_dir: CacheDir = TRAIN.cache_dir,
+    coco_val2017: CocoVal = TRAIN.coco_val2017,
+    coco_train2017: CocoTrain = TRAIN.coco_train2017,
+    image_root: ImageRoot = TRAIN.image_root,
+    device: Device = TRAIN.device,
+    num_workers: Workers = TRAIN.num_workers,
+    n_boot: NBoot = TRAIN.n_boot,
+) -> None:
+    """Fine-tune a CLIP model with in-batch and hard negatives, judged by lexsem's evaluation
+    every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`)."""
+    from lexsem.train.loop import Trainer
+
+    fields: dict[str, Any] = {
+        "model": model, "regime": regime, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+        "weight_decay": weight_decay, "warmup": warmup, "accumulate": accumulate,
+        "precision": precision, "seed": seed, "max_steps": max_steps,
+        "checkpoint_every": checkpoint_every, "select_on": tuple(select_on),
+        "select_metric": select_metric, "judge_on": tuple(judge_on),
+        "allow_leakage": allow_leakage, "data_dir": data_dir, "cache_dir": cache_dir,
+        "coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
+        "image_root": image_root, "device": device, "num_workers": num_workers,
+        "n_boot": n_boot,
+    }  # fmt: skip
+    # what the command line (or an environment variable) set replaces the preset; the rest is
+    # the preset's, else TrainConfig's default (the option's)
+    given = {k: v for k, v in fields.items() if _given(ctx, k)}
+    if lora:
+        given["lora"] = LoraConfig(targets=tuple(lora.split(",")), r=lora_r, alpha=lora_alpha)
+    if preset and preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r} ({', '.join(PRESETS)})")
+    settings = {**(PRESETS[preset] if preset else {}), **given}
+    if settings.get("model") is None:
+        raise typer.BadParameter("give --model (or a --preset that names one)")
+    cfg = _train_config(manifest=manifest, out=out, **settings)
+    res = Trainer(cfg).run(resume=resume)
+    state = "stopped (resume with --resume)" if res.stopped else "done"
+    typer.echo(f"{state}: {res.steps} steps in {res.folder}")
+    if res.final:
+        typer.echo(f"final: {res.final}")
+    if res.best:
+        typer.echo(f"best: {res.best}")
+
+
+def _given(ctx: typer.Context, param: str) -> bool:
+    """Whether `param` was set on the command line or by an environment variable."""
+    from click.core import ParameterSource
+
+    return ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT)
+
+
+def _train_config(**fields: Any) -> TrainConfig:
+    """`TrainConfig(**fields)` with validation errors as one `LexsemError` naming each field."""
+    from pydantic import ValidationError
+
+    try:
+        return TrainConfig(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: "
+            f"{e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        )
+        raise LexsemError(f"invalid training settings: {problems}") from None
+
+
+def train_data(
+    out: Annotated[Path, typer.Argument(help="Folder to write images and manifest.jsonl to.")],
+    n: Annotated[int, typer.Option("-n", min=1, help="Examples.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the scenes drawn.")] = 0,
+    size: Annotated[int, typer.Option(help="Image side in pixels.")] = 224,
+    dev_fraction: Annotated[float, typer.Option(help="Share of examples in the dev split.")] = 0.0,
+) -> None:
+    """Write rendered training scenes with hard negative captions and images (disjoint from
+    the synthetic benchmarks' scenes) and their manifest."""
+    from lexsem.train.rendered import write_rendered
+
+    path = write_rendered(out, n, seed, size=size, dev_fraction=dev_fraction)
+    typer.echo(f"manifest: {path}")

@@ -1,0 +1,205 @@
+"""The CLI's options are made from the config fields they set (`lexsem.cli.options`): every
+option of `eval` and `train` has its field's default and help, the exceptions are listed here
+with why, and a `--preset` is replaced only by the options given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from pydantic import BaseModel
+from typer.testing import CliRunner
+
+from lexsem.cli import app
+from lexsem.config import EvalConfig
+from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
+
+runner = CliRunner()
+
+# options that set no field of their own name: option -> (config, field), or None for options
+# that are not settings of the config (where to write, what to print)
+EVAL_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
+    "benchmark": (EvalConfig, "benchmarks"),
+    "task": (EvalConfig, "tasks"),
+    "model": None,  # Evaluator.run's argument
+    "out": None,
+    "force": None,
+    "no_cache": None,  # use_cache, the other way round: checked below
+    "offline": None,  # a flag: checked below
+    "ci": None,
+    "quiet": None,  # progress, the other way round
+}
+TRAIN_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
+    "lora_r": (LoraConfig, "r"),
+    "lora_alpha": (LoraConfig, "alpha"),
+    "model": None,  # required by TrainConfig, or given by the preset: checked below
+    "preset": None,
+    "lora": None,
+    "resume": None,
+    "manifest": None,  # required: no default
+    "out": None,
+}
+
+
+def _params(command: str) -> dict[str, Any]:
+    """The click parameters of `command`, by name."""
+    group: Any = typer.main.get_command(app)
+    return {p.name: p for p in group.commands[command].params if p.name and p.name != "help"}
+
+
+def _as_config(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize(
+    ("command", "config", "other"),
+    [("eval", EvalConfig, EVAL_OTHER), ("train", TrainConfig, TRAIN_OTHER)],
+)
+def test_every_option_has_its_config_fields_default_and_help(
+    command: str, config: type[BaseModel], other: dict[str, Any]
+) -> None:
+    checked = 0
+    for name, param in _params(command).items():
+        if name == "ctx":
+            continue
+        target = other.get(name, (config, name))
+        assert name in other or name in config.model_fields, f"--{name}: no field {name!r}"
+        if target is None:
+            continue
+        cfg, field = target
+        info = cfg.model_fields[field]
+        if not info.is_required():
+            assert _as_config(param.default) == info.default, f"{command} --{name}"
+        assert info.description and info.description in (getattr(param, "help", "") or "")
+        checked += 1
+    assert checked >= 15
+
+
+def test_the_exceptions_agree_with_the_config() -> None:
+    p = _params("eval")
+    fields = EvalConfig.model_fields
+    assert p["no_cache"].default is (not fields["use_cache"].default)
+    assert p["offline"].default is False and fields["offline"].default is None  # None: env
+    # the config shows no progress (the Python API, sweeps); the CLI does unless -q
+    assert p["quiet"].default is False and fields["progress"].default is False
+    assert _params("train")["model"].default is None
+
+
+def test_eval_and_train_share_device_and_the_evaluation_settings() -> None:
+    e, t = _params("eval"), _params("train")
+    for name in ("device", "n_boot", "data_dir", "cache_dir", "coco_val2017", "image_root"):
+        assert e[name].default == t[name].default, name
+        assert getattr(e[name], "help", None) == getattr(t[name], "help", None), name
+    assert e["device"].default is None and "default: auto" in (e["device"].help or "")
+
+
+def test_bounds_are_said_in_the_help_and_checked_by_the_config() -> None:
+    assert "(at least 1)" in (_params("eval")["batch_size"].help or "")
+    assert "(at least 2)" in (_params("train")["batch_size"].help or "")
+    out = runner.invoke(app, ["train", "--manifest", "m", "-o", "o", "-m", "x", "--epochs", "0"])
+    assert out.exit_code == 2, out.output
+    assert (
+        "error: invalid training settings: epochs: Input should be greater than or equal to 1"
+        in (out.output)
+    )
+
+
+@pytest.fixture
+def trained(monkeypatch: pytest.MonkeyPatch) -> list[TrainConfig]:
+    """`lexsem train`'s configs, captured instead of trained."""
+    import lexsem.train.loop as loop
+
+    seen: list[TrainConfig] = []
+
+    class Capture:
+        def __init__(self, cfg: TrainConfig) -> None:
+            seen.append(cfg)
+
+        def run(self, resume: bool) -> Any:
+            raise typer.Exit(0)
+
+    monkeypatch.setattr(loop, "Trainer", Capture)
+    return seen
+
+
+def test_a_preset_replaces_defaults_and_options_given_replace_the_preset(
+    trained: list[TrainConfig], tmp_path: Path
+) -> None:
+    base = ["train", "--manifest", str(tmp_path / "m.jsonl"), "-o", str(tmp_path / "run")]
+    preset = "bivlc-trohn-text"
+    for extra in ([], ["--batch-size", "400"], ["--batch-size", "64", "--epochs", "3"]):
+        out = runner.invoke(app, [*base, "--preset", preset, *extra])
+        assert out.exit_code == 0, out.output
+    by_preset, default_given, both_given = trained
+    assert (
+        by_preset.batch_size
+        == PRESETS[preset]["batch_size"]
+        != TrainConfig.model_fields["batch_size"].default
+    )
+    assert by_preset.model == PRESETS[preset]["model"] and by_preset.regime == "trohn_text"
+    assert by_preset.epochs == TrainConfig.model_fields["epochs"].default
+    assert default_given.batch_size == 400  # given, although it is the default
+    assert (both_given.batch_size, both_given.epochs) == (64, 3)
+    no_model = runner.invoke(app, base)
+    assert no_model.exit_code == 2 and "give --model" in no_model.output
+
+
+# -- lexsem list backends --------------------------------------------------------------------
+
+
+def test_list_backends_says_prefix_needs_and_options_without_torch() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from lexsem.models.factory import BACKEND_EXTRAS, BACKENDS
+
+    code = (
+        "import json, sys; from lexsem.cli import app; sys.argv = ['lexsem', 'list', 'backends']\n"
+        "try:\n    app()\nexcept SystemExit as exc:\n    code = exc.code\n"
+        "print(json.dumps({'exit': code, 'torch': 'torch' in sys.modules}))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=os.environ, timeout=120
+    )
+    *lines, last = res.stdout.splitlines()
+    assert json.loads(last) == {"exit": 0, "torch": False}, res.stderr
+    text = "\n".join(lines)
+    blocks = {b.split(":", 1)[0]: b for b in text.split("\n") if b and not b.startswith(" ")}
+    assert sorted(blocks) == BACKENDS.names()
+    assert "needs: lexsem[openclip]" in _block(text, "openclip")
+    assert BACKEND_EXTRAS["openclip"] == "lexsem[openclip]"
+    hf = _block(text, "hf")
+    assert hf.splitlines()[0].startswith("hf:NAME  transformers AutoModel")
+    assert "pooling=mean" in hf and "normalize=false" in hf and "needs: nothing beyond" in hf
+    assert "max_length=128" in _block(text, "vera")
+
+
+def _block(text: str, name: str) -> str:
+    """The lines of backend `name`: its header and the indented lines below it."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith(" "):
+            if out:
+                break
+            if line.startswith(f"{name}:"):
+                out.append(line)
+        elif out:
+            out.append(line)
+    return "\n".join(out)
+
+
+def test_a_backend_that_does_not_import_is_listed_with_why() -> None:
+    from lexsem.models.factory import register_backend, unregister_backend
+
+    register_backend("nosuch", "lexsem_no_such_module:Model")
+    try:
+        out = runner.invoke(app, ["list", "backends"])
+    finally:
+        unregister_backend("nosuch")
+    assert out.exit_code == 0, out.output
+    assert "nosuch:NAME  (does not import: ModuleNotFoundError" in out.output
+    assert "st:NAME  sentence-transformers" in out.output
