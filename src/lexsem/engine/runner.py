@@ -147,7 +147,7 @@ def _pairs(
     opts: RunOptions,
     out: Outcome,
 ) -> None:
-    from lexsem.engine.images import pair_scores
+    from lexsem.engine.pair_scores import pair_scores
 
     values: list[np.ndarray] = []
     for profile, pairs in plan.pairs.items():
@@ -181,7 +181,7 @@ def _asks(
     opts: RunOptions,
     out: Outcome,
 ) -> None:
-    from lexsem.engine.images import pair_answers
+    from lexsem.engine.pair_scores import pair_answers
 
     for profile, pairs in plan.asks.items():
         texts, ast, _ = pair_answers(
@@ -201,7 +201,7 @@ def _images(
     opts: RunOptions,
     out: Outcome,
 ) -> None:
-    from lexsem.engine.images import embed_images
+    from lexsem.engine.image_embed import embed_images
 
     units: list[np.ndarray] = []
     for profile, pairs in plan.pairs.items():
