@@ -5,14 +5,13 @@ answers the papers' prompts about each item's image in every ordering, through t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from fakes import TRIPLETS, scpp_user_files, tiny_preprocess
+from fakes import TRIPLETS, ScriptedChat, scpp_user_files
 from lexsem import evaluate
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MICRO
@@ -23,24 +22,11 @@ MARKER = re.compile(r"\(\d\)")
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
 
 
-class ScriptedAnswerer:
-    """An `Answerer` answering from `reply(prompt)`; counts what it was asked."""
-
-    name = "scripted"
+class ScriptedAnswerer(ScriptedChat):
+    """A chat model answering from `reply(prompt)`; `tag` tells its answers apart."""
 
     def __init__(self, reply: Any, tag: str = "") -> None:
-        self.reply, self.tag, self.asked = reply, tag, 0
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-scripted", "tag": self.tag}
-
-    def preprocess(self, image: Any) -> Any:
-        return tiny_preprocess(image)
-
-    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]:
-        self.asked += len(prompts)
-        return [self.reply(p) for p in prompts]
+        super().__init__(reply, "scripted", tag=tag)
 
 
 def oracle(prompt: str) -> str:

@@ -294,7 +294,7 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
 
 
 def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> None:
-    from lexsem.models.backends.vqa import QUESTIONS
+    from lexsem.models.vqascore import QUESTIONS
     from lexsem.models.factory import load_model
 
     assert QUESTIONS["t17_3"].format(text="<caption>") == (

@@ -18,15 +18,15 @@ from typer.testing import CliRunner
 from fakes import (
     TRIPLETS,
     BagOfWordsEncoder,
+    ScriptedChat,
     TinyDualEncoder,
     image_key_of,
     oracle_key,
     scpp_user_files,
-    tiny_preprocess,
 )
 from lexsem import evaluate
 from lexsem.cli import app
-from lexsem.models.backends.vqa import QUESTIONS
+from lexsem.models.vqascore import QUESTIONS
 from lexsem.report import generative
 from lexsem.report.analyses import ReportOptions, build_report
 from lexsem.report.tables import Table, build_tables, table_groups, to_markdown
@@ -42,21 +42,11 @@ SWAP_OBJ = {c for row in TRIPLETS["swap_obj"] for c in row}
 CHOICE = ["choice_scpp1", "choice_scpp2", "choice_scpp3"]
 
 
-class ScriptedAnswerer:
+class ScriptedAnswerer(ScriptedChat):
     """Answers each prompt with `reply(prompt)`; `extra` goes into its fingerprint."""
 
     def __init__(self, reply: Any, name: str, **extra: Any) -> None:
-        self.reply, self.name, self.extra = reply, name, extra
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-scripted", "tag": self.name, **self.extra}
-
-    def preprocess(self, image: Any) -> Any:
-        return tiny_preprocess(image)
-
-    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]:
-        return [self.reply(p) for p in prompts]
+        super().__init__(reply, name, tag=name, **extra)
 
 
 def oracle(prompt: str) -> str:

@@ -51,6 +51,14 @@ class EvalConfig(BaseModel):
     # model evaluated again with new weights (every epoch of training) decodes no image twice
     keep_decoded_mb: int = Field(DEFAULT_DECODED_IMAGE_MB, ge=0)
     progress: bool = False
+    # chat models (`lexsem.engine.chat`): k-shot demonstrations before each question (drawn
+    # from the item's subset, seeded), sending nothing (every answer from the store), a cap on
+    # the requests sent, and how many are sent at a time (at most the model's own limit)
+    shots: int = Field(0, ge=0, le=64)
+    shot_seed: int = 0
+    replay_only: bool = False
+    max_requests: int | None = Field(None, ge=0)
+    concurrency: int = Field(4, ge=1, le=64)
 
     @field_validator("benchmarks", mode="before")
     @classmethod

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_KINDS",
     "canonical_json",
+    "chat_request_key",
     "content_key",
     "file_memo_key",
     "image_key",
@@ -114,3 +115,10 @@ def file_memo_key(ident: tuple[Any, ...]) -> str:
     """The store key of the image key remembered for a file, by what `os.stat` says of it
     (`lexsem.engine.image_scan`)."""
     return request_key("image_file_key", file=list(ident))
+
+
+def chat_request_key(fingerprint: dict[str, Any], body: dict[str, Any]) -> str:
+    """The store key of a chat request: the model's fingerprint and the request body with each
+    image replaced by its content key (`lexsem.engine.chat.chat_key`). Free-form answers and
+    log-probabilities are stored under their own kind, ``chat``."""
+    return request_key("chat", model=fingerprint, body=body)

@@ -21,9 +21,9 @@ from lexsem.errors import ModelError
 from lexsem.images.decode import Profiles
 from lexsem.images.image_store import ImageStore
 from lexsem.images.memory import DecodedImages
-from lexsem.models.protocols import Answerer, PairScorer
+from lexsem.models.protocols import PairScorer
 
-__all__ = ["PairScoreStats", "pair_answers", "pair_scores"]
+__all__ = ["PairScoreStats", "pair_scores"]
 
 
 @dataclass
@@ -45,7 +45,7 @@ class PairScoreStats:
 @dataclass(frozen=True)
 class _PairValues:
     """What a pair request yields and where it is kept: scores (float64 scalars in the store,
-    NaN for a skipped pair) or free-form answers (JSON records ``{"text": ...}``, None)."""
+    NaN for a skipped pair)."""
 
     what: str  # for the progress bar
     get: Callable[[RequestStore, list[str]], dict[str, Any]]
@@ -54,27 +54,12 @@ class _PairValues:
     empty: Callable[[int], np.ndarray]
 
 
-def _get_answers(cache: RequestStore, keys: list[str]) -> dict[str, Any]:
-    return {k: r["text"] for k, r in cache.get_records(keys).items()}
-
-
-def _put_answers(cache: RequestStore, keys: list[str], texts: list[Any]) -> None:
-    cache.put_records(keys, [{"text": t} for t in texts])
-
-
 _SCORES = _PairValues(
     "scoring pairs",
     lambda cache, keys: cache.get_scalars(keys),
     lambda cache, keys, vals: cache.put_scalars(keys, np.asarray(vals, dtype=np.float64)),
     lambda model, inputs, chunk: _scored(model, inputs, chunk).tolist(),
     lambda n: np.full(n, np.nan, dtype=np.float32),
-)
-_ANSWERS = _PairValues(
-    "answering",
-    _get_answers,
-    _put_answers,
-    lambda model, inputs, chunk: _answered(model, inputs, chunk),
-    lambda n: np.full(n, None, dtype=object),
 )
 
 
@@ -102,20 +87,6 @@ def pair_scores(
     `labels`, `exif_transpose`, `profiles`, `progress`, `decoded`.
     """
     return _pair_values(_SCORES, scorer, pairs, store, cache, **options)
-
-
-def pair_answers(
-    answerer: Answerer,
-    pairs: Sequence[tuple[str, str]],
-    store: ImageStore,
-    cache: RequestStore | None = None,
-    **options: Any,
-) -> tuple[np.ndarray, PairScoreStats, list[str]]:
-    """The free-form answers of `answerer` to (image reference, prompt) `pairs` (an object
-    array of str; None where the image was skipped), as `pair_scores` makes scores: each
-    unique (image content, prompt) asked once, each answer stored as a JSON record under its
-    pair key as soon as its batch is answered, so a rerun asks nothing again."""
-    return _pair_values(_ANSWERS, answerer, pairs, store, cache, **options)
 
 
 def _pair_values(
@@ -211,21 +182,6 @@ def _pair_keys(
         if pk is not None:
             pair_of.setdefault(pk, (ikey, text))  # type: ignore[arg-type]
     return pkey_of, pair_of
-
-
-def _answered(answerer: Answerer, inputs: Any, chunk: list[tuple[int, str, str]]) -> list[str]:
-    """The answers (str) to one chunk of (batch row, pair key, prompt), checked."""
-    import torch
-
-    idx = torch.as_tensor([row for row, _, _ in chunk], dtype=torch.long)
-    prompts = [text for _, _, text in chunk]
-    answers = list(answerer.answer(batch_rows(inputs, idx), prompts))
-    if len(answers) != len(prompts) or not all(isinstance(a, str) for a in answers):
-        raise ModelError(
-            f"answerer {answerer.name!r} returned {len(answers)} answers for {len(prompts)} "
-            "prompts (one str each expected)"
-        )
-    return answers
 
 
 def _scored(scorer: PairScorer, inputs: Any, chunk: list[tuple[int, str, str]]) -> np.ndarray:
