@@ -9,9 +9,9 @@ import random
 import pytest
 
 from lexsem.benchmarks.items import PairItem, TripletItem
+from lexsem.engine.conversations import item_request
 from lexsem.errors import DataError
 from lexsem.tasks.choice import render
-from lexsem.engine.conversations import item_request
 from lexsem.tasks.choice_task import choice_task
 from lexsem.tasks.shots import pick_shots, render_shots, right_answer, shot_plan
 

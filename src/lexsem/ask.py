@@ -62,8 +62,13 @@ def check_ask(prompt: str | None, vqascore: bool, shots: int, import_file: Any, 
 
 
 def _with_vqa(spec: str, vqa: dict[str, str | None]) -> str:
-    """`spec` with the VQAScore options given on the command line."""
-    given = {k: v for k, v in vqa.items() if v is not None}
+    """`spec` with the VQAScore options given on the command line (for a backend that takes
+    them: another is refused by the run, which says why)."""
+    from lexsem.models.factory import get_backend
+    from lexsem.models.spec import parse_model_spec
+
+    declared = get_backend(parse_model_spec(spec).backend).options
+    given = {k: v for k, v in vqa.items() if v is not None and k in declared}
     if not given:
         return spec
     sep = "&" if "?" in spec else "?"
