@@ -9,7 +9,7 @@ weights, nothing downloaded) embeds N generated JPEGs of COCO-like sizes. Measur
 - *decode only*: the pipeline's DataLoader (read, hash check, decode, preprocess, collate, pinned
   memory on CUDA) with the same batch size and workers, without the model;
 - *model only*: the encoder on ready-made batches (no decoding);
-- the lexsem pipeline, `lexsem.engine.images.embed_images` with a fresh `RequestStore`;
+- the lexsem pipeline, `lexsem.engine.image_embed.embed_images` with a fresh `RequestStore`;
 - the same call again from the cache: files re-read and hashed (as in a new process), and once
   more in the same process (unchanged files are not re-read); the encoder must not be called.
 
@@ -391,13 +391,14 @@ def _decode_loader(
 ) -> Any:
     """The DataLoader `embed_images` decodes with (its dataset: read, hash check, decode,
     preprocess; its collate), over files hashed here beforehand."""
-    from lexsem.engine.images import _DecodeDataset, _loader, image_key
+    from lexsem.engine.decoding import DecodeDataset, decode_loader
+    from lexsem.engine.keys import image_key
 
     entries = []
     for ref in refs:
         res = store.resolve(ref)
         entries.append((image_key(res.read()), res))
-    return _loader(_DecodeDataset(entries, preprocess, True), batch_size, workers, pin)
+    return decode_loader(DecodeDataset(entries, preprocess, True), batch_size, workers, pin)
 
 
 def decode_only(loader: Any) -> int:
@@ -527,8 +528,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = args.n or DEFAULT_N[kind]
     batch_size = args.batch_size or DEFAULT_BATCH[kind]
 
-    from lexsem.engine import images as engine_images
-    from lexsem.engine.images import default_num_workers, embed_images
+    from lexsem.engine import image_scan
+    from lexsem.engine.decoding import default_num_workers
+    from lexsem.engine.image_embed import embed_images
     from lexsem.engine.request_store import RequestStore
     from lexsem.images.image_store import ImageStore
     from lexsem.models.protocols import fingerprint_key
@@ -661,7 +663,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"warning: cold run encoded {cold_stats.n_encoded} of {n}", file=sys.stderr)
 
         # -------------------------------------------------------------- cache reruns
-        memo = getattr(engine_images, "_key_memo", None)
+        memo = getattr(image_scan, "_key_memo", None)
         if isinstance(memo, dict):
             memo.clear()  # as in a new process: every file is read and hashed again
         rerun_phase, (rerun_vecs, rerun_stats) = run_phase(

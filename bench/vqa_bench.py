@@ -9,7 +9,7 @@ sizes. Measured, one process, the same pairs:
 - *per-pair loop*, as the VQAScore reference's `batch_forward` does it: batches of pairs, each
   pair its own image and its whole prompt + answer sequence through the model, the score
   exp(-mean cross-entropy) of the answer's tokens;
-- *lexsem cold*: `lexsem.engine.images.pair_scores` with a fresh request store: identical
+- *lexsem cold*: `lexsem.engine.pair_scores.pair_scores` with a fresh request store: identical
   (image, caption) pairs once, an image decoded once, its chat template + image tokens + the
   question's opening words run once and their key/value cache reused for all its captions;
 - *lexsem warm*: the same call again from the store (a new scorer: nothing loaded).
@@ -170,7 +170,7 @@ def reference_loop(
 def lexsem_scores(
     folder: Path, images: Path, pairs: Sequence[tuple[str, str]], cache: Path, batch: int
 ) -> tuple[np.ndarray, Any]:
-    from lexsem.engine.images import pair_scores
+    from lexsem.engine.pair_scores import pair_scores
     from lexsem.engine.request_store import RequestStore
     from lexsem.images.image_store import ImageStore
     from lexsem.models.factory import load_model

@@ -211,3 +211,26 @@ def scpp_user_files(tmp_path: Path) -> tuple[str, Path]:
     for i in range(3):
         Image.fromarray(rng.integers(0, 255, (20, 24, 3), dtype=np.uint8)).save(images / f"{i}.jpg")
     return f"scpp:{files}", images
+
+
+class ScriptedChat:
+    """A `ChatModel` answering the last user turn with `reply(prompt)`; counts what it was
+    asked. `fingerprint` extras tell its answers apart in the store."""
+
+    concurrency = 1
+
+    def __init__(self, reply: Any, name: str = "scripted", **extra: Any) -> None:
+        self.reply, self.name, self.extra, self.asked = reply, name, extra, 0
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": "test-scripted", **self.extra}
+
+    def request_body(self, request: Any, image_part: Any = None) -> dict[str, Any]:
+        part = image_part or (lambda data: {"type": "image", "size": len(data)})
+        turns = [[t.role, t.text, [part(i) for i in t.images]] for t in request.turns]
+        return {"turns": turns}
+
+    def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        self.asked += 1
+        return self.reply(body["turns"][-1][1]), {}

@@ -13,10 +13,17 @@ import pytest
 
 from fakes import BagOfWordsEncoder
 from lexsem.engine.embed import embed_texts
-from lexsem.engine.images import image_key, pair_key, pair_scores
-from lexsem.engine.keys import canonical_json, content_key, request_key
+from lexsem.engine.keys import (
+    canonical_json,
+    content_key,
+    image_key,
+    pair_key,
+    request_key,
+    text_score_key,
+)
+from lexsem.engine.pair_scores import pair_scores
 from lexsem.engine.request_store import RequestStore
-from lexsem.engine.text_scores import score_texts, text_score_key
+from lexsem.engine.text_scores import score_texts
 from lexsem.errors import ModelError
 from lexsem.images.image_store import ImageStore
 from test_images import FakePairScorer, _noise

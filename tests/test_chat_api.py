@@ -24,13 +24,16 @@ from typer.testing import CliRunner
 from fakes import TRIPLETS, register_fixture_benchmark
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli import app
+from lexsem.engine.chat import chat_records
+from lexsem.engine.conversations import answer_requests, image_reader
+from lexsem.engine.plan import Work
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError
 from lexsem.images.image_store import ImageStore
 from lexsem.models.backends.openai_chat import OpenAIChat
 from lexsem.models.protocols import fingerprint_key
-from lexsem.tasks.choice import score_choices
-from lexsem.tasks.choice_run import ask_choices
+from lexsem.tasks.catalog import get_task
+from lexsem.tasks.choice import Answer, score_choices
 
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
 KEY = "sk-test-never-written-0123456789"
@@ -193,6 +196,21 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return make_bench(tmp_path, monkeypatch)
 
 
+def ask_choices(
+    chat: Any, items: list[Any], images: Any, prompt: str, store: Any, **send: Any
+) -> tuple[list[Answer], Any]:
+    """The answers of `chat` to `prompt` about `items` in every ordering, as a run asks them
+    (`lexsem.engine.conversations`, `lexsem.engine.chat`)."""
+    work = Work("fixture_pp", items, [get_task(f"choice_{prompt}")])
+    asked = answer_requests([work], image_reader(images))
+    records, stats = chat_records(chat, asked.requests, store, **send)
+    answers = [
+        Answer(item, subset, prompt, column.removeprefix("answer_"), r["text"])
+        for (_, _, column, subset, item), r in zip(asked.keys, records, strict=True)
+    ]
+    return answers, stats
+
+
 def _ask(url: str, bench: dict[str, Any], **kw: Any) -> tuple[list[Any], Any]:
     chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}&timeout=1")
     store = RequestStore(bench["cache"], fingerprint_key(chat.fingerprint))
@@ -276,9 +294,8 @@ def test_ask_from_the_cli_writes_answers_that_score_answers_reads(
     assert rescored.exit_code == 0, rescored.output
     assert "| scpp_order | PPN | 5 | 100.00 |" in rescored.stdout
     bad = CliRunner().invoke(app, ["ask", "-m", f"openai:tiny-vlm?base_ur={url}", *common])
-    assert (
-        bad.exit_code == 2 and "unknown option 'base_ur' (did you mean 'base_url'?)" in bad.output
-    )
+    assert bad.exit_code == 2
+    assert "unknown model option 'base_ur' (did you mean 'base_url'?)" in bad.output
 
 
 def test_a_client_error_is_not_retried_and_names_the_server(
@@ -302,7 +319,7 @@ def test_the_store_key_of_a_one_image_question_is_unchanged(bench: dict[str, Any
     it had before conversations existed, so stored answers stay served."""
     from lexsem.engine.chat import chat_key
     from lexsem.engine.keys import content_key, request_key
-    from lexsem.models.backends.openai_chat import ChatRequest
+    from lexsem.models.chat import ChatRequest
 
     chat = OpenAIChat("openai:tiny-vlm?base_url=http://127.0.0.1:9/v1")
     image = (bench["images"] / "0.jpg").read_bytes()
@@ -348,11 +365,12 @@ def test_imported_answers_are_replayed_without_sending_anything(
     chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}")
     with RequestStore(bench["cache"], fingerprint_key(chat.fingerprint)) as store:
         from lexsem.engine.chat import chat_key
-        from lexsem.tasks.choice_run import choice_request, image_reader
+        from lexsem.engine.conversations import item_request
 
         item = bench["items"][0]
         read = image_reader(ImageStore(coco_val2017=bench["images"]))
-        key = chat_key(chat, choice_request("scpp3", item, "PNP", read))
+        (column,) = [c for c in get_task("choice_scpp3").columns if c.name == "answer_PNP"]
+        key = chat_key(chat, item_request(column, item, read))
         record = store.get_records([key])[key]
     assert record == {"text": "(1)", "response": {"imported_from": "published.jsonl",
                                                   "where": "line 2"}}  # fmt: skip

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,9 @@ from lexsem.cli import app
 from lexsem.engine.chat import answer_probabilities
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError
-from lexsem.images.image_store import ImageStore
-from lexsem.models.backends.openai_chat import (
-    OpenAIChat,
-    StopRun,
-    prompt_answer_prob,
-    top_answer_probs,
-)
+from lexsem.models.backends.openai_chat import OpenAIChat, prompt_answer_prob, top_answer_probs
+from lexsem.models.chat import AnswerProb, StopRun
 from lexsem.models.protocols import fingerprint_key
-from lexsem.tasks.ask_vqa import ask_vqa
 from test_chat_api import NEGATIVES, ODD, Server, make_bench, serve
 
 
@@ -43,11 +38,60 @@ def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return make_bench(tmp_path, monkeypatch)
 
 
-def _vqa(url: str, bench: dict[str, Any], spec: str = "", **kw: Any) -> tuple[Any, Any]:
-    chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}{spec}")
-    with RequestStore(bench["cache"], fingerprint_key(chat.fingerprint)) as store:
-        return ask_vqa(chat, bench["items"], ImageStore(coco_val2017=bench["images"]), store,
-                       backoff=0.01, **kw)  # fmt: skip
+@dataclass
+class _Pair:
+    text: str
+    score: float
+    probs: dict[str, AnswerProb]
+
+
+@dataclass
+class _Result:
+    pairs: list[_Pair]
+    accuracy: dict[str, float] = field(default_factory=dict)  # per subset and "all"
+    ties: dict[str, int] = field(default_factory=dict)
+    below_top_k: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Stats:
+    n_requests: int
+    n_stored: int
+    n_sent: int
+
+
+def _vqa(url: str, bench: dict[str, Any], spec: str = "", score: str = "vqa",
+         **kw: Any) -> tuple[_Result, _Stats]:  # fmt: skip
+    """The API model's VQAScore run of the ITT task (`Evaluator.run`, as `ask --vqascore`):
+    every pair's probabilities, the accuracy, ties and answers below top-k per subset."""
+    from lexsem.config import EvalConfig
+    from lexsem.evaluator import Evaluator
+
+    chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}{spec}&score={score}")
+    cfg = EvalConfig(benchmarks=["fixture_pp"], tasks=["itt"], data_dir=bench["data"],
+                     coco_val2017=bench["images"], cache_dir=bench["cache"], n_boot=0,
+                     **kw)  # fmt: skip
+    run = Evaluator(cfg).run(chat)
+    rows = [r for r in run.items.to_pylist() if r["metric"] == "itt"]
+    out = _Result([])
+    for subset in [*dict.fromkeys(r["subset"] for r in rows), "all"]:
+        mine = [r for r in rows if subset in (r["subset"], "all")]
+        out.accuracy[subset] = 100.0 * sum(r["hit"] for r in mine) / len(mine)
+        out.ties[subset] = sum(r["tie"] for r in mine)
+        out.below_top_k[subset] = 0
+        for r in mine:
+            for col in ("s_i_p1", "s_i_p2", "s_i_n"):
+                d = json.loads(r[f"detail_{col}"])
+                probs = {
+                    a: AnswerProb(a, p["p"], tuple(p["tokens"]), tuple(p["logprobs"]),
+                                  p["below_top_k"])
+                    for a, p in d["probs"].items()
+                }  # fmt: skip
+                out.below_top_k[subset] += sum(p.below_top_k for p in probs.values())
+                if subset == "all":
+                    out.pairs.append(_Pair(d["text"], d["score"], probs))
+    t = run.record.timings
+    return out, _Stats(t.n_requests, t.n_requests_stored, t.n_requests_sent)
 
 
 def test_top_logprobs_sum_the_answer_variants_and_flag_answers_below_top_k(
@@ -255,7 +299,8 @@ def test_ask_writes_runs_that_compare_like_local_runs(
     run = Run.load(tmp_path / "m")
     assert run.record.config.tasks == ["choice_scpp3"] and run.record.model.name == "mc"
     assert {r.metric for r in run.record.results} == {"NPP", "PNP", "PPN", "circular"}
-    assert run.record.model.fingerprint["prompt"] == "scpp3"
+    # the prompt is the task's (config.tasks, part of the run id); the model's store is one
+    assert run.record.model.fingerprint["backend"] == "openai"
     assert "api_key" not in json.dumps(run.record.model.fingerprint).lower()
 
 

@@ -5,14 +5,13 @@ answers the papers' prompts about each item's image in every ordering, through t
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from fakes import TRIPLETS, scpp_user_files, tiny_preprocess
+from fakes import TRIPLETS, ScriptedChat, scpp_user_files
 from lexsem import evaluate
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MICRO
@@ -23,24 +22,11 @@ MARKER = re.compile(r"\(\d\)")
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
 
 
-class ScriptedAnswerer:
-    """An `Answerer` answering from `reply(prompt)`; counts what it was asked."""
-
-    name = "scripted"
+class ScriptedReplies(ScriptedChat):
+    """A chat model answering from `reply(prompt)`; `tag` tells its answers apart."""
 
     def __init__(self, reply: Any, tag: str = "") -> None:
-        self.reply, self.tag, self.asked = reply, tag, 0
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-scripted", "tag": self.tag}
-
-    def preprocess(self, image: Any) -> Any:
-        return tiny_preprocess(image)
-
-    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]:
-        self.asked += len(prompts)
-        return [self.reply(p) for p in prompts]
+        super().__init__(reply, "scripted", tag=tag)
 
 
 def oracle(prompt: str) -> str:
@@ -71,7 +57,7 @@ def test_the_right_option_follows_the_ordering_and_the_prompt_target() -> None:
 
 
 def test_an_oracle_scores_100_under_every_ordering_and_circular(scpp: Any, tmp_path: Path) -> None:
-    run = _run(ScriptedAnswerer(oracle), scpp, tmp_path)
+    run = _run(ScriptedReplies(oracle), scpp, tmp_path)
     acc = {(r.metric, r.subset): r.accuracy for r in run.record.results}
     assert run.record.config.tasks == ["choice_scpp1"]  # the main prompt by default
     for metric in ("NPP", "PNP", "PPN", "circular"):
@@ -79,7 +65,7 @@ def test_an_oracle_scores_100_under_every_ordering_and_circular(scpp: Any, tmp_p
 
 
 def test_a_constant_first_option_shows_its_position_bias(scpp: Any, tmp_path: Path) -> None:
-    model = ScriptedAnswerer(lambda p: "(1)", tag="one")
+    model = ScriptedReplies(lambda p: "(1)", tag="one")
     run = _run(model, scpp, tmp_path, tasks=["choice_scpp2"])
     acc = {r.metric: r.accuracy for r in run.record.results if r.subset == MICRO}
     assert acc == {"NPP": 100.0, "PNP": 0.0, "PPN": 0.0, "circular": 0.0}
@@ -92,7 +78,7 @@ def test_a_constant_first_option_shows_its_position_bias(scpp: Any, tmp_path: Pa
 
 def test_answers_that_name_no_option_are_misses_with_their_kind(scpp: Any, tmp_path: Path) -> None:
     replies = iter(["None of them.", "(1) and (2)", "I cannot help with that."] * 10)
-    run = _run(ScriptedAnswerer(lambda p: next(replies), tag="odd"), scpp, tmp_path)
+    run = _run(ScriptedReplies(lambda p: next(replies), tag="odd"), scpp, tmp_path)
     rows = [r for r in run.items.to_pylist() if r["metric"] == "circular"]
     seen = {r[f"answer_{o}"] for r in rows for o in ("NPP", "PNP", "PPN")}
     assert seen == {CODES["none"], CODES["multiple"], CODES["refusal"]}
@@ -100,9 +86,9 @@ def test_answers_that_name_no_option_are_misses_with_their_kind(scpp: Any, tmp_p
 
 
 def test_a_rerun_asks_nothing_and_gives_the_same_run(scpp: Any, tmp_path: Path) -> None:
-    first = ScriptedAnswerer(oracle)
+    first = ScriptedReplies(oracle)
     a = _run(first, scpp, tmp_path)
-    again = ScriptedAnswerer(lambda p: "(3)")  # same fingerprint: answers come from the store
+    again = ScriptedReplies(lambda p: "(3)")  # same fingerprint: answers come from the store
     b = _run(again, scpp, tmp_path)
     assert first.asked == 15 and again.asked == 0
     assert a.items.equals(b.items)
@@ -118,7 +104,7 @@ def test_compute_reads_codes_per_ordering() -> None:
 
 
 def test_tasks_the_model_cannot_run_are_refused_before_any_work(scpp: Any, tmp_path: Path) -> None:
-    model = ScriptedAnswerer(oracle)
+    model = ScriptedReplies(oracle)
     with pytest.raises(LexsemError, match="choice_sc_gpt4v"):
         _run(model, scpp, tmp_path, tasks=["choice_sc_gpt4v"])  # a pair prompt on triplets
     with pytest.raises(LexsemError, match="not itt"):

@@ -38,8 +38,9 @@ from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
 from conftest import require_module
-from lexsem.engine.images import embed_images, image_key, pair_scores
-from lexsem.engine.keys import content_key
+from lexsem.engine.image_embed import embed_images
+from lexsem.engine.keys import content_key, image_key
+from lexsem.engine.pair_scores import pair_scores
 from lexsem.engine.request_store import RequestStore
 from lexsem.images.decode import (
     DEFAULT,

@@ -278,16 +278,16 @@ class SteppedDual:
 
 
 def _counting_decode(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import lexsem.engine.images as engine_images
+    import lexsem.engine.decoding as engine_decoding
 
     calls: list[str] = []
-    real = engine_images.decode
+    real = engine_decoding.decode
 
     def counted(data: bytes, profile: Any, **kw: Any) -> Any:
         calls.append(kw.get("ref", ""))
         return real(data, profile, **kw)
 
-    monkeypatch.setattr(engine_images, "decode", counted)
+    monkeypatch.setattr(engine_decoding, "decode", counted)
     return calls
 
 
@@ -328,12 +328,12 @@ def test_decoded_images_are_kept_across_runs_of_a_changed_model(
         assert len(calls) == n
     model.step = 1
     calls.clear()
-    import lexsem.engine.images as engine_images
+    import lexsem.engine.decoding as engine_decoding
 
     def no_decode(*args: Any, **kw: Any) -> Any:  # forked workers inherit this too
         raise RuntimeError("decoded again")
 
-    monkeypatch.setattr(engine_images, "decode", no_decode)
+    monkeypatch.setattr(engine_decoding, "decode", no_decode)
     second = ev.run(model)  # would fail ("cannot be decoded") if any image were decoded
     t = second.record.timings
     assert calls == []

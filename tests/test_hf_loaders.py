@@ -306,7 +306,7 @@ def _error(store: Any, ref: str) -> Exception:
 def test_escaping_image_paths_are_refused_by_the_engine_even_when_skipping(
     snapshot: dict[str, Any],
 ) -> None:
-    from lexsem.engine.images import embed_images
+    from lexsem.engine.image_embed import embed_images
     from lexsem.images.image_store import ImageStore
     from lexsem.images.refs import ImageError
 

@@ -23,7 +23,8 @@ from fakes import TinyDualEncoder, register_fixture_benchmark
 from lexsem import evaluate
 from lexsem.benchmarks.sources.hf_images import crop_png
 from lexsem.config import EvalConfig, build_config
-from lexsem.engine.images import embed_images, pair_scores
+from lexsem.engine.image_embed import embed_images
+from lexsem.engine.pair_scores import pair_scores
 from lexsem.errors import LexsemError
 from lexsem.images.decode import DEFAULT, HF_DATASETS, OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore

@@ -20,8 +20,10 @@ import pytest
 import torch
 from PIL import Image
 
-from lexsem.engine.images import default_num_workers, embed_images, image_key, pair_scores
-from lexsem.engine.keys import content_key
+from lexsem.engine.decoding import default_num_workers
+from lexsem.engine.image_embed import embed_images
+from lexsem.engine.keys import content_key, image_key
+from lexsem.engine.pair_scores import pair_scores
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import DataError, DownloadError
 from lexsem.images import locations as img_mod
@@ -712,9 +714,9 @@ def _count_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _new_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """As in a new process: nothing remembered in memory."""
-    from lexsem.engine import images as engine_images
+    from lexsem.engine import image_scan
 
-    monkeypatch.setattr(engine_images, "_key_memo", {})
+    monkeypatch.setattr(image_scan, "_key_memo", {})
 
 
 def test_unchanged_files_are_not_read_again_in_a_new_process(
@@ -723,9 +725,9 @@ def test_unchanged_files_are_not_read_again_in_a_new_process(
     """The image key of a file is remembered in the request store by what `os.stat` says of
     it (as git's index does); a write in place (same size, mtime set back) is still seen,
     through its ctime, and a fresh file is never remembered."""
-    from lexsem.engine import images as engine_images
+    from lexsem.engine import image_scan
 
-    monkeypatch.setattr(engine_images, "_SETTLE_S", 0.0)
+    monkeypatch.setattr(image_scan, "_SETTLE_S", 0.0)
     _new_process(monkeypatch)
     first, _, _ = embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
     assert cache.count("records") == len(GOOD)
@@ -748,7 +750,7 @@ def test_unchanged_files_are_not_read_again_in_a_new_process(
     _new_process(monkeypatch)
     reads.clear()
     rgb = legacy_profile(True)
-    scan = engine_images._scan(
+    scan = image_scan.scan_images(
         coco["store"], GOOD, on_error="skip", labels=None, profile_of=lambda r: rgb, memo=cache
     )
     assert reads == ["b.png"]  # the only file read: its ctime changed
@@ -758,11 +760,11 @@ def test_unchanged_files_are_not_read_again_in_a_new_process(
 def test_files_written_just_now_are_hashed_and_not_remembered(
     coco: dict[str, Any], cache: RequestStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lexsem.engine import images as engine_images
+    from lexsem.engine import image_scan
 
     # the fixture's files were written a moment ago; a slow machine may take longer than the
     # 2 s settling time to get here, so the test stretches it instead of racing the clock
-    monkeypatch.setattr(engine_images, "_SETTLE_S", 3600.0)
+    monkeypatch.setattr(image_scan, "_SETTLE_S", 3600.0)
     _new_process(monkeypatch)
     embed_images(FakeImageEncoder(), GOOD, coco["store"], cache, num_workers=0)
     assert cache.count("records") == 0

@@ -19,7 +19,8 @@ from torchvision.transforms import PILToTensor
 from lexsem.benchmarks import bivlc as bivlc_benchmark
 from lexsem.benchmarks.sources import hf_images
 from lexsem.benchmarks.sources.hf_load import HFLoadResult
-from lexsem.engine.images import _DecodeDataset, image_key
+from lexsem.engine.decoding import DecodeDataset
+from lexsem.engine.keys import image_key
 from lexsem.errors import DataError
 from lexsem.images.decode import OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore
@@ -75,9 +76,9 @@ def test_decode_worker_payload_runs_in_a_spawned_child(pool: Any, bivlc: Any) ->
         key = image_key(_expected(cols, ref), profile=OPEN_CLIP_RAW)
         entries.append((key, store.resolve(ref)))
         profiles[key] = OPEN_CLIP_RAW
-    dataset = _DecodeDataset(entries, PILToTensor(), profiles=profiles)
+    dataset = DecodeDataset(entries, PILToTensor(), profiles=profiles)
     for slot, ref in enumerate(REFS):
-        sample = pool.apply(_DecodeDataset.__getitem__, (dataset, slot))
+        sample = pool.apply(DecodeDataset.__getitem__, (dataset, slot))
         assert sample.reason is None, sample.message
         direct = PILToTensor()(decode(_expected(cols, ref), OPEN_CLIP_RAW))
         assert torch.equal(sample.inputs, direct)

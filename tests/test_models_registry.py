@@ -21,7 +21,21 @@ from lexsem.models.options import COMMON, Option, positive_int
 from lexsem.models.protocols import TextEncoder, TextScorer, fingerprint_key
 from lexsem.models.spec import ModelSpec, parse_model_spec
 
-BUILT_IN = ["clip", "cola", "hf", "itm", "lm", "openclip", "st", "vera", "vgpt", "vlm", "vqa"]
+BUILT_IN = [
+    "clip",
+    "cola",
+    "hf",
+    "itm",
+    "lm",
+    "openai",
+    "openclip",
+    "recorded",
+    "st",
+    "vera",
+    "vgpt",
+    "vlm",
+    "vqa",
+]
 
 
 class CharScorer(LazyModel):
@@ -189,6 +203,7 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
         "from lexsem.models.aliases import ALIASES\n"
         "from lexsem.models.spec import parse_model_spec\n"
         "specs = [parse_model_spec(a) for a in ALIASES]\n"
+        "specs += [parse_model_spec('openai:m'), parse_model_spec('recorded:a.jsonl')]\n"
         "assert {s.backend for s in specs} == set(r.names()), r.names()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip') "
         "if m in sys.modules]\n"

@@ -1,6 +1,7 @@
-"""The `vlm:` backend: a local generative VLM answering prompts in free form (greedy), checked
-against transformers' own `generate` on tiny random models, and run as the answerer of the
-multiple-choice task end to end (answers in the run, a rerun asks nothing)."""
+"""The `vlm:` backend: a local generative VLM answering conversations in free form (greedy), a
+`ChatModel` checked against transformers' own `generate` on tiny random models, and run on the
+multiple-choice task end to end through the engine's chat path (answers in the run, a rerun asks
+nothing)."""
 
 from __future__ import annotations
 
@@ -48,8 +49,10 @@ def direct_answer(folder: Path, image: Image.Image, prompt: str, n: int) -> str:
 
 
 def test_answers_equal_transformers_greedy_generate(folder: Path) -> None:
+    import io
+
+    from lexsem.models.chat import ChatRequest
     from lexsem.models.factory import load_model
-    from lexsem.models.protocols import ImageRows
 
     model = load_model(f"vlm:{folder}?max_new_tokens=5", device="cpu")
     rng = np.random.default_rng(0)
@@ -57,7 +60,16 @@ def test_answers_equal_transformers_greedy_generate(folder: Path) -> None:
         Image.fromarray(rng.integers(0, 256, (32 + 8 * i, 40, 3), dtype=np.uint8)) for i in range(2)
     ]
     prompts = ["Does this figure show a dog? Please answer yes or no.", "Describe the image."]
-    got = model.answer(ImageRows(ims), prompts)
+
+    def png(im: Image.Image) -> bytes:  # lossless: the model sees these very pixels
+        buf = io.BytesIO()
+        im.save(buf, format="PNG")
+        return buf.getvalue()
+
+    got = [
+        model.send(None, model.request_body(ChatRequest.ask(p, png(im))))[0]
+        for im, p in zip(ims, prompts, strict=True)
+    ]
     want = [
         direct_answer(folder, im, model.user_turn(p), 5) for im, p in zip(ims, prompts, strict=True)
     ]
@@ -89,7 +101,7 @@ def test_a_local_model_answers_the_multiple_choice_task_into_a_run(tmp_path: Pat
     again = lexsem.evaluate(
         f"vlm:{llava}?max_new_tokens=3", [sel], tasks=["choice_scpp_order"], **kw
     )
-    assert again.record.timings.n_pairs_scored == 0  # every answer from the store
+    assert again.record.timings.n_requests_sent == 0  # every answer from the store
     assert again.items.equals(run.items)
     out = tmp_path / "run"
     run.save(out)

@@ -294,8 +294,8 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
 
 
 def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> None:
-    from lexsem.models.backends.vqa import QUESTIONS
     from lexsem.models.factory import load_model
+    from lexsem.models.vqascore import QUESTIONS
 
     assert QUESTIONS["t17_3"].format(text="<caption>") == (
         "Do the image and the following caption match: <caption>? Provide 'yes' or 'no' as response"
@@ -309,9 +309,9 @@ def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> Non
 def test_each_generative_backend_has_the_capability_it_should(llava: Path) -> None:
     """A VQAScore scorer is a pair scorer, never an answerer (its `answer` option is a word);
     `vlm:` answers; neither loads its weights to be told apart."""
-    from lexsem.engine.runner import ANSWER, PAIR, capabilities
+    from lexsem.engine.runner import CHAT, PAIR, capabilities
     from lexsem.models.factory import load_model
 
     assert capabilities(load_model(f"vqa:{llava}")) == {PAIR}
     assert capabilities(load_model(f"vgpt:{llava}")) == {PAIR}
-    assert capabilities(load_model(f"vlm:{llava}")) == {ANSWER}
+    assert capabilities(load_model(f"vlm:{llava}")) == {CHAT}

@@ -18,15 +18,15 @@ from typer.testing import CliRunner
 from fakes import (
     TRIPLETS,
     BagOfWordsEncoder,
+    ScriptedChat,
     TinyDualEncoder,
     image_key_of,
     oracle_key,
     scpp_user_files,
-    tiny_preprocess,
 )
 from lexsem import evaluate
 from lexsem.cli import app
-from lexsem.models.backends.vqa import QUESTIONS
+from lexsem.models.vqascore import QUESTIONS
 from lexsem.report import generative
 from lexsem.report.all_tables import build_tables
 from lexsem.report.analyses import ReportOptions, build_report
@@ -43,21 +43,11 @@ SWAP_OBJ = {c for row in TRIPLETS["swap_obj"] for c in row}
 CHOICE = ["choice_scpp1", "choice_scpp2", "choice_scpp3"]
 
 
-class ScriptedAnswerer:
+class ScriptedReplies(ScriptedChat):
     """Answers each prompt with `reply(prompt)`; `extra` goes into its fingerprint."""
 
     def __init__(self, reply: Any, name: str, **extra: Any) -> None:
-        self.reply, self.name, self.extra = reply, name, extra
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-scripted", "tag": self.name, **self.extra}
-
-    def preprocess(self, image: Any) -> Any:
-        return tiny_preprocess(image)
-
-    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]:
-        return [self.reply(p) for p in prompts]
+        super().__init__(reply, name, tag=name, **extra)
 
 
 def oracle(prompt: str) -> str:
@@ -136,12 +126,12 @@ def _ask(data: dict[str, Any], model: Any, tasks: list[str], out: str | None = N
 @pytest.fixture(scope="module")
 def choice_runs(data: dict[str, Any]) -> dict[str, Run]:
     return {
-        "oracle": _ask(data, ScriptedAnswerer(oracle, "oracle"), [*CHOICE, "choice_scpp_order"],
+        "oracle": _ask(data, ScriptedReplies(oracle, "oracle"), [*CHOICE, "choice_scpp_order"],
                        "oracle"),
-        "one": _ask(data, ScriptedAnswerer(lambda p: "(1)", "one"), [*CHOICE, "choice_scpp_order"],
+        "one": _ask(data, ScriptedReplies(lambda p: "(1)", "one"), [*CHOICE, "choice_scpp_order"],
                     "one"),
-        "swap": _ask(data, ScriptedAnswerer(swap_first, "swap"), ["choice_scpp3"]),
-        "four": _ask(data, ScriptedAnswerer(lambda p: "(2)", "four", shots=4), ["choice_scpp3"]),
+        "swap": _ask(data, ScriptedReplies(swap_first, "swap"), ["choice_scpp3"]),
+        "four": _ask(data, ScriptedReplies(lambda p: "(2)", "four", shots=4), ["choice_scpp3"]),
     }  # fmt: skip
 
 
@@ -320,7 +310,7 @@ def test_position_shares_of_a_constant_first_option(choice_runs: dict[str, Run])
 
 def test_position_shares_count_answers_naming_no_option(data: dict[str, Any]) -> None:
     replies = iter(["(2)", "None of them.", "(2)", "I cannot help with that.", "(3)"] * 3)
-    run = _ask(data, ScriptedAnswerer(lambda p: next(replies), "odd"), ["choice_scpp1"])
+    run = _ask(data, ScriptedReplies(lambda p: next(replies), "odd"), ["choice_scpp1"])
     (bias,) = generative.position_bias(run)
     pooled = bias.rows[-1]  # 15 answers: 9 options (6 x (2), 3 x (3)), 3 none, 3 refusals
     assert pooled.answers == 15

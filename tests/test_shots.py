@@ -9,10 +9,11 @@ import random
 import pytest
 
 from lexsem.benchmarks.items import PairItem, TripletItem
+from lexsem.engine.conversations import item_request
 from lexsem.errors import DataError
 from lexsem.tasks.choice import render
-from lexsem.tasks.choice_run import choice_request, shot_plan
-from lexsem.tasks.shots import pick_shots, render_shots, right_answer
+from lexsem.tasks.choice_task import choice_task
+from lexsem.tasks.shots import pick_shots, render_shots, right_answer, shot_plan
 
 TRIPLETS = [
     TripletItem(str(i), sub, f"{sub}{i}.jpg", f"p1 {sub} {i}", f"p2 {sub} {i}", f"n {sub} {i}")
@@ -73,13 +74,14 @@ def test_a_question_with_demonstrations_is_a_conversation() -> None:
     item = TRIPLETS[5]
     demos = plan["a/5"]
     assert demos == pick_shots(TRIPLETS, item, 2, seed=3)
-    request = choice_request("scpp3", item, "PNP", read, demos)
+    (column,) = [c for c in choice_task("scpp3").columns if c.name == "answer_PNP"]
+    request = item_request(column, item, read, demos)
     turns = request.turns
     assert [t.role for t in turns] == ["user", "assistant", "user", "assistant", "user"]
     assert turns[0].images == (demos[0].image.encode(),)
     assert turns[0].text == render("scpp3", demos[0], "PNP") and turns[1].text == "(2)"
     assert turns[1].images == () and turns[3].text == "(2)"
     assert turns[-1].text == render("scpp3", item, "PNP") and turns[-1].images == (b"a5.jpg",)
-    assert choice_request("scpp3", item, "PNP", read).turns == (turns[-1],)
+    assert item_request(column, item, read).turns == (turns[-1],)
     with pytest.raises(DataError, match=r"--shots 8: item a/0: 8 shots need 8 other items"):
         shot_plan(TRIPLETS, 8, 0)

@@ -16,7 +16,7 @@ from lexsem.benchmarks.base import Benchmark, LoadedSubset, SubsetSpec
 from lexsem.benchmarks.items import PairItem, QuadItem
 from lexsem.benchmarks.load import LoadedBenchmark, load_benchmark
 from lexsem.benchmarks.sources.synthetic_images import synthetic_image_bytes
-from lexsem.engine.images import image_key
+from lexsem.engine.keys import image_key
 from lexsem.images.image_store import ImageStore
 from lexsem.train.leakage import (
     LeakageError,

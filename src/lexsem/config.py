@@ -103,6 +103,21 @@ class EvalConfig(BaseModel):
         description="Show progress on stderr: a bar on a terminal, a line every few seconds "
         "when piped.",
     )
+    # chat models (`lexsem.engine.chat`)
+    shots: int = Field(
+        0,
+        ge=0,
+        le=64,
+        description="Show K other items of the subset, answered rightly, before each question.",
+    )
+    shot_seed: int = Field(0, description="Seed of the demonstrations drawn.")
+    replay_only: bool = Field(False, description="Send nothing: every answer from the store.")
+    max_requests: int | None = Field(
+        None, ge=0, description="Refuse to send more requests than this (default: no limit)."
+    )
+    concurrency: int = Field(
+        4, ge=1, le=64, description="Requests at a time (at most the model's own limit)."
+    )
 
     @field_validator("benchmarks", mode="before")
     @classmethod

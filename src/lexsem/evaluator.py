@@ -29,7 +29,8 @@ from lexsem.config import EvalConfig
 from lexsem.engine.plan import Plan, Work, make_plan
 from lexsem.engine.request_store import RequestStore
 from lexsem.engine.runner import (
-    ANSWER,
+    CHAT,
+    CHAT_SCORES,
     IMAGE,
     PAIR,
     SCORER,
@@ -121,41 +122,31 @@ class Evaluator:
         load_s = time.perf_counter() - t0
         fp = model.fingerprint  # read per run: weights that changed change the key
         fkey = fingerprint_key(fp)
-        plan = make_plan(works, pairs_as_texts=PAIR not in caps)
-        store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if cfg.use_cache else None
+        plan = make_plan(works, pairs_as_texts=not caps & {PAIR, CHAT_SCORES})
+        by_item = bool(getattr(model, "by_item", False))  # recorded answers: no store, no images
+        use_store = cfg.use_cache and not by_item
+        store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if use_store else None
         try:
-            images = self.image_store() if plan.pairs or plan.asks else None
-            outcome = execute(model, plan, store, images, self._options())
+            needs_images = plan.pairs or (plan.asks and not by_item)
+            images = self.image_store() if needs_images else None
+            outcome = execute(model, plan, store, images, self._options(), works)
         finally:
             if store is not None:
                 store.close()
         started = (t_start, load_s)
-        return self._finish(model, spec, fp, works, plan, outcome, started, out, force)
+        run_fp = run_fingerprint(model, fp, works, cfg, caps)
+        shown = Plan() if by_item else plan
+        return self._finish(model, spec, run_fp, works, shown, outcome, started, out, force)
 
-    def run_recorded(
-        self, recorded: Any, *, out: str | Path | None = None, force: bool = False
-    ) -> Run:
-        """A run of answers or scores made elsewhere (`lexsem.tasks.recorded_run`: free-form
-        answers to a multiple-choice prompt from a file or an API, VQAScores from an API's
-        log-probabilities) on this config's benchmarks: `recorded` names the tasks
-        (`tasks(benchmark)`), checks its records against the items (`check(works)`) and fills
-        the score columns (`scores(works)`); the run is like any other (per-item hits, CIs,
-        usable by `compare` and `report`). Items it has nothing for are left out and reported in
-        the coverage; nothing is asked of any model."""
-        if out is not None:
-            check_out_dir(out, force=force)
-        t_start = time.perf_counter()
-        works = [
-            Work(b.spec.name, b.items, recorded.tasks(b.spec), b.spec.decode)
-            for b in self.benchmarks()
-        ]
-        recorded.check(works)
-        load_s = time.perf_counter() - t_start
-        outcome = Outcome(recorded.scores(works))
-        fp, started = recorded.fingerprint, (t_start, load_s)
-        return self._finish(
-            recorded, recorded.spec, fp, works, Plan(), outcome, started, out, force
-        )
+    def derive(self, **changes: Any) -> Evaluator:
+        """An Evaluator of this config with `changes` (e.g. `tasks`) that shares the benchmarks
+        loaded, the image store and the decoded images (its benchmarks must be the same)."""
+        config = self.config.model_copy(update=changes)
+        if config.benchmarks != self.config.benchmarks:
+            raise LexsemError("a derived Evaluator evaluates the same benchmarks")
+        other = Evaluator(EvalConfig(**config.model_dump()), images=self._images)
+        other._loaded, other.decoded = self._loaded, self.decoded
+        return other
 
     def _finish(
         self,
@@ -225,6 +216,11 @@ class Evaluator:
             exif_transpose=cfg.exif_transpose,
             progress=cfg.progress,
             decoded=self.decoded if self.decoded.max_bytes else None,
+            shots=cfg.shots,
+            shot_seed=cfg.shot_seed,
+            replay_only=cfg.replay_only,
+            max_requests=cfg.max_requests,
+            concurrency=cfg.concurrency,
         )
 
     def _image_cfg(self, plan: Any) -> dict[str, Any]:
@@ -281,11 +277,9 @@ def _score_task(
     cfg: EvalConfig,
     out: _Scored,
 ) -> None:
-    cols = {c.name: scores.column(c, work.items, work.decode) for c in task.columns}
+    cols = {c.name: scores.column(c, work, task.name) for c in task.columns}
     texts = {
-        f"text_{c.name}": np.array(scores.answer_texts(c, work.items, work.decode), dtype=object)
-        for c in task.columns
-        if c.kind == "answer"
+        k: v for c in task.columns for k, v in scores.extra_columns(c, work, task.name).items()
     }
     flags = {c.name for c in task.columns if c.kind == "flag"}
     valid = np.logical_and.reduce(
@@ -308,7 +302,7 @@ def _score_task(
         raise LexsemError(
             f"no item of {bench.spec.name} could be scored for task {task.name!r}: all "
             f"{len(work.items)} were skipped (their images are missing, unreadable or too "
-            "large); check the image folders"
+            "large, or no answer was recorded); check the image folders or the answers"
         )
     scored = {name: len(its) for name, its in by_items.items()}
     for metric, hits in task.compute(cols, cfg.tie_policy).items():
@@ -403,8 +397,8 @@ def select_tasks(
         if requested and set(requested) != {BLIND}:
             raise LexsemError("a blind text scorer runs the task 'blind' only")
         return [BLIND]
-    if ANSWER in caps:
-        return _answer_tasks(spec, requested)
+    if CHAT in caps:
+        return _chat_tasks(spec, requested, caps)
     supported = list(spec.text_tasks) if TEXT in caps else []
     if caps & {IMAGE, PAIR}:
         supported += list(spec.image_tasks)
@@ -417,13 +411,22 @@ def select_tasks(
     return list(dict.fromkeys(chosen))
 
 
-def _answer_tasks(spec: Any, requested: Sequence[str] | None) -> list[str]:
-    """The multiple-choice tasks a generative model answers on `spec`: the requested ones, or
-    the papers' main prompt of its item kind (`choice_scpp1`, `choice_sc_gpt4v`)."""
+def image_text_tasks(spec: Any) -> list[str]:
+    """The image tasks of benchmark `spec` whose every column is an image-text score: what a
+    chat model with log-probabilities runs by VQAScore (`itt` of triplets, `pair`, the ARO
+    tasks, `bivlc` and `winoground` with both images)."""
+    return [t for t in spec.image_tasks if all(c.kind == "image_text" for c in get_task(t).columns)]
+
+
+def _chat_tasks(spec: Any, requested: Sequence[str] | None, caps: set[str]) -> list[str]:
+    """The tasks a chat model runs on `spec`: the requested ones — multiple choice, and with
+    log-probabilities (`CHAT_SCORES`) the image-text tasks by VQAScore — or the papers' main
+    multiple-choice prompt of its item kind (`choice_scpp1`, `choice_sc_gpt4v`)."""
     from lexsem.tasks.choice_task import choice_tasks_for
 
     offered = choice_tasks_for(spec.item_kind) if spec.image_tasks else []
-    if not offered:
+    scored = image_text_tasks(spec) if CHAT_SCORES in caps else []
+    if not requested and not offered:
         raise LexsemError(
             f"a generative model answers multiple-choice prompts about images with 2 or 3 "
             f"captions; benchmark {spec.name!r} ({spec.item_kind} items"
@@ -431,13 +434,35 @@ def _answer_tasks(spec: Any, requested: Sequence[str] | None) -> list[str]:
         )
     if not requested:
         return offered[:1]
-    wrong = [t for t in requested if t not in offered]
+    wrong = [t for t in requested if t not in offered and t not in scored]
     if wrong:
+        vqa = (
+            ""
+            if CHAT_SCORES in caps
+            else "; image-text tasks are scored by VQAScore from "
+            "log-probabilities, which this model does not give (locally: vqa:MODEL)"
+        )
         raise LexsemError(
             f"a generative model runs the multiple-choice tasks of {spec.name!r} "
-            f"({', '.join(offered)}), not {', '.join(wrong)}"
+            f"({', '.join(offered) or 'none'}), not {', '.join(wrong)}{vqa}"
         )
     return list(dict.fromkeys(requested))
+
+
+def run_fingerprint(
+    model: Any, fp: dict[str, Any], works: Sequence[Work], cfg: EvalConfig, caps: set[str]
+) -> dict[str, Any]:
+    """The fingerprint a run records for `model` (its run id's part): the model's own, plus
+    what changes a chat model's answers or scores beyond each request's key — the k-shot
+    settings of the multiple-choice tasks, and the VQAScore settings of a chat model scoring
+    image-text pairs."""
+    columns = {c.kind for w in works for t in w.tasks for c in t.columns}
+    out = dict(fp)
+    if CHAT in caps and "answer" in columns and cfg.shots and not getattr(model, "by_item", 0):
+        out.update(shots=cfg.shots, shot_seed=cfg.shot_seed)
+    if CHAT_SCORES in caps and PAIR not in caps and "image_text" in columns:
+        out["vqascore"] = model.vqascore.describe()
+    return out
 
 
 def _can_run(task: Task, caps: set[str]) -> bool:

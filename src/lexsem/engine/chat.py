@@ -1,8 +1,8 @@
 """Ask a chat model prompts about images, through the request store: every answer is stored as
 it arrives, a rerun sends nothing already answered, and failed requests are never stored.
 
-A request's key is `request_key("chat", model=<fingerprint>, body=<the request body with each
-image replaced by its content key>)`: the images' bytes (never their paths), the rendered
+A request's key is `chat_request_key(<fingerprint>, <the request body with each image replaced
+by its content key>)` (`lexsem.engine.keys`): the images' bytes (never their paths), the rendered
 messages (every turn: k-shot demonstrations are part of the key), the model and every
 generation parameter (log-probability settings included). The stored record holds the answer's
 text and the raw response JSON (`{"imported_from": ...}` for answers imported from a file,
@@ -20,8 +20,13 @@ Bodies are built twice: keyed (images as content keys, cheap) for every request,
 images as base64 data URLs only when one is sent, so a large benchmark's images are not held
 in memory as base64 text.
 
+Every chat model goes through here (`lexsem.models.protocols.ChatModel`: an API, a local
+`vlm:`, recorded answers, a user's provider). A model answering from a record (`by_item`) is
+given no store: it has nothing to save. An answer `None` (a record without one) is never
+stored; its item is left out of the run.
+
 `answer_probabilities`: P(answer) to a question about each (image, text) pair, from the
-model's log-probabilities (VQAScore through an API; `OpenAIChat.logprob_requests`).
+model's log-probabilities (VQAScore through a `LogprobChatModel`).
 """
 
 from __future__ import annotations
@@ -33,10 +38,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from lexsem.engine.keys import content_key, request_key
+from lexsem.engine.keys import chat_request_key, content_key
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError, RetryableError
-from lexsem.models.backends.openai_chat import AnswerProb, ChatRequest, StopRun
+from lexsem.models.chat import AnswerProb, ChatRequest, StopRun
 
 __all__ = [
     "ChatStats",
@@ -77,7 +82,7 @@ class ImageKeys:
 def chat_key(model: Any, request: ChatRequest, image_keys: Any = None) -> str:
     """The store key of `request` (its images by content)."""
     body = model.request_body(request, image_keys or ImageKeys())
-    return request_key("chat", model=model.fingerprint, body=body)
+    return chat_request_key(model.fingerprint, body)
 
 
 def is_imported(record: Any) -> bool:
@@ -192,7 +197,7 @@ def _send_all(
                     stats.failures.append(str(exc))
             return
         record = {"text": text, "response": raw}
-        if store is not None:
+        if store is not None and text is not None:
             store.put_records([key], [record])  # stored as it arrives
         with lock:
             records[key] = record
@@ -247,3 +252,12 @@ def answer_probabilities(
         out.append(model.answer_probs(raws, answers))
         at += len(reqs)
     return out, stats
+
+
+def asked_answers(model: Any, answer: str, negative: str, score: str) -> tuple[str, ...]:
+    """The answers whose probabilities VQAScore `score` needs from `model`: P(negative) too
+    when the score uses it, or when it comes with P(answer) in the same request."""
+    both = (answer, negative)
+    if score != "vqa" or len(model.logprob_requests(None, "?", both)) == 1:
+        return both
+    return (answer,)

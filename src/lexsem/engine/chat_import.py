@@ -1,7 +1,8 @@
 """Import recorded answers into a chat model's request store, each under exactly the key its
 real request has (`lexsem.engine.chat.chat_key`: the model, the rendered conversation, the
-images by content), so a later `lexsem ask --replay-only` with the same model, prompt and
-shots serves them without sending anything.
+images by content; the conversation built by `lexsem.engine.conversations.item_request`, as a
+run builds it), so a later `lexsem ask --replay-only` with the same model, prompt and shots
+serves them without sending anything.
 
 An imported record is `{"text": answer, "response": {"imported_from": <file name>, "where":
 "line 3"}}` (`lexsem.engine.chat.is_imported`). Answers `null` (none received) are not
@@ -20,7 +21,7 @@ from typing import Any
 from lexsem.engine.chat import ImageKeys, chat_key
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import CacheError, DataError
-from lexsem.models.backends.openai_chat import ChatRequest
+from lexsem.models.chat import ChatRequest
 
 __all__ = ["ImportRow", "ImportStats", "import_answers"]
 

@@ -3,7 +3,7 @@
 A key names a *request* — what a model was asked to compute — never where its inputs came from:
 
 - `content_key(kind, content)`: sha256 of ``kind + NUL + bytes``, the address of a text or an
-  image (bytes as read, plus a decode-variant tag; see `lexsem.engine.images.image_key`).
+  image (bytes as read, plus a decode-variant tag: `image_key`).
   Embeddings are stored under it (these keys are unchanged since the first cache schema, so
   existing caches keep serving their vectors).
 - `request_key(kind, **parts)`: sha256 of the canonical JSON of ``{"kind": kind, **parts}``
@@ -18,9 +18,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["CONTENT_KINDS", "canonical_json", "content_key", "request_key"]
+if TYPE_CHECKING:
+    from lexsem.images.decode import DecodeProfile
+
+__all__ = [
+    "CONTENT_KINDS",
+    "canonical_json",
+    "chat_request_key",
+    "content_key",
+    "file_memo_key",
+    "image_key",
+    "pair_key",
+    "request_key",
+    "text_score_key",
+]
 
 CONTENT_KINDS = frozenset({"text", "image"})
 
@@ -66,3 +79,46 @@ def request_key(kind: str, **parts: Any) -> str:
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"a request kind must be a non-empty string, not {kind!r}")
     return hashlib.sha256(canonical_json({"kind": kind, **parts})).hexdigest()
+
+
+# -- the recipes of each kind of stored result ------------------------------------------------
+
+
+def image_key(
+    data: bytes, *, exif_transpose: bool = True, profile: DecodeProfile | None = None
+) -> str:
+    """The store key of an image decoded as `profile` (default: RGB first, EXIF orientation as
+    `exif_transpose` says): ``content_key("image", profile.key_tag + data)``.
+
+    Decodes that may give other pixels (EXIF orientation or not, RGB first or raw mode) get keys
+    of their own: the bytes are prefixed with a tag no image file starts with (none for RGB
+    first with EXIF orientation, so those keys are plain content keys).
+    """
+    from lexsem.images.decode import legacy_profile
+
+    p = profile if profile is not None else legacy_profile(exif_transpose)
+    return content_key("image", p.key_tag + data)
+
+
+def pair_key(image: str, text: str) -> str:
+    """The store key of the score of (the image whose `image_key` is `image`, `text`): a
+    scalar in the scorer's own database, keyed by the image's content, never its reference."""
+    return request_key("pair_score", image=image, text=text)
+
+
+def text_score_key(text: str) -> str:
+    """The store key of a blind score of `text` (in the scorer's own database)."""
+    return request_key("text_score", text=text)
+
+
+def file_memo_key(ident: tuple[Any, ...]) -> str:
+    """The store key of the image key remembered for a file, by what `os.stat` says of it
+    (`lexsem.engine.image_scan`)."""
+    return request_key("image_file_key", file=list(ident))
+
+
+def chat_request_key(fingerprint: dict[str, Any], body: dict[str, Any]) -> str:
+    """The store key of a chat request: the model's fingerprint and the request body with each
+    image replaced by its content key (`lexsem.engine.chat.chat_key`). Free-form answers and
+    log-probabilities are stored under their own kind, ``chat``."""
+    return request_key("chat", model=fingerprint, body=body)

@@ -2,27 +2,43 @@
 
 What a model can do follows from the protocols it implements (`capabilities`): a text encoder
 embeds texts, a dual encoder also embeds images, a pair scorer scores (image, text) pairs, a
-blind text scorer scores texts. Every request goes through the model's request store, so a
-rerun asks the model nothing it has already answered.
+blind text scorer scores texts, a chat model answers the `answer` columns (conversations,
+`lexsem.engine.conversations`, through `lexsem.engine.chat`) and, with log-probabilities, scores
+(image, text) pairs by VQAScore (`lexsem.models.vqascore`). Every request goes through the
+model's request store, so a rerun asks the model nothing it has already answered.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from lexsem.engine.chat import ChatStats, answer_probabilities, asked_answers, chat_records
+from lexsem.engine.conversations import answer_requests, image_reader, no_images
 from lexsem.engine.cosine import l2_normalize
 from lexsem.engine.embed import embed_texts
-from lexsem.engine.plan import Plan
+from lexsem.engine.image_scan import count_reasons
+from lexsem.engine.plan import Plan, Work
 from lexsem.engine.request_store import RequestStore
 from lexsem.engine.scores import Scores
 from lexsem.engine.text_scores import score_texts
-from lexsem.models.protocols import Answerer, ImageEncoder, PairScorer, TextEncoder, TextScorer
+from lexsem.images.refs import ImageError
+from lexsem.models.protocols import (
+    ChatModel,
+    ImageEncoder,
+    LogprobChatModel,
+    PairScorer,
+    TextEncoder,
+    TextScorer,
+)
+from lexsem.models.vqascore import vqa_score
 
-TEXT, IMAGE, PAIR, SCORER, ANSWER = "text", "image", "pair", "scorer", "answer"
+TEXT, IMAGE, PAIR, SCORER = "text", "image", "pair", "scorer"
+CHAT, CHAT_SCORES = "chat", "chat_scores"  # answers; VQAScores from log-probabilities
 
 
 def capabilities(model: object) -> set[str]:
@@ -35,8 +51,10 @@ def capabilities(model: object) -> set[str]:
         caps.add(PAIR)
     if isinstance(model, TextScorer):
         caps.add(SCORER)
-    if isinstance(model, Answerer) and callable(getattr(model, "answer", None)):
-        caps.add(ANSWER)
+    if isinstance(model, ChatModel) and callable(getattr(model, "send", None)):
+        caps.add(CHAT)
+        if isinstance(model, LogprobChatModel):
+            caps.add(CHAT_SCORES)
     return caps
 
 
@@ -48,6 +66,14 @@ class RunOptions:
     exif_transpose: bool | None = None
     progress: bool = False
     decoded: Any = None  # a DecodedImages kept across runs (lexsem.images.memory), or None
+    # chat models (`lexsem.engine.chat`)
+    shots: int = 0
+    shot_seed: int = 0
+    replay_only: bool = False
+    max_requests: int | None = None
+    concurrency: int = 4
+    retries: int = 5
+    backoff: float = 1.0
 
 
 @dataclass
@@ -57,9 +83,14 @@ class Outcome:
 
 
 def execute(
-    model: Any, plan: Plan, store: RequestStore | None, images: Any, opts: RunOptions
+    model: Any,
+    plan: Plan,
+    store: RequestStore | None,
+    images: Any,
+    opts: RunOptions,
+    works: Sequence[Work] = (),
 ) -> Outcome:
-    """Make every request of `plan` with `model` (through `store`)."""
+    """Make every request of `plan` (of `works`) with `model` (through `store`)."""
     caps = capabilities(model)
     out = Outcome(Scores(), {"encode_s": 0.0, "cache_s": 0.0, "image_s": 0.0})
     if plan.texts:
@@ -68,12 +99,14 @@ def execute(
         t0 = time.perf_counter()
         if PAIR in caps:
             _pairs(model, plan, store, images, opts, out)
+        elif CHAT_SCORES in caps:
+            _chat_scores(model, plan, store, images, opts, out)
         else:
             _images(model, plan, store, images, opts, out)
         out.timing["image_s"] = time.perf_counter() - t0
     if plan.asks:
         t0 = time.perf_counter()
-        _asks(model, plan, store, images, opts, out)
+        _chats(model, works, store, images, opts, out)
         out.timing["image_s"] = out.timing.get("image_s", 0.0) + time.perf_counter() - t0
     return out
 
@@ -147,7 +180,7 @@ def _pairs(
     opts: RunOptions,
     out: Outcome,
 ) -> None:
-    from lexsem.engine.images import pair_scores
+    from lexsem.engine.pair_scores import pair_scores
 
     values: list[np.ndarray] = []
     for profile, pairs in plan.pairs.items():
@@ -160,7 +193,7 @@ def _pairs(
 
 
 def _add_pair_stats(timing: dict[str, Any], st: Any) -> None:
-    """Count what one `pair_scores` / `pair_answers` call did into the run's timings."""
+    """Count what one `pair_scores` call did into the run's timings."""
     _add(
         timing,
         n_pairs_unique=st.n_unique,
@@ -173,7 +206,57 @@ def _add_pair_stats(timing: dict[str, Any], st: Any) -> None:
     _add_reasons(timing, st.skip_reasons)
 
 
-def _asks(
+def chat_options(model: Any, opts: RunOptions) -> dict[str, Any]:
+    """How `chat_records` sends `model`'s requests: at most the model's `concurrency` at a
+    time (1 when it says nothing)."""
+    return {
+        "replay_only": opts.replay_only,
+        "max_requests": opts.max_requests,
+        "concurrency": max(1, min(opts.concurrency, int(getattr(model, "concurrency", 1)))),
+        "retries": opts.retries,
+        "backoff": opts.backoff,
+    }
+
+
+def _add_chat_stats(timing: dict[str, Any], st: ChatStats) -> None:
+    _add(
+        timing,
+        n_requests=st.n_requests,
+        n_requests_stored=st.n_stored,
+        n_requests_imported=st.n_imported,
+        n_requests_sent=st.n_sent,
+        n_request_attempts=st.n_attempts,
+    )
+
+
+def _chats(
+    model: Any,
+    works: Sequence[Work],
+    store: RequestStore | None,
+    images: Any,
+    opts: RunOptions,
+    out: Outcome,
+) -> None:
+    """The answers of every `answer` column: one conversation per item and column. A model
+    that answers by item (`by_item`: recorded answers) is shown no image."""
+    by_item = bool(getattr(model, "by_item", False))
+    read = no_images if by_item else image_reader(images)
+    asked = answer_requests(works, read, shots=0 if by_item else opts.shots,
+                            shot_seed=opts.shot_seed,
+                            skip_bad_images=opts.skip_bad_images)  # fmt: skip
+    expect = getattr(model, "expect", None)
+    if callable(expect):
+        expect(asked.requests)
+    records, st = chat_records(model, asked.requests, store, **chat_options(model, opts))
+    out.scores.answers.update({k: r["text"] for k, r in zip(asked.keys, records, strict=True)})
+    out.scores.answers.update(dict.fromkeys(asked.skipped))
+    _add_chat_stats(out.timing, st)
+    if asked.skipped:
+        _add(out.timing, n_images_skipped=len(asked.skipped))
+        _add_reasons(out.timing, count_reasons(asked.skipped))
+
+
+def _chat_scores(
     model: Any,
     plan: Plan,
     store: RequestStore | None,
@@ -181,16 +264,47 @@ def _asks(
     opts: RunOptions,
     out: Outcome,
 ) -> None:
-    from lexsem.engine.images import pair_answers
-
-    for profile, pairs in plan.asks.items():
-        texts, ast, _ = pair_answers(
-            model, pairs, images, store, **_image_args(plan, opts, profile)
-        )
-        out.scores.answers.update(
-            {(profile, r, p): t for (r, p), t in zip(pairs, texts.tolist(), strict=True)}
-        )
-        _add_pair_stats(out.timing, ast)
+    """VQAScore of every (image, text) pair from `model`'s log-probabilities
+    (`lexsem.models.vqascore`: the `vqa:` backend's definition); a pair whose image is skipped
+    scores NaN."""
+    settings = model.vqascore
+    answers = asked_answers(model, settings.answer, settings.negative, settings.score)
+    read = image_reader(images)
+    values: list[float] = []
+    for profile, pairs in plan.pairs.items():
+        asked: list[tuple[int, bytes | None, str]] = []
+        skipped: dict[str, str] = {}
+        for i, (ref, text) in enumerate(pairs):
+            try:
+                asked.append((i, read(ref), text))
+            except ImageError as exc:
+                if not (opts.skip_bad_images and exc.skippable):
+                    raise exc.for_item(plan.labels.get(ref)) from None
+                skipped[ref] = exc.reason
+        probs, st = answer_probabilities(
+            model, [(img, text) for _, img, text in asked], store,
+            question=settings.question, answers=answers, **chat_options(model, opts),
+        )  # fmt: skip
+        base = len(values)
+        row = [np.nan] * len(pairs)
+        for (i, _, _), p in zip(asked, probs, strict=True):
+            yes = p[settings.answer].prob
+            no = p[settings.negative].prob if settings.negative in p else None
+            row[i] = vqa_score(settings.score, yes, no)
+            ref, text = pairs[i]
+            out.scores.pair_details[(profile, ref, text)] = {
+                "score": row[i],
+                "probs": {a: {"p": q.prob, "tokens": list(q.tokens),
+                              "below_top_k": q.below_top_k, "logprobs": list(q.logprobs)}
+                     for a, q in p.items()},
+            }  # fmt: skip
+        values += row
+        out.scores.pair_index.update({(profile, r, t): base + i for i, (r, t) in enumerate(pairs)})
+        _add_chat_stats(out.timing, st)
+        if skipped:
+            _add(out.timing, n_images_skipped=len(skipped))
+            _add_reasons(out.timing, count_reasons(skipped))
+    out.scores.pair_values = np.asarray(values, dtype=np.float64)
 
 
 def _images(
@@ -201,7 +315,7 @@ def _images(
     opts: RunOptions,
     out: Outcome,
 ) -> None:
-    from lexsem.engine.images import embed_images
+    from lexsem.engine.image_embed import embed_images
 
     units: list[np.ndarray] = []
     for profile, pairs in plan.pairs.items():

@@ -1,7 +1,7 @@
 """Score unique texts once with a blind `TextScorer`, through the model's request store.
 
 The scalar twin of `lexsem.engine.embed.embed_texts`: each score is a float64 scalar keyed by
-``request_key("text_score", text=...)`` in the scorer's own store; missing texts are scored
+``text_score_key(text)`` (`lexsem.engine.keys`) in the scorer's own store; missing texts are scored
 longest first in chunks, each chunk committed as soon as it is scored, so an interrupted run
 resumes from what was committed and a run whose texts are all stored never calls the scorer.
 """
@@ -14,18 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 
 from lexsem.engine.embed import CHUNK, EmbedStats, missing_chunks
-from lexsem.engine.keys import request_key
+from lexsem.engine.keys import text_score_key
 from lexsem.engine.progress import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.models.protocols import TextScorer
 
-__all__ = ["score_texts", "text_score_key"]
-
-
-def text_score_key(text: str) -> str:
-    """The store key of a blind score of `text` (in the scorer's own database)."""
-    return request_key("text_score", text=text)
+__all__ = ["score_texts"]
 
 
 def _score(scorer: TextScorer, texts: list[str], batch_size: int) -> np.ndarray:

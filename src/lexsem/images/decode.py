@@ -29,7 +29,7 @@ Pillow clip them to white (`lexsem.images.depth`).
 
 Two decodes of the same bytes that may give other pixels never share a cache entry:
 `DecodeProfile.key_tag` is prepended to the bytes before they are hashed (see
-`lexsem.engine.images.image_key`).
+`lexsem.engine.keys.image_key`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A training loop evaluates the same images after every epoch with new weights: the request
 store cannot serve their embeddings (the model's fingerprint changed), but the pixels have not
 changed. `DecodedImages` keeps each decoded PIL image under its image key
-(`lexsem.engine.images.image_key`: the bytes' content *and* the decode profile), so a later
+(`lexsem.engine.keys.image_key`: the bytes' content *and* the decode profile), so a later
 run preprocesses it straight from memory instead of reading and decoding the file again.
 
 The key is content-addressed: a file edited between runs hashes to another key and is decoded

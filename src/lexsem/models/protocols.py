@@ -79,19 +79,50 @@ class PairScorer(Protocol):
 
 
 @runtime_checkable
-class Answerer(Protocol):
-    """Answers a prompt about an image in free form (a generative VLM asked a multiple-choice
-    question). `answer(images, prompts)` returns one str per (images[i], prompts[i]); images
-    as for a `PairScorer`."""
+class ChatModel(Protocol):
+    """Answers conversations about images in free form (`lexsem.models.chat.ChatRequest`): an
+    API (`openai:`, a user's provider), a local generative VLM (`vlm:`) or recorded answers
+    (`recorded:`). The engine (`lexsem.engine.chat`) stores every answer under the key of its
+    request body, so a rerun asks nothing again.
+
+    - `request_body(request, image_part=None)`: the JSON-able body of `request`, each image
+      rendered by `image_part` (the engine's store key renders it as its content key; None: as
+      the model sends it);
+    - `send(client, body)`: one request, `(answer text, raw response JSON)`; `client` is an
+      `httpx.Client` the engine opens for the run. Raise `lexsem.errors.RetryableError` for
+      what a retry may fix, `lexsem.models.chat.StopRun` for what every request would repeat.
+
+    Optional: `concurrency` (the most requests it takes at a time; 1 when absent) and
+    `expect(requests)` (called once with every request of a run before any is sent).
+    """
 
     name: str
 
     @property
     def fingerprint(self) -> dict[str, Any]: ...
 
-    def preprocess(self, image: Any) -> Any: ...
+    def request_body(self, request: Any, image_part: Any = None) -> dict[str, Any]: ...
 
-    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]: ...
+    def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]: ...
+
+
+@runtime_checkable
+class LogprobChatModel(ChatModel, Protocol):
+    """A chat model whose responses carry log-probabilities: it scores (image, text) pairs by
+    VQAScore (`lexsem.models.vqascore`; `vqascore` holds its settings).
+
+    - `logprob_requests(image, question, answers)`: the requests that give P(answer) for each
+      of `answers` to `question` about `image` (bytes);
+    - `answer_probs(responses, answers)`: `{answer: AnswerProb}` from their raw responses.
+    """
+
+    vqascore: Any
+
+    def logprob_requests(
+        self, image: bytes | None, question: str, answers: Sequence[str]
+    ) -> Any: ...
+
+    def answer_probs(self, responses: Sequence[dict[str, Any]], answers: Sequence[str]) -> Any: ...
 
 
 @runtime_checkable

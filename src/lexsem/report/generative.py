@@ -170,7 +170,7 @@ def shots_of(record: RunRecord) -> int | None:
 def question_of(model: ModelInfo) -> str | None:
     """The yes/no question: a Table 17 preset's name (`t17_1`), another template's text, or
     None when the record names none."""
-    from lexsem.models.backends.vqa import QUESTIONS
+    from lexsem.models.vqascore import QUESTIONS
 
     text = _option(model, "question")
     if not isinstance(text, str):
@@ -201,7 +201,7 @@ def method_of(model: ModelInfo) -> str | None:
 
 
 def _is_default_question(question: str) -> bool:
-    from lexsem.models.backends.vqa import QUESTION
+    from lexsem.models.vqascore import QUESTION
 
     return question == QUESTION
 
@@ -336,7 +336,7 @@ def table14(records: Sequence[RunRecord], ci: bool = False) -> list[Table]:
 
 
 def _prompt_text(question: str | None) -> str:
-    from lexsem.models.backends.vqa import QUESTIONS
+    from lexsem.models.vqascore import QUESTIONS
 
     if question is None:
         return "not recorded"

@@ -113,6 +113,13 @@ class Timings(_Model):
     n_pairs_unique: int = 0  # (image, text) pairs, for pair scorers
     n_pairs_cached: int = 0
     n_pairs_scored: int = 0
+    # requests to a chat model (`lexsem.engine.chat`): distinct, served by the store (of them,
+    # answers imported from a file), sent now, and HTTP attempts (retries included)
+    n_requests: int = 0
+    n_requests_stored: int = 0
+    n_requests_imported: int = 0
+    n_requests_sent: int = 0
+    n_request_attempts: int = 0
 
 
 class RunRecord(_Model):

@@ -32,8 +32,12 @@ class Column:
     kind: ColumnKind
     get: Callable[[Any], Any] = field(repr=False)  # item -> (a, b) | (ref, text) | text | flag
     # `answer` columns: get(item) -> (image ref, prompt); read(item, answer) -> the column's
-    # value (the option the free-form answer names, as a number)
+    # value (the option the free-form answer names, as a number); demo(item) -> (image ref,
+    # prompt, right answer) of the item shown as a k-shot demonstration; rule(item, answer) ->
+    # which rule read the answer (kept in the run's item table)
     read: Callable[[Any, str], float] | None = field(default=None, repr=False)
+    demo: Callable[[Any], tuple[str, str, str]] | None = field(default=None, repr=False)
+    rule: Callable[[Any, str], str] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,12 @@ prompts about each item's image with its captions as options, in every ordering
 One task per prompt (`choice_scpp1`, `choice_scpp2`, `choice_scpp3`, `choice_scpp_order` for
 triplets; `choice_sc_gpt4v` for pairs). Its columns are the model's answers, one per ordering
 (`answer_NPP`, ...), each read by the deterministic parser (`lexsem.tasks.answers`) into a
-number: the option it names (1, 2, 3) or a code for what else it is (`CODES`). Metrics: the
-accuracy under each ordering (the right option: the negative for the "does not match"
-prompts, the positive for `sc_gpt4v`) and `circular`, right under every ordering. An answer
-that names no option is a miss, never guessed; the raw answers are in the run's item table.
+number (the rule that read it is kept beside it): the option it names (1, 2, 3) or a code
+for what else it is (`CODES`). With k-shot demonstrations (`Column.demo`), each other item is
+shown with its options in the same ordering and answered rightly. Metrics: the accuracy
+under each ordering (the right option: the negative for the "does not match" prompts, the
+positive for `sc_gpt4v`) and `circular`, right under every ordering. An answer that names no
+option is a miss, never guessed; the raw answers are in the run's item table.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from lexsem.stats.ties import Hits, TiePolicy
 from lexsem.tasks.answers import parse_answer
 from lexsem.tasks.base import Column, Columns, Task
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, ChoicePrompt, options_of
+from lexsem.tasks.shots import render_shots
 
 __all__ = ["CHOICE_TASKS", "CODES", "choice_task", "choice_tasks_for", "expected_option"]
 
@@ -48,7 +51,14 @@ def _column(prompt: ChoicePrompt, ordering: str) -> Column:
         parsed = parse_answer(answer, options_of(item, ordering)[0])
         return float(parsed.option) if parsed.kind == "option" else CODES[parsed.kind]
 
-    return Column(f"answer_{ordering}", "answer", get, read)
+    def demo(item: Any) -> tuple[str, str, str]:
+        shot = render_shots(prompt, [item], ordering)[0]
+        return item.image, shot.prompt, shot.answer
+
+    def rule(item: Any, answer: str) -> str:
+        return parse_answer(answer, options_of(item, ordering)[0]).rule
+
+    return Column(f"answer_{ordering}", "answer", get, read, demo, rule)
 
 
 def _compute(prompt: ChoicePrompt, orders: tuple[str, ...]):  # type: ignore[no-untyped-def]

@@ -15,7 +15,8 @@ Pure functions over items, so the demonstrations are tested on hand-made items:
   position for the "does not match" prompts, the positive's for `sc_gpt4v`), written with
   `answer_format` (`({n})`, the marker the prompts ask for).
 - `render_shots(prompt, demos, ordering)`: the (prompt text, right answer) of each
-  demonstration, options in `ordering`.
+  demonstration, options in `ordering`;
+- `shot_plan(items, k, seed)`: the demonstrations of every item (by `"subset/id"`).
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lexsem.errors import DataError
 from lexsem.tasks.choice import PROMPTS, ChoicePrompt, options_of
 
-__all__ = ["ANSWER_FORMAT", "Shot", "pick_shots", "render_shots", "right_answer"]
+__all__ = ["ANSWER_FORMAT", "Shot", "pick_shots", "render_shots", "right_answer", "shot_plan"]
 
 ANSWER_FORMAT = "({n})"
 
@@ -91,3 +93,18 @@ def render_shots(
         Shot(d, p.render(options_of(d, ordering)[0]), right_answer(p, d, ordering, answer_format))
         for d in demos
     ]
+
+
+def shot_plan(items: Sequence[Any], shots: int, shot_seed: int) -> dict[str, list[Any]]:
+    """The demonstrations of each item (by `"subset/id"`), drawn from `items`; DataError naming
+    `--shots` when a subset has too few items."""
+    pools: dict[str, list[Any]] = {}
+    for it in sorted(items, key=lambda it: str(it.id)):
+        pools.setdefault(it.subset, []).append(it)
+    try:
+        return {
+            f"{it.subset}/{it.id}": pick_shots(pools[it.subset], it, shots, shot_seed)
+            for it in items
+        }
+    except ValueError as exc:
+        raise DataError(f"--shots {shots}: {exc}") from None

@@ -6,7 +6,7 @@ benchmark given (`LoadedBenchmark`s of `lexsem.benchmarks.load.load_benchmark`: 
 texts of all their subsets), three ways:
 
 - ``image``: the same image content — the key of the evaluation cache, `image_key` of
-  `lexsem.engine.images` over the file's bytes (without a decode profile's tag, so that the
+  `lexsem.engine.keys` over the file's bytes (without a decode profile's tag, so that the
   same file matches whatever profile a benchmark decodes with);
 - ``coco_id``: the same COCO image, by the id in the file name (``000000222235.jpg``,
   ``COCO_train2014_000000222235.jpg``; COCO 2014 and 2017 share ids), which finds a COCO image
@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from lexsem.benchmarks.items import Item, QuadItem
 from lexsem.benchmarks.load import LoadedBenchmark
-from lexsem.engine.images import image_key
+from lexsem.engine.keys import image_key
 from lexsem.errors import LexsemError
 from lexsem.images.image_store import ImageStore
 from lexsem.images.refs import PREFIX_RE, ImageError

@@ -2,7 +2,10 @@
 (OpenAI, vLLM, llama.cpp's server, Ollama, ...), asked a prompt about an image.
 
 Spec: `openai:MODEL?base_url=URL&max_tokens=64&temperature=0&key_env=OPENAI_API_KEY`
-(and, for log-probabilities, `logprobs=top|prompt&top_logprobs=20`).
+(and, for log-probabilities, `logprobs=top|prompt&top_logprobs=20`; for VQAScore,
+`score=vqa|vqa_norm|vqa_diff&question=...&answer=Yes&negative=No`, `lexsem.models.vqascore`).
+It is a `ChatModel` and a `LogprobChatModel` (`lexsem.models.protocols`): the engine asks it the
+multiple-choice tasks and, through its log-probabilities, scores the image tasks by VQAScore.
 
 - The image goes as a base64 data URL (`image_url`), before the text, in one user message.
 - The key is read from the environment variable `key_env` (default `OPENAI_API_KEY`; none is
@@ -44,136 +47,68 @@ the fingerprint: chat answers and log-probabilities of one model share its store
 
 from __future__ import annotations
 
-import base64
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from lexsem.errors import ModelError
 from lexsem.errors import RetryableError as Retryable
+from lexsem.models.chat import AnswerProb, ChatRequest, StopRun, Turn, chat_messages, data_url_part
+from lexsem.models.options import Option, choice, positive_int
+from lexsem.models.spec import ModelSpec, parse_model_spec
+from lexsem.models.vqascore import VQA_OPTIONS, VQASettings
 
-__all__ = [
-    "AnswerProb",
-    "ChatRequest",
-    "OpenAIChat",
-    "StopRun",
-    "Turn",
-    "chat_messages",
-    "prompt_answer_prob",
-    "top_answer_probs",
-]
+__all__ = ["OpenAIChat", "prompt_answer_prob", "top_answer_probs"]
 
 BACKEND = "openai"
-_DEFAULTS = {
-    "base_url": "https://api.openai.com/v1",
-    "max_tokens": "64",
-    "temperature": "0",
-    "key_env": "OPENAI_API_KEY",
-    "timeout": "60",
-    "logprobs": "top",
-    "top_logprobs": "20",
-}
 LOGPROB_MODES = ("top", "prompt")
 KEPT_PROMPT_LOGPROBS = 64  # entries of vLLM's prompt_logprobs kept in the stored response
 
 
-class StopRun(ModelError):
-    """An error every other request of the run would repeat (the server returns no
-    log-probabilities): the engine sends nothing more."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    """One message: `role` (`user` or `assistant`), its text and (user turns) its images,
-    shown before the text."""
-
-    role: str
-    text: str
-    images: tuple[bytes, ...] = ()
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """A conversation to send, and extra body fields (`max_tokens`, `logprobs`, ...) that
-    replace or add to the spec's."""
-
-    turns: tuple[Turn, ...]
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def ask(cls, prompt: str, image: bytes | None) -> ChatRequest:
-        """One user turn: the image (if any), then the prompt."""
-        return cls((Turn("user", prompt, (image,) if image is not None else ()),))
-
-
-@dataclass(frozen=True)
-class AnswerProb:
-    """P(answer) read from a response: `tokens` / `logprobs` are the top-k variants summed
-    (`top`) or the answer's own tokens (`prompt`); `below_top_k`: no variant was among the k
-    returned (`prob` is then 0)."""
-
-    answer: str
-    prob: float
-    tokens: tuple[str, ...]
-    logprobs: tuple[float, ...]
-    below_top_k: bool = False
-    mode: str = "top"
-
-
-def _image_mime(data: bytes) -> str:
-    if data.startswith(b"\x89PNG"):
-        return "image/png"
-    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    if data[:3] == b"GIF":
-        return "image/gif"
-    return "image/jpeg"
+def _number(text: str) -> float:
+    return float(text)
 
 
 class OpenAIChat:
     """A chat model asked a conversation (user turns with their images, assistant turns) per
-    request."""
+    request (see the module doc)."""
 
     backend: ClassVar[str] = BACKEND
+    description = "a chat model behind an OpenAI-compatible API: chat, log-probabilities"
+    options: ClassVar[Mapping[str, Option]] = {
+        "base_url": Option(str, "https://api.openai.com/v1"),
+        "max_tokens": positive_int(64),
+        "temperature": Option(_number, 0.0),
+        "key_env": Option(str, "OPENAI_API_KEY"),
+        "timeout": Option(_number, 60.0),
+        "logprobs": choice(*LOGPROB_MODES, default="top"),
+        "top_logprobs": positive_int(20),
+        **VQA_OPTIONS,
+    }
+    concurrency = 64  # the most requests at a time; `EvalConfig.concurrency` picks fewer
 
-    def __init__(self, spec: str) -> None:
-        from lexsem.models.spec import parse_query
-
-        head, _, query = spec.strip().partition("?")
-        backend, sep, model = head.partition(":")
-        if not sep or backend.strip().lower() != BACKEND or not model.strip():
+    def __init__(self, spec: ModelSpec | str, *, name: str | None = None, **_: Any) -> None:
+        parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
+        if parsed.backend != BACKEND:
             raise ModelError(f"{spec!r} is not an openai: spec (openai:MODEL?base_url=URL&...)")
-        options = parse_query(query, spec)
-        unknown = sorted(set(options) - set(_DEFAULTS))
-        if unknown:
-            from lexsem.registry import did_you_mean
-
-            hint = did_you_mean(unknown[0], list(_DEFAULTS))
-            raise ModelError(
-                f"{spec!r}: unknown option {unknown[0]!r}{hint} (options: {', '.join(_DEFAULTS)})"
-            )
-        self.options = {**_DEFAULTS, **options}
-        self.model = model.strip()
-        self.name = spec.strip()
-        try:
-            self.max_tokens = int(self.options["max_tokens"])
-            self.temperature = float(self.options["temperature"])
-            self.timeout = float(self.options["timeout"])
-            self.top_logprobs = int(self.options["top_logprobs"])
-        except ValueError as exc:
-            raise ModelError(f"{spec!r}: {exc}") from None
-        self.logprobs_mode = self.options["logprobs"]
-        if self.logprobs_mode not in LOGPROB_MODES:
-            raise ModelError(
-                f"{spec!r}: logprobs={self.logprobs_mode!r} is not one of "
-                f"{', '.join(LOGPROB_MODES)}"
-            )
-        self.base_url = self.options["base_url"].rstrip("/")
+        self.spec = parsed
+        self.model = parsed.name.strip()
+        self.name = (name if name is not None else str(spec)).strip()
+        self.max_tokens = int(parsed.get("max_tokens"))
+        self.temperature = float(parsed.get("temperature"))
+        self.timeout = float(parsed.get("timeout"))
+        self.top_logprobs = int(parsed.get("top_logprobs"))
+        self.logprobs_mode = str(parsed.get("logprobs"))
+        self.key_env = str(parsed.get("key_env"))
+        self.base_url = str(parsed.get("base_url")).rstrip("/")
+        self.vqascore = VQASettings.of(parsed)
 
     @property
     def fingerprint(self) -> dict[str, Any]:
+        """What changes the answer to a request: the endpoint, the model and the generation
+        parameters (log-probability and VQAScore settings are in each request's body, or in
+        the run's fingerprint, not here: chat answers and log-probabilities share a store)."""
         return {
             "backend": BACKEND,
             "base_url": self.base_url,
@@ -181,10 +116,6 @@ class OpenAIChat:
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
-
-    def body(self, prompt: str, image: bytes | None) -> dict[str, Any]:
-        """The request body for `prompt` about `image` (the image as a data URL)."""
-        return self.request_body(ChatRequest.ask(prompt, image))
 
     def request_body(
         self, request: ChatRequest, image_part: Callable[[bytes], dict[str, Any]] | None = None
@@ -240,7 +171,7 @@ class OpenAIChat:
         return self.answer_probs(raws, answers)
 
     def headers(self) -> dict[str, str]:
-        key = os.environ.get(self.options["key_env"])
+        key = os.environ.get(self.key_env)
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -283,30 +214,6 @@ class OpenAIChat:
                 kept = entries[-KEPT_PROMPT_LOGPROBS:]
                 raw = {**raw, "prompt_logprobs": kept, "lexsem_dropped_prompt_logprobs": dropped}
         return raw
-
-
-def chat_messages(
-    request: ChatRequest, part: Callable[[bytes], dict[str, Any]], name: str
-) -> list[dict[str, Any]]:
-    """The OpenAI `messages` of `request`: user turns as content parts (images first, rendered
-    by `part`, then the text), assistant turns as text."""
-    messages = []
-    for turn in request.turns:
-        if turn.role == "user":
-            content: Any = [part(img) for img in turn.images]
-            content.append({"type": "text", "text": turn.text})
-        elif turn.images:
-            raise ModelError(f"{name}: only user turns carry images")
-        else:
-            content = turn.text
-        messages.append({"role": turn.role, "content": content})
-    return messages
-
-
-def data_url_part(image: bytes) -> dict[str, Any]:
-    """An image as a chat content part: a base64 data URL."""
-    url = f"data:{_image_mime(image)};base64,{base64.b64encode(image).decode('ascii')}"
-    return {"type": "image_url", "image_url": {"url": url}}
 
 
 def _no_logprobs(server: str, what: str) -> StopRun:

@@ -1,33 +1,45 @@
 """`vlm:` backend: a local generative VLM (transformers `AutoModelForImageTextToText`) answering
-prompts about images in free form — the `Answerer` of the multiple-choice tasks
-(`lexsem.tasks.choice_task`; `lexsem eval -m vlm:MODEL -b sugarcrepe_pp`).
+conversations about images in free form — a `ChatModel` (`lexsem.models.protocols`), asked the
+multiple-choice tasks (`lexsem.tasks.choice_task`; `lexsem eval -m vlm:MODEL -b
+sugarcrepe_pp`, `lexsem ask -m vlm:MODEL`) through the engine's request store like an API.
 
-Spec: `vlm:NAME?max_new_tokens=32&format=...`. Each prompt is the user turn (the image, then
-the prompt) of the model's chat template, or `format` (with `{text}`) where it has none; the
-answer is greedy decoding (no sampling: a rerun gives the same text), at most
-`max_new_tokens` tokens, special tokens removed, stripped. The answers go to the request store
-like scores, so a rerun asks nothing again. `max_new_tokens` and `format` are in the
+Spec: `vlm:NAME?max_new_tokens=32&format=...`. A request body is the OpenAI-format body an API
+would get (the images as their content keys in the store key; as their bytes, not data URLs,
+when sent). `send` decodes the images (RGB, EXIF orientation applied) and answers with greedy
+decoding (no sampling: a rerun gives the same text), at most `max_new_tokens` tokens, special
+tokens removed, stripped: a one-turn question is the user turn (the image, then the prompt) of
+the model's chat template, or `format` (with `{text}`) where it has none; a conversation of
+several turns (k-shot demonstrations, SugarCrepe++ Table 14) is rendered by the chat template
+(each user turn: its images, then its text; assistant turns as text). Log-probability requests
+are refused: the local VQAScore is `vqa:`. `max_new_tokens` and `format` are in the
 fingerprint.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lexsem.errors import ModelError
+from lexsem.models.chat import ChatRequest, chat_messages
 from lexsem.models.options import Option, positive_int
 from lexsem.models.vlm.generative import VLM_OPTIONS, GenerativeVLM
 
 __all__ = ["VLMAnswerer"]
 
 
+def _bytes_part(image: bytes) -> dict[str, Any]:
+    """An image as it is sent to a local model: its bytes (no base64 round trip)."""
+    return {"type": "image_bytes", "bytes": image}
+
+
 class VLMAnswerer(GenerativeVLM):
-    """A lazy `Answerer`: greedy free-form answers of a transformers generative VLM."""
+    """A lazy `ChatModel`: greedy free-form answers of a transformers generative VLM."""
 
     backend: ClassVar[str] = "vlm"
-    description = "a generative VLM answering prompts about images (transformers): answerer"
+    description = "a generative VLM answering prompts about images (transformers): chat"
     options: ClassVar[Mapping[str, Option]] = {**VLM_OPTIONS, "max_new_tokens": positive_int(32)}
+    concurrency = 1  # one conversation at a time
 
     def __init__(self, spec: Any, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)
@@ -40,14 +52,39 @@ class VLMAnswerer(GenerativeVLM):
             "max_new_tokens": self.max_new_tokens,
         }
 
-    def answer(self, images: Any, prompts: Sequence[str]) -> list[str]:
-        prompts = list(prompts)
-        if len(prompts) != len(images):
-            raise ModelError(f"{self.name}: {len(images)} images for {len(prompts)} prompts")
-        return [
-            self.generate(image, self.user_turn(p), max_new_tokens=self.max_new_tokens)
-            for image, p in zip(images, prompts, strict=True)
-        ]
+    def request_body(self, request: ChatRequest, image_part: Any = None) -> dict[str, Any]:
+        if request.params:
+            raise ModelError(
+                f"{self.name}: a local model answers free-form questions only; its VQAScore is "
+                f"vqa:{self.spec.name}"
+            )
+        messages = chat_messages(request, image_part or _bytes_part, self.name)
+        return {"model": self.spec.name, "messages": messages,
+                "max_new_tokens": self.max_new_tokens}  # fmt: skip
+
+    def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Answer one conversation locally: (the answer, a record of what made it)."""
+        from lexsem.images.decode import decode_image
+
+        images, turns = [], []
+        for msg in body["messages"]:
+            parts = msg["content"]
+            if not isinstance(parts, list):
+                parts = [{"type": "text", "text": parts}]
+            content = []
+            for p in parts:
+                if p["type"] == "image_bytes":
+                    images.append(decode_image(p["bytes"]))
+                    content.append({"type": "image"})
+                else:
+                    content.append({"type": "text", "text": p["text"]})
+            turns.append({"role": msg["role"], "content": content})
+        if len(turns) == 1 and len(images) == 1:  # one question: the model's own user turn
+            text = self.generate(images[0], self.user_turn(turns[0]["content"][-1]["text"]),
+                                 max_new_tokens=self.max_new_tokens)  # fmt: skip
+        else:
+            text = self.converse(turns, images)
+        return text, {"local": self.spec.name, "images": len(images), "turns": len(turns)}
 
     def converse(self, turns: list[dict[str, Any]], images: list[Any]) -> str:
         """The greedy answer to a conversation (chat-template messages whose image parts are

@@ -4,7 +4,9 @@ its processor and chat template), as a pair scorer: how likely the model answers
 
 Spec: `vqa:NAME?score=vqa|vqa_norm|vqa_diff&question=...&answer=Yes&negative=No`; `question`
 is a template with `{text}` or a preset: `t17_1` ... `t17_5`, the five prompt paraphrases of
-SugarCrepe++ Table 17 (prompt sensitivity), verbatim.
+SugarCrepe++ Table 17 (prompt sensitivity), verbatim. The options, the question and the scores
+from the answers' probabilities are VQAScore's one definition (`lexsem.models.vqascore`), shared
+with the chat models that return log-probabilities.
 
 - `vqa` (default): the VQAScore reference's score, exp(mean log-probability) of the answer's
   own tokens, teacher-forced after the question (the answer is the assistant's reply, where
@@ -29,37 +31,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from lexsem.models.options import Option, choice
+from lexsem.models.options import Option
 from lexsem.models.vlm.generative import VLM_OPTIONS, VLMPairScorer
+from lexsem.models.vqascore import QUESTION, VQA_OPTIONS, question_template, vqa_score
 
 __all__ = ["VQAScorer"]
-
-QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
-SCORES = ("vqa", "vqa_norm", "vqa_diff")
-# the five prompt paraphrases of SugarCrepe++ Table 17 (prompt sensitivity), verbatim with
-# `<caption>` as `{text}`; use them as `question=t17_1` ... `question=t17_5` (with
-# `answer=yes&negative=no`, the words they ask for)
-QUESTIONS = {
-    "t17_1": "Does the following caption match the image: {text}? Provide 'yes' or 'no' as "
-    "response",
-    "t17_2": "Does the caption match the image: {text}? Provide 'yes' or 'no' as response",
-    "t17_3": "Do the image and the following caption match: {text}? Provide 'yes' or 'no' as "
-    "response",
-    "t17_4": "Does the caption correctly describe the image: {text}? Provide 'yes' or 'no' as "
-    "response",
-    "t17_5": "Is the caption an accurate description of the image: {text}? Provide 'yes' or 'no' "
-    "as response.",
-}
-
-
-def _question(text: str) -> str:
-    """A question template with `{text}`, or the name of one of `QUESTIONS`."""
-    text = QUESTIONS.get(text, text)
-    if "{text}" not in text:
-        raise ValueError(
-            f"it must contain the placeholder {{text}} or name a preset ({', '.join(QUESTIONS)})"
-        )
-    return text
 
 
 def variants(answer: str) -> list[str]:
@@ -75,16 +51,13 @@ class VQAScorer(VLMPairScorer):
     description = "VQAScore of a generative VLM (transformers image-text-to-text): pair scorer"
     options: ClassVar[Mapping[str, Option]] = {
         **VLM_OPTIONS,
-        "score": choice(*SCORES, default="vqa"),
-        "question": Option(_question, QUESTION),
-        "answer": Option(str, "Yes"),
-        "negative": Option(str, "No"),
+        **VQA_OPTIONS,
     }
 
     def __init__(self, spec: Any, **kwargs: Any) -> None:
         super().__init__(spec, **kwargs)
         self.score_mode = self.spec.get("score") or "vqa"
-        self.question = _question(self.spec.get("question") or QUESTION)
+        self.question = question_template(self.spec.get("question") or QUESTION)
         self.yes_word = self.spec.get("answer") or "Yes"
         self.no_word = self.spec.get("negative") or "No"
 
@@ -121,4 +94,4 @@ class VQAScorer(VLMPairScorer):
         probs = np.array([np.exp(lp.sum()) for lp in self.logprobs(image, rows)])
         yes_p = np.array([probs[a:b].sum() for a, b, _ in spans])
         no_p = np.array([probs[b:c].sum() for _, b, c in spans])
-        return yes_p / (yes_p + no_p) if self.score_mode == "vqa_norm" else yes_p - no_p
+        return vqa_score(self.score_mode, yes_p, no_p)

@@ -1,6 +1,7 @@
-"""Recorded answers to multiple-choice prompts, read from a file, so that answers collected
-elsewhere (an API run, a benchmark's published answers) are scored by the same parser and
-scores as lexsem's own (`lexsem score-answers`).
+"""Recorded answers to multiple-choice prompts, read from a file: a model's output collected
+elsewhere (an API run, a benchmark's published answers), answered by the `recorded:` backend
+(`lexsem.models.backends.recorded`) and so scored by the same tasks as lexsem's own runs
+(`lexsem score-answers`), or imported into a chat model's store (`lexsem ask --import`).
 
 The file is JSON Lines (one object per line) or a JSON list of objects, each with:
 
@@ -37,9 +38,11 @@ def read_answers(path: str | Path, *, prompt: str | None, subset: str | None) ->
 
 
 def read_answer_records(
-    path: str | Path, *, prompt: str | None, subset: str | None
+    path: str | Path, *, prompt: str | None, subset: str | None, require_subset: bool = True
 ) -> list[tuple[str, Answer]]:
-    """`read_answers`, each answer with where it is in the file (`line 3` / `record 3`)."""
+    """`read_answers`, each answer with where it is in the file (`line 3` / `record 3`). With
+    `require_subset=False`, a record that gives no subset (and no `subset` default) has subset
+    "" (to be told by the benchmark selection)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -48,7 +51,9 @@ def read_answer_records(
     records = _records(path, text)
     if not records:
         raise DataError(f"{path}: no answers in the file")
-    return [(where, _answer(path, where, rec, prompt, subset)) for where, rec in records]
+    return [
+        (where, _answer(path, where, rec, prompt, subset, require_subset)) for where, rec in records
+    ]
 
 
 def _records(path: Path, text: str) -> list[tuple[str, Any]]:
@@ -70,7 +75,9 @@ def _records(path: Path, text: str) -> list[tuple[str, Any]]:
     return out
 
 
-def _answer(path: Path, where: str, rec: Any, prompt: str | None, subset: str | None) -> Answer:
+def _answer(
+    path: Path, where: str, rec: Any, prompt: str | None, subset: str | None, require_subset: bool
+) -> Answer:
     def bad(why: str) -> DataError:
         return DataError(f"{path}, {where}: {why}")
 
@@ -91,6 +98,8 @@ def _answer(path: Path, where: str, rec: Any, prompt: str | None, subset: str | 
     if rec["ordering"] not in _ORDERINGS:
         raise bad(f"unknown ordering {rec['ordering']!r} (known: {', '.join(sorted(_ORDERINGS))})")
     sub = rec.get("subset", subset)
+    if sub is None and not require_subset:
+        sub = ""
     if sub is None:
         raise bad("no subset: give it per record, or select one subset (-b NAME/SUBSET)")
     answer = rec["answer"]
