@@ -155,7 +155,7 @@ def test_list_backends_says_prefix_needs_and_options_without_torch() -> None:
     import subprocess
     import sys
 
-    from lexsem.models.factory import BACKEND_EXTRAS, BACKENDS
+    from lexsem.models.backend_registry import BACKEND_EXTRAS, BACKENDS
 
     code = (
         "import json, sys; from lexsem.cli import app; sys.argv = ['lexsem', 'list', 'backends']\n"
@@ -193,7 +193,7 @@ def _block(text: str, name: str) -> str:
 
 
 def test_a_backend_that_does_not_import_is_listed_with_why() -> None:
-    from lexsem.models.factory import register_backend, unregister_backend
+    from lexsem.models.backend_registry import register_backend, unregister_backend
 
     register_backend("nosuch", "lexsem_no_such_module:Model")
     try:

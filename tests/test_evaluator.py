@@ -17,6 +17,7 @@ from fakes import TRIPLETS, BagOfWordsEncoder, register_fixture_benchmark
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark, LoadedSubset
+from lexsem.benchmarks.selectors import parse_selector
 from lexsem.config import EvalConfig, build_config
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
@@ -62,7 +63,7 @@ def test_unknown_names_suggest_the_closest() -> None:
     with pytest.raises(LexsemError, match=r"did you mean 'sugarcrepe_pp'"):
         registry.get("sugarcrepe_p")
     with pytest.raises(LexsemError, match=r"did you mean 'swap_obj'"):
-        registry.parse_selector("sugarcrepe_pp/swap_ob")
+        parse_selector("sugarcrepe_pp/swap_ob")
 
 
 def test_config_errors_name_the_field() -> None:

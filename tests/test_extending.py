@@ -14,7 +14,7 @@ from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.errors import ModelError
 from lexsem.images.image_store import ImageStore
-from lexsem.models import factory as models
+from lexsem.models import backend_registry
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 EXAMPLES = DOCS / "examples"
@@ -80,7 +80,9 @@ def test_new_backend_in_one_file(
 ) -> None:
     from fakes import TRIPLETS, register_fixture_benchmark
 
-    monkeypatch.setattr(models.BACKENDS, "_entries", dict(models.BACKENDS._entries))
+    monkeypatch.setattr(
+        backend_registry.BACKENDS, "_entries", dict(backend_registry.BACKENDS._entries)
+    )
     import register_wordvec  # noqa: F401  (registers the backend)
 
     vectors = _write_vectors(tmp_path / "glove")

@@ -450,9 +450,10 @@ def test_resolve_quick_gelu_policy() -> None:
 
 def test_registered_in_the_factory(tiny: dict[str, Tiny]) -> None:
     """Through `load_image_encoder`: the registry knows the openclip: backend."""
+    from lexsem.models import backend_registry
     from lexsem.models import factory as registry
 
-    assert registry.get_backend("openclip") is OpenClipEncoder
+    assert backend_registry.get_backend("openclip") is OpenClipEncoder
     enc = registry.load_image_encoder(spec(TINY, tiny[TINY].checkpoint, quick_gelu="false"))
     assert isinstance(enc, OpenClipEncoder) and enc.quick_gelu is False
 

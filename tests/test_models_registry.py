@@ -15,6 +15,7 @@ import pytest
 
 from lexsem import evaluate
 from lexsem.errors import LexsemError, ModelError
+from lexsem.models import backend_registry
 from lexsem.models import factory as registry
 from lexsem.models.lazy import LazyModel, builds
 from lexsem.models.options import COMMON, Option, positive_int
@@ -78,17 +79,17 @@ def folder(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def chars() -> Iterator[None]:
-    registry.register_backend("chars", f"{__name__}:CharScorer")  # lazy, as the built-ins
+    backend_registry.register_backend("chars", f"{__name__}:CharScorer")  # lazy, as the built-ins
     try:
         yield
     finally:
-        registry.unregister_backend("chars")
+        backend_registry.unregister_backend("chars")
 
 
 def test_built_in_backends_are_registered() -> None:
-    assert registry.names() == BUILT_IN
+    assert backend_registry.names() == BUILT_IN
     for name in BUILT_IN:
-        backend = registry.get_backend(name)
+        backend = backend_registry.get_backend(name)
         assert backend.backend == name and backend.description
         assert callable(backend) and backend.options  # a class, or clip's factory
 
@@ -98,7 +99,7 @@ def test_each_option_is_declared_once_with_its_default(name: str) -> None:
     """A spec without options gives each declared option's default; each declared option is
     accepted by the spec parser for that backend and refused for backends that do not declare
     it, with the backend's own list of options in the message."""
-    backend = registry.get_backend(name)
+    backend = backend_registry.get_backend(name)
     model = "ViT-B-32/openai" if name == "openclip" else "org/m"
     bare = parse_model_spec(f"{name}:{model}")
     for key, option in backend.options.items():
@@ -109,13 +110,13 @@ def test_each_option_is_declared_once_with_its_default(name: str) -> None:
     ):
         parse_model_spec(f"{name}:{model}?colour=red")
     for other in BUILT_IN:
-        for key in set(registry.get_backend(other).options) - set(backend.options):
+        for key in set(backend_registry.get_backend(other).options) - set(backend.options):
             with pytest.raises(ModelError, match=rf"'{key}' does not apply to backend '{name}'"):
                 ModelSpec(name, model, {key: "1"})
 
 
 def test_user_backend_from_its_spec_string(chars: None, folder: Path) -> None:
-    assert "chars" in registry.names()
+    assert "chars" in backend_registry.names()
     spec = parse_model_spec(f"chars:{folder}?power=2&dtype=fp32")
     assert (spec.backend, spec.name, spec.get("power")) == ("chars", str(folder), 2)
     model = registry.load_model(f"chars:{folder}?power=2", device="cpu")
@@ -149,31 +150,31 @@ def test_user_factory_backend(folder: Path, tmp_path: Path) -> None:
     long.mkdir()
     (long / "long").write_text("")
     with pytest.raises(LexsemError, match="is the 'chars' backend, not 'chars2'"):
-        registry.register_backend("chars2", open_char_scorer)
-    registry.register_backend("chars", open_char_scorer)
+        backend_registry.register_backend("chars2", open_char_scorer)
+    backend_registry.register_backend("chars", open_char_scorer)
     try:
         assert type(registry.load_model(f"chars:{long}")) is LongCharScorer
         assert type(registry.load_model(f"chars:{folder}")) is CharScorer
         with pytest.raises(ModelError, match="'colour'; backend 'chars' takes: dtype, power"):
             registry.load_model(f"chars:{folder}?colour=red")
     finally:
-        registry.unregister_backend("chars")
+        backend_registry.unregister_backend("chars")
 
 
 def test_register_backend_refusals() -> None:
     with pytest.raises(LexsemError, match="'st' is already registered"):
-        registry.register_backend("st", "my_package.backends:MyST")
+        backend_registry.register_backend("st", "my_package.backends:MyST")
     for bad in ("Chars", "c", "1chars", "my backend"):
         with pytest.raises(LexsemError, match="lowercase letters"):
-            registry.register_backend(bad, CharScorer)
+            backend_registry.register_backend(bad, CharScorer)
     with pytest.raises(LexsemError, match="is the 'chars' backend, not 'other'"):
-        registry.register_backend("other", CharScorer)
-    registry.register_backend("notone", "json:dumps")  # found out when first looked up
+        backend_registry.register_backend("other", CharScorer)
+    backend_registry.register_backend("notone", "json:dumps")  # found out when first looked up
     try:
         with pytest.raises(LexsemError, match="is not a model backend"):
             parse_model_spec("notone:x")
     finally:
-        registry.unregister_backend("notone")
+        backend_registry.unregister_backend("notone")
     with pytest.raises(ModelError, match=r"unknown model backend 'chars'.*known backends: clip \("):
         parse_model_spec("chars:x")
     with pytest.raises(ModelError, match=r"unknown model backend 'clp' \(did you mean 'clip'\?\)"):
@@ -184,13 +185,15 @@ def test_replacing_a_built_in_backend(folder: Path) -> None:
     class MyLM(CharScorer):
         backend: ClassVar[str] = "lm"
 
-    original = registry.get_backend("lm")
-    registry.register_backend("lm", MyLM, replace=True)
+    original = backend_registry.get_backend("lm")
+    backend_registry.register_backend("lm", MyLM, replace=True)
     try:
         assert type(registry.load_model(f"lm:{folder}")) is MyLM
     finally:
-        registry.register_backend("lm", "lexsem.models.backends.lm:PerplexityScorer", replace=True)
-    assert registry.get_backend("lm") is original
+        backend_registry.register_backend(
+            "lm", "lexsem.models.backends.lm:PerplexityScorer", replace=True
+        )
+    assert backend_registry.get_backend("lm") is original
 
 
 def test_importing_the_registry_stays_light(tmp_path: Path) -> None:

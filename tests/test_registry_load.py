@@ -9,6 +9,7 @@ import pytest
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.benchmarks.load import load_benchmark
+from lexsem.benchmarks.selectors import parse_selector
 from lexsem.errors import DownloadError, LexsemError
 
 
@@ -16,12 +17,12 @@ def test_registry_names_and_selectors() -> None:
     assert {"sugarcrepe", "sugarcrepe_pp", "visla_generic", "visla_spatial", "synthetic"} <= set(
         registry.names()
     )
-    spec, subs = registry.parse_selector("sugarcrepe_pp/swap_obj,replace_rel")
+    spec, subs = parse_selector("sugarcrepe_pp/swap_obj,replace_rel")
     assert spec.name == "sugarcrepe_pp" and [s.name for s in subs] == ["swap_obj", "replace_rel"]
-    spec, subs = registry.parse_selector("sugarcrepe")
+    spec, subs = parse_selector("sugarcrepe")
     assert len(subs) == 7
     with pytest.raises(LexsemError, match="no subset 'bogus'"):
-        registry.parse_selector("sugarcrepe/bogus")
+        parse_selector("sugarcrepe/bogus")
     with pytest.raises(LexsemError, match="unknown benchmark 'bogus'"):
         registry.get("bogus")
 

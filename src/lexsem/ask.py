@@ -64,7 +64,7 @@ def check_ask(prompt: str | None, vqascore: bool, shots: int, import_file: Any, 
 def _with_vqa(spec: str, vqa: dict[str, str | None]) -> str:
     """`spec` with the VQAScore options given on the command line (for a backend that takes
     them: another is refused by the run, which says why)."""
-    from lexsem.models.factory import get_backend
+    from lexsem.models.backend_registry import get_backend
     from lexsem.models.spec import parse_model_spec
 
     declared = get_backend(parse_model_spec(spec).backend).options

@@ -1,13 +1,10 @@
-"""The benchmark registry: name -> `Benchmark`, and selectors.
-
-A selector is `NAME` (all subsets), `NAME/SUBSET[,SUBSET...]`, or a user's own file in a
-supported format, `FORMAT:PATH` (see `lexsem.benchmarks.user`). The built-in benchmarks are
-lazy entries declared here, so registering a user's benchmark never hides them.
-"""
+"""The benchmark registry: name -> `Benchmark`. The built-in benchmarks are lazy entries
+declared here, so registering a user's benchmark never hides them; selectors of benchmarks and
+subsets are read by `lexsem.benchmarks.selectors`."""
 
 from __future__ import annotations
 
-from lexsem.benchmarks.base import Benchmark, SubsetSpec
+from lexsem.benchmarks.base import Benchmark
 from lexsem.registry import Registry
 
 
@@ -47,18 +44,3 @@ def names() -> list[str]:
 
 def get(name: str) -> Benchmark:
     return BENCHMARKS.get(name)
-
-
-def parse_selector(selector: str) -> tuple[Benchmark, tuple[SubsetSpec, ...]]:
-    """`sugarcrepe_pp` -> all subsets; `sugarcrepe_pp/swap_obj` -> that subset;
-    `scpp:path/to/file.json` -> a user's file read as SugarCrepe++."""
-    from lexsem.benchmarks import user
-
-    if user.is_user_selector(selector):
-        bench = user.user_benchmark(selector)
-        return bench, bench.subsets
-    name, _, sub = selector.strip().partition("/")
-    bench = get(name)
-    if not sub:
-        return bench, bench.subsets
-    return bench, tuple(bench.subset(s) for s in sub.split(","))

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from lexsem.benchmarks import checks
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset
-from lexsem.benchmarks.catalog import parse_selector
 from lexsem.benchmarks.checks import Notice
 from lexsem.benchmarks.items import Item
+from lexsem.benchmarks.selectors import parse_selector
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The `lexsem` Typer app: every command registered in the order `--help` lists them, each
 wrapped by `friendly` (lexsem's errors as one line and exit status 2, its warnings as
-`warning: ...` lines); `quiet_libraries` silences the libraries' own progress bars."""
+`warning: ...` lines)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from lexsem.cli.validate import validate
 from lexsem.errors import LexsemError
 from lexsem.warning_lines import warning_lines
 
-__all__ = ["app", "friendly", "quiet_libraries"]
+__all__ = ["app", "friendly"]
 
 app = typer.Typer(
     help="Do models understand meaning or only words? SugarCrepe++, VISLA, SugarCrepe, ...",
@@ -49,19 +49,6 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(130) from None
 
     return wrapper
-
-
-def quiet_libraries(quiet: bool) -> None:
-    """With `-q`, or when stderr is not a terminal (lexsem prints its own progress lines
-    there), the libraries' own progress bars (transformers' "Loading weights", Hub downloads)
-    are off; the user's own HF_HUB_DISABLE_PROGRESS_BARS wins. Set before they are imported."""
-    import os
-    import sys
-
-    if quiet or not sys.stderr.isatty():
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        if "transformers" in sys.modules:  # imported already (the Python API, tests)
-            sys.modules["transformers"].utils.logging.disable_progress_bar()
 
 
 COMMANDS: dict[str, Callable[..., Any]] = {

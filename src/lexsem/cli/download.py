@@ -26,6 +26,7 @@ def download(
     """Download benchmark files (or `coco-val2017` / `coco-train2017` images) into the cache."""
     from lexsem import download as dl
     from lexsem.benchmarks import catalog as registry
+    from lexsem.benchmarks.selectors import parse_selector
     from lexsem.images import coco_download as images
     from lexsem.paths import cache_dir as resolve_cache
 
@@ -43,7 +44,7 @@ def download(
             got = images.download_coco(name, cache_root=root, archive_file=from_zip, offline=False)
             typer.echo(f"{name}: {got.n_files} images in {got.folder}")
             continue
-        spec, _ = registry.parse_selector(name)
+        spec, _ = parse_selector(name)
         if spec.origin == "hf":
             typer.echo(f"{spec.name}: a Hugging Face dataset, fetched on first use (see README)")
             continue

@@ -76,7 +76,7 @@ def eval_cmd(
     """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table.
     Progress goes to stderr: a bar on a terminal, a line every few seconds when piped. Ctrl-C
     keeps what was computed (the cache): the same command resumes."""
-    from lexsem.cli.app import quiet_libraries
+    from lexsem.cli.quiet import quiet_libraries
     from lexsem.config import build_config
     from lexsem.evaluator import Evaluator
 

@@ -68,7 +68,7 @@ def _backends() -> None:
     """Each backend's `PREFIX:NAME`, description, what it needs and its options (`name=default`;
     a bare name has no default; a default with spaces is quoted). A backend whose module does
     not import (a missing optional dependency) is listed with what it needs and why not."""
-    from lexsem.models.factory import BACKEND_EXTRAS, BACKENDS
+    from lexsem.models.backend_registry import BACKEND_EXTRAS, BACKENDS
 
     for name in BACKENDS.names():
         needs = BACKEND_EXTRAS.get(name, "nothing beyond lexsem")

@@ -1,7 +1,8 @@
 """Model spec strings: `BACKEND:NAME[?key=value&key=value]`, or a short alias.
 
-BACKEND is a registered backend (`lexsem.models.factory`: `st`, `hf`, `clip`, `openclip`, `itm`,
-`lm`, `vera`, `cola`, or a user's). NAME is a Hugging Face Hub id (`org/name`) or a local folder
+BACKEND is a registered backend (`lexsem.models.backend_registry`: `st`, `hf`, `clip`,
+`openclip`, `itm`, `lm`, `vera`, `cola`, `vqa`, `vgpt`, `vlm`, `openai`, `recorded`, or a
+user's). NAME is a Hugging Face Hub id (`org/name`) or a local folder
 (openclip: `ARCH/PRETRAINED` or `ARCH@/path/to/checkpoint`). Options are URL-query style: split on
 `&` and `=`, values URL-decoded (`%26` for a literal `&`, `%3D` for `=`, `+` or `%20` for a space,
 `%2B` for a literal `+`). Everything after the first `?` is options, so a NAME cannot contain `?`.
@@ -23,18 +24,12 @@ from typing import Any
 from urllib.parse import quote, unquote_plus
 
 from lexsem.errors import ModelError
+from lexsem.models.backend_registry import get_backend, option_error, syntax
 from lexsem.models.options import Option, as_option_text
 
 # "xx:" at the start: a backend prefix. Two characters at least, so `C:\models` is not one.
 _PREFIX = re.compile(r"^([A-Za-z][A-Za-z0-9_-]+):(.*)$", re.DOTALL)
 _EXCLUSIVE = ("prefix", "template")  # a template can hold a prefix: give one of the two
-
-
-def syntax() -> str:
-    from lexsem.models import factory as registry
-
-    backends = ", ".join(registry.names())
-    return f"BACKEND:NAME[?key=value&key=value] with BACKEND {backends}, or an alias"
 
 
 @dataclass(frozen=True)
@@ -131,9 +126,7 @@ def _displaced(key: str, given: Mapping[str, str]) -> bool:
 
 
 def _declared_options(backend: str) -> Mapping[str, Option]:
-    from lexsem.models import factory as registry  # the registry imports this module
-
-    return registry.get_backend(backend).options
+    return get_backend(backend).options
 
 
 def _checked(
@@ -145,9 +138,7 @@ def _checked(
     for key, raw in options.items():
         option = declared.get(key)
         if option is None:
-            from lexsem.models import factory as registry
-
-            raise ModelError(registry.option_error(backend, key))
+            raise ModelError(option_error(backend, key))
         option.read(key, raw)
         out[key] = option.canonical(raw) if option.canonical else raw
     return out
