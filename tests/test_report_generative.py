@@ -210,7 +210,7 @@ def test_table17_rows_are_the_prompt_presets(data: dict[str, Any]) -> None:
         _yesno(data, "t17_2", caption_scores(pos=0.4)),  # no to everything: every item wrong
     ]
     recs = [r.record for r in runs]
-    by_spec = recs[0].model_copy(deep=True)  # the question read from the spec alone
+    by_spec = recs[0].model_copy(deep=True)  # a spec string is never parsed for the question
     by_spec.run_id, by_spec.model.name = "spec-run-00001", "blip t17_5"
     by_spec.model.spec = "vqa:blip-fake?score=vqa_norm&question=t17_5"
     by_spec.model.fingerprint = {k: v for k, v in by_spec.model.fingerprint.items()
@@ -218,11 +218,11 @@ def test_table17_rows_are_the_prompt_presets(data: dict[str, Any]) -> None:
     t = _table(generative.paper_tables([*recs, by_spec]), "SugarCrepe++ Table 17")
     assert t.headers[:4] == ["prompt", "input prompt", "paraphrase of", "model"]
     assert t.headers[4:] == ["S. Obj", "R. Att"]
-    assert [r[0] for r in t.rows] == ["t17_1", "t17_2", "t17_3", "t17_5"]
+    assert [r[0] for r in t.rows] == ["t17_1", "t17_2", "t17_3", "not recorded"]
     assert t.rows[0][1] == (
         "Does the following caption match the image: <caption>? Provide 'yes' or 'no' as response"
     )
-    assert [r[2] for r in t.rows] == ["Prompt-1", "Prompt-1", "Prompt-1", "Prompt-2"]
+    assert [r[2] for r in t.rows] == ["Prompt-1", "Prompt-1", "Prompt-1", ""]
     assert [r[4:] for r in t.rows] == [
         ["100.00", "100.00"], ["0.00", "0.00"], ["66.67", "100.00"], ["66.67", "100.00"],
     ]  # fmt: skip
@@ -287,7 +287,8 @@ def test_methods_read_from_fingerprints_and_api_runs() -> None:
         return ModelInfo(spec=spec, name="m", fingerprint=fp, fingerprint_key="k", batch_size=1)
 
     assert generative.method_of(info({"backend": "vgpt", "score": "sum"})) == "VGPTScore"
-    assert generative.method_of(info({}, "vgpt:m?score=blind")) == "VGPTScore Blind"
+    assert generative.method_of(info({"backend": "vgpt", "score": "blind"})) == "VGPTScore Blind"
+    assert generative.method_of(info({}, "vgpt:m?score=blind")) is None  # specs are not parsed
     api = {"backend": "openai", "vqascore": {"score": "vqa_norm", "question": "t17_4"}}
     assert generative.method_of(info(api)) == "VQAScore (vqa_norm), question t17_4"
     assert generative.method_of(info({"backend": "clip"})) is None

@@ -9,12 +9,12 @@ and order), with our runs as rows and the accuracies shown as in the other repor
   and count a hit when the answer is (1): the accuracy under the ordering NPP. Runs whose
   record says they were asked with demonstrations are left to Table 14.
 - SugarCrepe++ Table 14 (App. E.4, few-shot, Prompt 3): one row per `choice_scpp3` run with its
-  number of demonstrations — `shots` in the model's fingerprint or spec; a run of recorded
-  answers keeps none, so its row says "not recorded" and is known by its run name. Shown when
+  number of demonstrations — `shots` in the run's model fingerprint; a run of recorded
+  answers that keeps none, so its row says "not recorded" and is known by its run name. Shown when
   some run is, or may be, a k-shot run.
 - SugarCrepe++ Table 17 (App. G.1, yes/no per caption): one row per prompt paraphrase,
-  `t17_1` ... `t17_5`, read from the question in the model's fingerprint (else its spec's
-  `question=`), with the input prompt verbatim; task `yesno`, main metric.
+  `t17_1` ... `t17_5`, read from the question in the run's model fingerprint, with the input
+  prompt verbatim; task `yesno`, main metric.
 - SugarCrepe++ Table 18 (App. G.1, option orderings): one row per ordering of a
   `choice_scpp_order` run (N, P1, P2 = NPP; P1, N, P2 = PNP; P1, P2, N = PPN).
 - SugarCrepe++ Table 19 (App. G.2): ITT of VGPTScore, VGPTScore Blind and VQAScore runs (the
@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 
-from lexsem.errors import ModelError
 from lexsem.report.html import Section
 from lexsem.report.tables import Table, _cell, _row_labels, label, subset_order, unique_runs
 from lexsem.results.schema import MetricResult, ModelInfo, RunRecord
@@ -103,14 +102,14 @@ _T8_NOTE = (
 )
 _T14_NOTE = (
     "Prompt 3, ordering NPP; shots: the demonstrations before each question (`shots` in the "
-    "model's fingerprint or spec). A run of recorded answers does not record them: 'not "
+    "run's model fingerprint). A run of recorded answers that does not record them: 'not "
     "recorded', known by its run name."
 )
 _T17_NOTE = (
     "Each caption asked alone; a hit: yes to P1 and P2 and no to N (the paper states no rule; "
     "ours). Prompts t17_1 ... t17_5: the table's five paraphrases verbatim, grouped as the "
     "table groups them (Prompt-1: t17_1-3, Prompt-2: t17_4-5); the question is read from each "
-    "run's model fingerprint, else its spec."
+    "run's model fingerprint."
 )
 _T18_NOTE = (
     "The prompt of SugarCrepe++ App. G.1 (Figure 7) with the captions in each order; a hit when "
@@ -121,32 +120,20 @@ _T18_NOTE = (
 # -- what a run is ------------------------------------------------------------------------------
 
 
-def _spec_options(spec: str) -> dict[str, str]:
-    from lexsem.models.spec import parse_query
-
-    try:
-        return parse_query(spec.partition("?")[2], spec)
-    except ModelError:
-        return {}
-
-
 def _backend(model: ModelInfo) -> str:
     backend = model.fingerprint.get("backend")
-    if isinstance(backend, str) and backend:
-        return backend
-    head = model.spec.partition("?")[0]
-    return head.partition(":")[0].lower() if ":" in head else ""
+    return backend if isinstance(backend, str) else ""
 
 
 def _option(model: ModelInfo, key: str) -> Any:
     """A model option: from the fingerprint (the resolved value; an API VQAScore run keeps its
-    options under `vqascore`), else from the spec."""
+    options under `vqascore`). What a run was is read from its record, never from its spec
+    string."""
     fp = model.fingerprint
     nested = fp.get("vqascore")
     if isinstance(nested, dict) and nested.get(key) is not None:
         return nested[key]
-    value = fp.get(key)
-    return value if value is not None else _spec_options(model.spec).get(key)
+    return fp.get(key)
 
 
 def _is_vqascore(model: ModelInfo) -> bool:
@@ -155,7 +142,7 @@ def _is_vqascore(model: ModelInfo) -> bool:
 
 
 def shots_of(record: RunRecord) -> int | None:
-    """The demonstrations before each question: `shots` in the fingerprint or spec; None when a
+    """The demonstrations before each question: `shots` in the fingerprint; None when a
     run of recorded answers does not say (they may have been asked with any); else 0 (lexsem
     asks a model with no demonstrations)."""
     value = _option(record.model, "shots")
