@@ -22,8 +22,8 @@ from lexsem.cli import app
 from lexsem.config import EvalConfig
 from lexsem.errors import RetryableError
 from lexsem.evaluator import Evaluator
-from lexsem.models.chat import ChatRequest
 from lexsem.models.backend_registry import register_backend, unregister_backend
+from lexsem.models.chat import ChatRequest
 from lexsem.models.factory import load_model
 from lexsem.models.options import Option
 from lexsem.results.run import Run
