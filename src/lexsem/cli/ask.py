@@ -9,9 +9,17 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import EVAL, CacheDir, CocoVal, DataDir, ImageRoot
+from lexsem.cli.options import EVAL, CacheDir, CocoVal, DataDir, ImageRoot, config_option
+from lexsem.config import EvalConfig
 
 __all__ = ["ask"]
+
+# the chat settings are EvalConfig fields: their help, bounds and defaults come from there
+Shots = config_option(EvalConfig, "shots", "--shots")
+ShotSeed = config_option(EvalConfig, "shot_seed", "--shot-seed")
+ReplayOnly = config_option(EvalConfig, "replay_only", "--replay-only")
+MaxRequests = config_option(EvalConfig, "max_requests", "--max-requests")
+Concurrency = config_option(EvalConfig, "concurrency", "--concurrency")
 
 
 def ask(
@@ -42,13 +50,8 @@ def ask(
             help="Write the answers (or, with --vqascore, every score) here (JSONL).",
         ),
     ] = None,
-    shots: Annotated[
-        int,
-        typer.Option(
-            min=0, help="Show K other items of the subset, answered rightly, before each question."
-        ),
-    ] = 0,
-    shot_seed: Annotated[int, typer.Option(help="Seed of the demonstrations drawn.")] = 0,
+    shots: Shots = EVAL.shots,
+    shot_seed: ShotSeed = EVAL.shot_seed,
     import_file: Annotated[
         Path | None,
         typer.Option(
@@ -92,13 +95,9 @@ def ask(
     name: Annotated[
         str | None, typer.Option(help="The model's name in the --run folder (default: MODEL).")
     ] = None,
-    replay_only: Annotated[
-        bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
-    ] = False,
-    max_requests: Annotated[
-        int | None, typer.Option("--max-requests", min=0, help="Refuse to send more than this.")
-    ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Requests at a time.")] = 4,
+    replay_only: ReplayOnly = EVAL.replay_only,
+    max_requests: MaxRequests = EVAL.max_requests,
+    concurrency: Concurrency = EVAL.concurrency,
     data_dir: DataDir = EVAL.data_dir,
     cache_dir: CacheDir = EVAL.cache_dir,
     coco_val2017: CocoVal = EVAL.coco_val2017,
