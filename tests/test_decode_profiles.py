@@ -51,8 +51,8 @@ from lexsem.images.decode import (
     accepts_raw_mode,
     decode,
     decode_image,
+    flag_profile,
     get_profile,
-    legacy_profile,
     profile_lookup,
 )
 from lexsem.images.image_store import ImageStore
@@ -242,7 +242,7 @@ def test_for_model_and_with_exif() -> None:
     assert forced.name == "open_clip_raw+exif" and forced.exif_transpose and forced.rgb == "model"
     assert HF_DATASETS.with_exif(False).name == "hf_datasets-exif"
     assert HF_DATASETS.with_exif(True) is HF_DATASETS
-    assert legacy_profile(True).key_tag == HF_DATASETS.key_tag == b""
+    assert flag_profile(True).key_tag == HF_DATASETS.key_tag == b""
     assert OPEN_CLIP_RAW.describe() == {
         "name": "open_clip_raw",
         "exif_transpose": False,
@@ -331,7 +331,7 @@ def test_mapping_of_profiles_and_exif_override(store: ImageStore) -> None:
 
 
 def test_profile_lookup_without_profiles_is_the_old_flag() -> None:
-    assert profile_lookup(None, None, True)("x") == legacy_profile(True)
+    assert profile_lookup(None, None, True)("x") == flag_profile(True)
     assert profile_lookup(None, False, True)("x") == DEFAULT
     assert profile_lookup("open_clip_raw", None, False)("x").rgb == "first"
     assert profile_lookup({"x": "open_clip_raw"}, True, True)("x").name == "open_clip_raw+exif"

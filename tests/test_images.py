@@ -33,7 +33,7 @@ from lexsem.images.coco_download import (
     download_archive,
     download_coco,
 )
-from lexsem.images.decode import decode_image, legacy_profile
+from lexsem.images.decode import decode_image, flag_profile
 from lexsem.images.image_store import ImageStore
 from lexsem.images.refs import ImageError
 from lexsem.models.protocols import ImageEncoder, PairScorer
@@ -749,7 +749,7 @@ def test_unchanged_files_are_not_read_again_in_a_new_process(
     assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
     _new_process(monkeypatch)
     reads.clear()
-    rgb = legacy_profile(True)
+    rgb = flag_profile(True)
     scan = image_scan.scan_images(
         coco["store"], GOOD, on_error="skip", labels=None, profile_of=lambda r: rgb, memo=cache
     )

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from lexsem.engine.image_scan import Scan, pixel_limit
 from lexsem.engine.keys import image_key
 from lexsem.errors import ModelError
-from lexsem.images.decode import DecodeProfile, decode, legacy_profile
+from lexsem.images.decode import DecodeProfile, decode, flag_profile
 from lexsem.images.image_store import ImageStore
 from lexsem.images.memory import DecodedImages
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS
@@ -85,7 +85,7 @@ class DecodeDataset:
     """Reads, verifies, decodes and preprocesses one image per index (runs in workers).
 
     `profiles` maps a cache key to the decode profile applied to it; keys it lacks are decoded
-    as `legacy_profile(exif_transpose)`. An image over `max_pixels` is refused before its
+    as `flag_profile(exif_transpose)`. An image over `max_pixels` is refused before its
     pixels are decoded (reason ``"too-large"``). `decoded` holds images decoded by an earlier
     run (by key: they are preprocessed without reading the file again); with `keep`, every
     image decoded here is sent back with its sample, to be kept for later runs.
@@ -103,7 +103,7 @@ class DecodeDataset:
     ) -> None:
         self.entries = entries  # (cache key, where to read it)
         self.preprocess = preprocess
-        self.default = legacy_profile(exif_transpose)
+        self.default = flag_profile(exif_transpose)
         self.profiles = dict(profiles or {})
         self.max_pixels = max_pixels
         self.decoded = dict(decoded or {})

@@ -93,7 +93,7 @@ def embed_images(
             them, a boolean forces it on or off for every profile, None keeps each profile's.
         profiles: how each image is decoded (`lexsem.images.decode`): one `DecodeProfile` or
             preset name for all refs, or a mapping ref -> profile covering every ref; None:
-            RGB first, EXIF as `exif_transpose` says (lexsem's behaviour before profiles). A
+            RGB first, EXIF as `exif_transpose` says (`flag_profile`). A
             ``rgb="model"`` profile hands raw-mode images only to a model that declares
             ``accepts_raw_mode = True``; other models get them converted to RGB first. Every
             decode variant has cache keys of its own (`image_key`).

@@ -94,9 +94,9 @@ def image_key(
     of their own: the bytes are prefixed with a tag no image file starts with (none for RGB
     first with EXIF orientation, so those keys are plain content keys).
     """
-    from lexsem.images.decode import legacy_profile
+    from lexsem.images.decode import flag_profile
 
-    p = profile if profile is not None else legacy_profile(exif_transpose)
+    p = profile if profile is not None else flag_profile(exif_transpose)
     return content_key("image", p.key_tag + data)
 
 

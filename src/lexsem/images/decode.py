@@ -57,8 +57,8 @@ __all__ = [
     "accepts_raw_mode",
     "decode",
     "decode_image",
+    "flag_profile",
     "get_profile",
-    "legacy_profile",
     "profile_lookup",
 ]
 
@@ -70,7 +70,7 @@ RAW_MODE_ATTR = "accepts_raw_mode"
 
 # Tags prepended to the image bytes before hashing: no image file starts with one. An RGB-first
 # profile's tag depends on its EXIF choice alone (none with EXIF applied), so every RGB-first
-# profile, named or given by the bare `exif_transpose` flag (`legacy_profile`), shares its keys.
+# profile, named or given by the bare `exif_transpose` flag (`flag_profile`), shares its keys.
 _RGB_FIRST_TAGS = {True: b"", False: b"lexsem:no-exif-transpose\x00"}
 
 
@@ -176,7 +176,7 @@ def get_profile(spec: ProfileSpec) -> DecodeProfile:
         raise ValueError(f"unknown decode profile {spec!r}; known: {known}") from None
 
 
-def legacy_profile(exif_transpose: bool) -> DecodeProfile:
+def flag_profile(exif_transpose: bool) -> DecodeProfile:
     """The profile of a bare `exif_transpose` flag (no profile given): RGB first, the EXIF
     orientation applied as the flag says (`DEFAULT` with that EXIF choice)."""
     return DEFAULT.with_exif(exif_transpose)
@@ -193,12 +193,12 @@ def profile_lookup(
     """ref -> the profile applied to it for a model (`raw_ok`: it accepts raw modes).
 
     `profiles`: one profile (or preset name) for every reference, a mapping ref -> profile
-    (every reference must be in it), or None — then `legacy_profile(exif_transpose)`, EXIF on
+    (every reference must be in it), or None — then `flag_profile(exif_transpose)`, EXIF on
     when `exif_transpose` is None. With profiles, a boolean `exif_transpose` overrides the EXIF
     choice of every profile and None leaves each as it is.
     """
     if profiles is None:
-        fixed = legacy_profile(True if exif_transpose is None else exif_transpose)
+        fixed = flag_profile(True if exif_transpose is None else exif_transpose)
         return lambda ref: fixed
 
     def applied(spec: ProfileSpec) -> DecodeProfile:
@@ -260,5 +260,5 @@ def decode_image(
     data: bytes, *, exif_transpose: bool = True, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
 ) -> Image:
     """Decode image bytes to an RGB PIL image, fully loaded (truncated files raise); with
-    `exif_transpose` the EXIF orientation is applied (`legacy_profile`)."""
-    return decode(data, legacy_profile(exif_transpose), max_pixels=max_pixels)
+    `exif_transpose` the EXIF orientation is applied (`flag_profile`)."""
+    return decode(data, flag_profile(exif_transpose), max_pixels=max_pixels)
