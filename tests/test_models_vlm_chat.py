@@ -161,3 +161,31 @@ def test_a_conversation_with_two_images_equals_transformers_generate(tmp_path: P
         out = net.generate(**enc, max_new_tokens=4, do_sample=False)
     want = proc.tokenizer.decode(out[0, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     assert got == want.strip()
+
+
+def test_a_local_chat_model_decodes_as_the_benchmarks_profile_says() -> None:
+    """The engine names the benchmark's decode profile (and the run's EXIF choice) in each
+    request; a local VLM decodes the images so, RGB first, as every local image model does."""
+    from lexsem.models.backends.vlm_chat import decode_profile
+
+    assert decode_profile({}).describe() == {"name": "default", "exif_transpose": False,
+                                             "rgb": "first"}  # fmt: skip
+    assert decode_profile({"decode": "hf_datasets"}).exif_transpose is True
+    assert decode_profile({"decode": "open_clip_raw"}).rgb == "first"  # raw modes: not for VLMs
+    forced = decode_profile({"decode": "hf_datasets", "exif_transpose": "false"})
+    assert forced.exif_transpose is False
+
+
+def test_answer_requests_name_the_decode_profile() -> None:
+    from types import SimpleNamespace
+
+    from lexsem.engine.conversations import answer_requests
+    from lexsem.tasks.choice_task import choice_task
+
+    item = SimpleNamespace(id="1", subset="s", image="a.png", n="n", p1="p1", p2="p2",
+                           texts=lambda: ["p1", "p2", "n"])  # fmt: skip
+    work = SimpleNamespace(benchmark="b", items=[item], tasks=[choice_task("scpp1")],
+                           decode="hf_datasets")  # fmt: skip
+    asked = answer_requests([work], lambda ref: b"bytes", exif_transpose=True)
+    assert {r.about["decode"] for r in asked.requests} == {"hf_datasets"}
+    assert {r.about["exif_transpose"] for r in asked.requests} == {"true"}

@@ -86,10 +86,16 @@ def answer_requests(
     shots: int = 0,
     shot_seed: int = 0,
     skip_bad_images: bool = False,
+    exif_transpose: bool | None = None,
 ) -> Requests:
     """The request of every item of every `answer` column of `works` (see the module doc)."""
     out = Requests([], [], {})
     for w in works:
+        # how a local model decodes the images: the benchmark's profile (and the run's EXIF
+        # choice), as for every other image model; an API decodes the bytes itself
+        decoding = {"decode": w.decode}
+        if exif_transpose is not None:
+            decoding["exif_transpose"] = str(exif_transpose).lower()
         plan = shot_plan(w.items, shots, shot_seed) if shots else {}
         for task in w.tasks:
             for col in task.columns:
@@ -98,7 +104,7 @@ def answer_requests(
                 for it in w.items:
                     key: AnswerKey = (w.benchmark, task.name, col.name, it.subset, str(it.id))
                     about = {"benchmark": w.benchmark, "subset": it.subset, "item": str(it.id),
-                             "task": task.name, "column": col.name}  # fmt: skip
+                             "task": task.name, "column": col.name, **decoding}  # fmt: skip
                     demos = plan.get(f"{it.subset}/{it.id}", [])
                     try:
                         request = item_request(col, it, read, demos, about)

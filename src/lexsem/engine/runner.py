@@ -243,7 +243,8 @@ def _chats(
     read = no_images if by_item else image_reader(images)
     asked = answer_requests(works, read, shots=0 if by_item else opts.shots,
                             shot_seed=opts.shot_seed,
-                            skip_bad_images=opts.skip_bad_images)  # fmt: skip
+                            skip_bad_images=opts.skip_bad_images,
+                            exif_transpose=opts.exif_transpose)  # fmt: skip
     expect = getattr(model, "expect", None)
     if callable(expect):
         expect(asked.requests)

@@ -5,7 +5,8 @@ sugarcrepe_pp`, `lexsem ask -m vlm:MODEL`) through the engine's request store li
 
 Spec: `vlm:NAME?max_new_tokens=32&format=...`. A request body is the OpenAI-format body an API
 would get (the images as their content keys in the store key; as their bytes, not data URLs,
-when sent). `send` decodes the images (RGB, EXIF orientation applied) and answers with greedy
+when sent, and how to decode them: the benchmark's decode profile, RGB first, as every local
+image model gets them). `send` decodes the images so and answers with greedy
 decoding (no sampling: a rerun gives the same text), at most `max_new_tokens` tokens, special
 tokens removed, stripped: a one-turn question is the user turn (the image, then the prompt) of
 the model's chat template, or `format` (with `{text}`) where it has none; a conversation of
@@ -31,6 +32,19 @@ __all__ = ["VLMAnswerer"]
 def _bytes_part(image: bytes) -> dict[str, Any]:
     """An image as it is sent to a local model: its bytes (no base64 round trip)."""
     return {"type": "image_bytes", "bytes": image}
+
+
+def decode_profile(about: Mapping[str, str]) -> Any:
+    """How a request's images are decoded: the benchmark's profile named in `about` (and the
+    run's EXIF choice), RGB first (the processor takes RGB images), as every other image model
+    of lexsem gets them; `default` where `about` names none."""
+    from lexsem.images.decode import get_profile
+
+    profile = get_profile(about.get("decode") or "default")
+    exif = about.get("exif_transpose")
+    if exif is not None:
+        profile = profile.with_exif(exif == "true")
+    return profile.for_model(False)
 
 
 class VLMAnswerer(GenerativeVLM):
@@ -60,12 +74,14 @@ class VLMAnswerer(GenerativeVLM):
             )
         messages = chat_messages(request, image_part or _bytes_part, self.name)
         return {"model": self.spec.name, "messages": messages,
-                "max_new_tokens": self.max_new_tokens}  # fmt: skip
+                "max_new_tokens": self.max_new_tokens,
+                "decode": decode_profile(request.about).describe()}  # fmt: skip
 
     def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """Answer one conversation locally: (the answer, a record of what made it)."""
-        from lexsem.images.decode import decode_image
+        from lexsem.images.decode import DecodeProfile, decode
 
+        profile = DecodeProfile(**body["decode"])
         images, turns = [], []
         for msg in body["messages"]:
             parts = msg["content"]
@@ -74,7 +90,7 @@ class VLMAnswerer(GenerativeVLM):
             content = []
             for p in parts:
                 if p["type"] == "image_bytes":
-                    images.append(decode_image(p["bytes"]))
+                    images.append(decode(p["bytes"], profile))
                     content.append({"type": "image"})
                 else:
                     content.append({"type": "text", "text": p["text"]})
