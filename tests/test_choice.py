@@ -181,9 +181,6 @@ def test_score_answers_errors_name_the_file_and_line(
     assert res.exit_code == 2 and "prompt 'sc_gpt4v' lists 2 options, the item has 3" in res.output
     res = _cli("score-answers", path, "-b", "fixture_pp", "--prompt", "scpp33", "--data-dir", data)
     assert res.exit_code == 2 and "unknown prompt 'scpp33' (did you mean 'scpp3'?)" in res.output
-    # an item is scored when it has an answer in every ordering
-    path.write_text("".join(f'{{"id": 0, "ordering": "{o}", "answer": "1"}}\n'
-                            for o in ("NPP", "PNP", "PPN")))  # fmt: skip
     res = _cli(
         "score-answers", path, "-b", "fixture_pp/swap_obj", "--prompt", "scpp3", "--data-dir", data
     )

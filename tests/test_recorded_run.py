@@ -62,12 +62,19 @@ def test_a_recorded_run_scores_like_the_task_and_compares(tmp_path: Path) -> Non
     assert "| 5 | 100.00 | 0.00 | 5 | 0 |" in res.output  # 5 items right only under A
 
 
-def test_an_item_without_every_answer_is_left_out(tmp_path: Path) -> None:
+def test_an_item_without_every_answer_counts_where_it_was_answered(tmp_path: Path) -> None:
+    """An ordering's accuracy is over the items answered in it; circular needs every ordering."""
     path = write_answers(tmp_path / "a.jsonl", RIGHT, skip=frozenset({("swap_obj", 0, "PNP")}))
     run = score(tmp_path, path, tmp_path / "run")
-    ids = {(r["subset"], r["item_id"]) for r in run.items.to_pylist()}
-    assert ("swap_obj", "0") not in ids and len(ids) == 4
-    assert run.record.benchmarks[0].skipped == {"swap_obj": ["0"]}
+    rows = run.items.to_pylist()
+    ids = {(r["subset"], r["item_id"]) for r in rows}
+    assert ("swap_obj", "0") in ids and len(ids) == 5
+    without = {r["metric"] for r in rows if (r["subset"], r["item_id"]) == ("swap_obj", "0")}
+    assert without == {"NPP", "PPN"}  # not PNP (no answer), not circular (needs all three)
+    scored = {(r.metric, r.subset): r.items_scored for r in run.record.results}
+    assert scored[("NPP", "swap_obj")] == 3 and scored[("PNP", "swap_obj")] == 2
+    assert scored[("circular", "swap_obj")] == 2
+    assert run.record.benchmarks[0].skipped == {}  # answered in some ordering: not skipped
 
 
 def test_an_answer_about_an_unknown_item_is_an_error_naming_the_file(tmp_path: Path) -> None:

@@ -282,16 +282,55 @@ def _score_task(
         k: v for c in task.columns for k, v in scores.extra_columns(c, work, task.name).items()
     }
     flags = {c.name for c in task.columns if c.kind == "flag"}
-    valid = np.logical_and.reduce(
-        [np.isfinite(v) for k, v in cols.items() if k not in flags]
-        or [np.ones(len(work.items), bool)]
-    )
-    for it, ok in zip(work.items, valid, strict=True):
+    finite = {k: np.isfinite(v) for k, v in cols.items() if k not in flags}
+    every = np.ones(len(work.items), bool)
+    valid = np.logical_and.reduce(list(finite.values()) or [every])
+
+    def valid_for(metric: str) -> np.ndarray:
+        """The items scored for `metric`: those whose columns it reads have values."""
+        needed = task.metric_columns.get(metric)
+        if needed is None:
+            return valid
+        return np.logical_and.reduce([finite[c] for c in needed if c in finite] or [every])
+
+    hits_of = task.compute(cols, cfg.tie_policy) if task.metric_columns else None
+    masks = {m: valid_for(m) for m in task.metrics} if task.metric_columns else {}
+    scored_any = np.logical_or.reduce([valid, *masks.values()])
+    for it, ok in zip(work.items, scored_any, strict=True):
         if not ok:
             out.skipped.setdefault(it.subset, []).append(it.id)
-    items = [it for it, ok in zip(work.items, valid, strict=True) if ok]
-    cols = {k: v[valid] for k, v in cols.items()}
-    texts = {k: v[valid] for k, v in texts.items()}
+    if not scored_any.any():
+        raise LexsemError(
+            f"no item of {bench.spec.name} could be scored for task {task.name!r}: all "
+            f"{len(work.items)} were skipped (their images are missing, unreadable or too "
+            "large, or no answer was recorded); check the image folders or the answers"
+        )
+    if hits_of is None:  # every metric reads every column: hits of the valid items only
+        kept = {k: v[valid] for k, v in cols.items()}
+        hits_of = task.compute(kept, cfg.tie_policy)
+        masks = dict.fromkeys(hits_of, valid)
+    else:
+        hits_of = {m: Hits(h.hits[masks[m]], h.ties[masks[m]]) for m, h in hits_of.items()}
+    for metric, hits in hits_of.items():
+        mask = masks[metric]
+        _score_metric(bench, task, metric, hits, work, mask, cols, texts, cfg, out)
+
+
+def _score_metric(
+    bench: LoadedBenchmark,
+    task: Task,
+    metric: str,
+    hits: Hits,
+    work: Work,
+    mask: np.ndarray,
+    cols: dict[str, np.ndarray],
+    texts: dict[str, np.ndarray],
+    cfg: EvalConfig,
+    out: _Scored,
+) -> None:
+    """One metric's rows (per subset and the benchmark's aggregates) and per-item table, over
+    the items `mask` keeps."""
+    items = [it for it, ok in zip(work.items, mask, strict=True) if ok]
     subset_of = np.array([it.subset for it in items])
     # subsets with no item scored (every image skipped) get no row; the coverage says so
     by_items = {
@@ -299,42 +338,35 @@ def _score_task(
     }
     by_items = {name: its for name, its in by_items.items() if its}
     if not by_items:
-        raise LexsemError(
-            f"no item of {bench.spec.name} could be scored for task {task.name!r}: all "
-            f"{len(work.items)} were skipped (their images are missing, unreadable or too "
-            "large, or no answer was recorded); check the image folders or the answers"
-        )
+        return
     scored = {name: len(its) for name, its in by_items.items()}
-    for metric, hits in task.compute(cols, cfg.tie_policy).items():
-        by_subset = {
-            name: Hits(hits.hits[subset_of == name], hits.ties[subset_of == name])
-            for name in by_items
-        }
-        boot = {
-            "n_boot": cfg.n_boot,
-            "seed": bootstrap_seed(cfg.seed, bench.spec.name, task.name, metric),
-            "confidence": cfg.confidence,
-        }
-        for acc, label in bench.spec.summarize(task.name, metric, by_subset, by_items, **boot):
-            n_scored, n_total = row_coverage(
-                bench.spec, acc.subset, scored, bench.totals(), len(bench.unassigned)
-            )
-            out.results.append(
-                MetricResult(
-                    benchmark=bench.spec.name,
-                    task=task.name,
-                    metric=metric,
-                    label=label,
-                    items_scored=n_scored,
-                    items_total=n_total,
-                    **acc.to_dict(),
-                )
-            )
-        out.tables.append(
-            _items_table(
-                bench.spec.name, task.name, metric, items, subset_of, hits, {**cols, **texts}
+    by_subset = {
+        name: Hits(hits.hits[subset_of == name], hits.ties[subset_of == name]) for name in by_items
+    }
+    boot = {
+        "n_boot": cfg.n_boot,
+        "seed": bootstrap_seed(cfg.seed, bench.spec.name, task.name, metric),
+        "confidence": cfg.confidence,
+    }
+    for acc, label in bench.spec.summarize(task.name, metric, by_subset, by_items, **boot):
+        n_scored, n_total = row_coverage(
+            bench.spec, acc.subset, scored, bench.totals(), len(bench.unassigned)
+        )
+        out.results.append(
+            MetricResult(
+                benchmark=bench.spec.name,
+                task=task.name,
+                metric=metric,
+                label=label,
+                items_scored=n_scored,
+                items_total=n_total,
+                **acc.to_dict(),
             )
         )
+    kept = {k: v[mask] for k, v in {**cols, **texts}.items()}
+    out.tables.append(
+        _items_table(bench.spec.name, task.name, metric, items, subset_of, hits, kept)
+    )
 
 
 def _items_table(

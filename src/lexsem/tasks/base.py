@@ -62,6 +62,10 @@ class Task:
     chance: Mapping[str, float] = field(default_factory=dict)
     labels: Mapping[str, str] = field(default_factory=dict)
     probability_scores: bool = False
+    # the columns each metric reads, where a metric reads fewer than all: an item is scored for
+    # a metric when those columns have values (multiple choice: the accuracy under one
+    # ordering needs that ordering's answer only); metrics not named read every column
+    metric_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def column_names(self) -> tuple[str, ...]:

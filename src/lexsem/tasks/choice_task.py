@@ -92,6 +92,7 @@ def choice_task(name: str) -> Task:
             "circular": chance ** len(orders) / 100.0 ** (len(orders) - 1),
         },
         labels={**{o: o for o in orders}, "circular": "Circular"},
+        metric_columns={o: (f"answer_{o}",) for o in orders},
     )
 
 
