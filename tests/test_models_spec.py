@@ -56,7 +56,7 @@ def test_canonical_string_round_trips() -> None:
     ("text", "match"),
     [
         ("xx:org/m", r"unknown model backend 'xx'.*hf \(transformers.*st \(sentence-"),
-        ("openai:gpt", "unknown model backend"),
+        ("nosuch:gpt", "unknown model backend"),
         ("hf:org/m?pool=mean", "unknown model option 'pool'.*pooling"),
         ("hf:org/m?pooling=max", "pooling='max'.*mean, cls, last"),
         ("hf:org/m?normalize=yes", "normalize='yes'.*true or false"),

@@ -1,7 +1,8 @@
 """Local open_clip checkpoints in the form of a training checkpoint, which open_clip does not
 read: `{"model_state_dict": ..., "epoch": ..., ...}` — the form of BiVLC's released fine-tuned
 CLIPs (BiVLC, App. E), `module.` prefixes (DDP) allowed. Such a file is loaded into the arch
-built without weights, every weight of its shape; anything else is left to open_clip."""
+built without weights (`quiet_random_init` hides open_clip's "initialized randomly" note for
+it), every weight of its shape; anything else is left to open_clip."""
 
 from __future__ import annotations
 
