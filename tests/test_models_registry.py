@@ -201,7 +201,8 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
     modules but never torch, transformers or open_clip."""
     code = (
         "import sys\n"
-        "import lexsem.models.factory as r\n"
+        "import lexsem.models.backend_registry as r\n"
+        "import lexsem.models.factory\n"
         "assert not [m for m in sys.modules if m.startswith('lexsem.models.backends.')]\n"
         "from lexsem.models.aliases import ALIASES\n"
         "from lexsem.models.spec import parse_model_spec\n"

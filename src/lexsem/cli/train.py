@@ -132,10 +132,10 @@ def train(
 
 
 def _given(ctx: typer.Context, param: str) -> bool:
-    """Whether `param` was set on the command line or by an environment variable."""
-    from click.core import ParameterSource
-
-    return ctx.get_parameter_source(param) not in (None, ParameterSource.DEFAULT)
+    """Whether `param` was set on the command line or by an environment variable (compared by
+    name: typer may carry its own copy of click's `ParameterSource`)."""
+    source = ctx.get_parameter_source(param)
+    return source is not None and getattr(source, "name", str(source)) != "DEFAULT"
 
 
 def _train_config(**fields: Any) -> TrainConfig:
