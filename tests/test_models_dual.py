@@ -21,6 +21,7 @@ import transformers as T
 from PIL import Image
 from torch.utils.data import DataLoader, default_collate
 
+from builders.numeric import BF16_RTOL, assert_close_to_reference
 from lexsem.errors import ModelError
 from lexsem.models.aliases import ALIASES
 from lexsem.models.backends.clip import Blip2ITCScorer, HFDualEncoder, supported_model_types
@@ -34,8 +35,6 @@ from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, finge
 from lexsem.models.spec import parse_model_spec
 from test_models_tiny import TEXTS, VOCAB, WORDS, write_tiny_bert
 
-RTOL = 1e-5
-ATOL = 1e-6
 LONG = " ".join(["a red ball and a blue box"] * 12)  # past every tiny model's text limit
 ALL_TEXTS = [*TEXTS, LONG]
 CHARS = sorted(set("".join(WORDS)) | set("abcdefghijklmnopqrstuvwxyz.,:"))
@@ -332,7 +331,7 @@ def direct(
             itc = model(**enc, pixel_values=px["pixel_values"], use_itm_head=False).itm_score
             t = torch.nn.functional.normalize(text, dim=-1)
             i = torch.nn.functional.normalize(image, dim=-1)
-            torch.testing.assert_close(i @ t.T, itc, rtol=RTOL, atol=ATOL)
+            assert_close_to_reference(i @ t.T, itc, scale=1.0)
         else:
             text = _features(model.get_text_features(**enc))
             image = _features(model.get_image_features(**px))
@@ -365,17 +364,17 @@ def test_embeddings_match_transformers(family: str, models: dict[str, Path]) -> 
     want_text, want_image = direct(family, folder, ALL_TEXTS, imgs)
     got_text = enc.encode(ALL_TEXTS)
     assert got_text.dtype == np.float32 and got_text.flags.c_contiguous
-    np.testing.assert_allclose(got_text, want_text, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got_text, want_text)
     got_image = ours(enc, imgs)
     assert got_image.dtype == np.float32 and got_image.shape == want_image.shape
-    np.testing.assert_allclose(got_image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got_image, want_image)
     # the embeddings depend on the input (the test would be vacuous otherwise)
     assert _min_distance(got_image) > 1e-3 and _min_distance(got_text) > 1e-3
     # text and image share one space: same dimension, raw (not normalised)
     assert got_text.shape[1] == got_image.shape[1]
     assert not np.allclose(np.linalg.norm(got_text, axis=1), 1.0)
     # small batches give the same text embeddings (each text on its own is padded the same way)
-    np.testing.assert_allclose(enc.encode(ALL_TEXTS, batch_size=2), got_text, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(ALL_TEXTS, batch_size=2), got_text)
     assert enc.text_length == len(direct_tokens(family, folder, [LONG])["input_ids"][0])
 
 
@@ -422,22 +421,18 @@ def test_blip2_itc_scores_match_transformers(models: dict[str, Path]) -> None:
         out = model(pixel_values=px, **tok, use_image_text_matching_head=False)
     got = enc.encode(ALL_TEXTS)
     got_n = got / np.linalg.norm(got, axis=1, keepdims=True)
-    np.testing.assert_allclose(got_n, out.text_embeds.numpy(), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got_n, out.text_embeds.numpy())
     batch = default_collate([enc.preprocess(im) for im in imgs])
     queries = enc.encode_image_queries(batch)
     assert queries.shape == (3, 4, 16)
     assert _min_distance(queries) > 1e-3 and _min_distance(got) > 1e-3
     queries_n = queries / np.linalg.norm(queries, axis=2, keepdims=True)
-    np.testing.assert_allclose(queries_n, out.image_embeds.numpy(), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(queries_n, out.image_embeds.numpy())
     # score(images[i], texts[i]) is the model's ITC logit for that pair (max over queries)
-    np.testing.assert_allclose(
-        enc.score(batch, texts), np.diag(out.logits_per_image.numpy()[:, :3]), rtol=RTOL, atol=ATOL
-    )
+    assert_close_to_reference(enc.score(batch, texts), np.diag(out.logits_per_image.numpy()[:, :3]))
     pairs = default_collate([enc.preprocess(imgs[i]) for i in (2, 2, 0)])
     want = out.logits_per_image.numpy()[[2, 2, 0], [0, 4, 5]]
-    np.testing.assert_allclose(
-        enc.score(pairs, [ALL_TEXTS[0], ALL_TEXTS[4], ALL_TEXTS[5]]), want, rtol=RTOL, atol=ATOL
-    )
+    assert_close_to_reference(enc.score(pairs, [ALL_TEXTS[0], ALL_TEXTS[4], ALL_TEXTS[5]]), want)
     with pytest.raises(ModelError, match="3 images for 2 texts"):
         enc.score(batch, texts[:2])
 
@@ -542,7 +537,7 @@ def test_preprocess_pickles_and_runs_in_dataloader_workers(
     _equal(batches[1], default_collate(want[2:]))
     if isinstance(enc, HFDualEncoder):
         got = np.concatenate([enc.encode_images(b) for b in batches])
-        np.testing.assert_allclose(got, ours(enc, imgs), rtol=RTOL, atol=ATOL)
+        assert_close_to_reference(got, ours(enc, imgs))
 
 
 def test_preprocess_in_spawned_workers(models: dict[str, Path]) -> None:
@@ -563,11 +558,11 @@ def test_max_length_and_template(models: dict[str, Path]) -> None:
     imgs = images()
     enc = load_text_encoder(spec(folder, max_length="6"), device="cpu")
     want, _ = direct("clip", folder, ALL_TEXTS, imgs, max_length=6)
-    np.testing.assert_allclose(enc.encode(ALL_TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(ALL_TEXTS), want)
     assert enc.text_length == 6
     tmpl = load_text_encoder(spec(folder, template="a+photo+of+{text}"), device="cpu")
     want, _ = direct("clip", folder, ["a photo of " + t for t in TEXTS], imgs)
-    np.testing.assert_allclose(tmpl.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(tmpl.encode(TEXTS), want)
     with pytest.raises(ModelError, match="max_length=30 exceeds the model's 24 text positions"):
         load_text_encoder(spec(folder, max_length="30"), device="cpu").encode(["a cat"])
 
@@ -578,7 +573,7 @@ def test_bf16(models: dict[str, Path]) -> None:
     assert enc.dtype == "bf16"
     got = enc.encode(TEXTS)
     assert got.dtype == np.float32
-    np.testing.assert_allclose(got, ref.encode(TEXTS), rtol=0.1, atol=0.1)
+    assert_close_to_reference(got, ref.encode(TEXTS), rtol=BF16_RTOL)
     assert ours(enc, images()).dtype == np.float32
 
 

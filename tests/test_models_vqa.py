@@ -13,6 +13,8 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.numeric import BF16_RTOL, assert_close_to_reference
+
 WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:", "Does", "this",
          "figure", "show", '"a', "dog", "cat", "runs", 'sleeps"?', "Please", "answer", "yes",
          "or", "no.", "Yes", "No"]  # fmt: skip
@@ -123,8 +125,8 @@ def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
         [scorer.score(rows([im]), [t])[0] for im, t in zip(images(), TEXTS, strict=True)]
     )
     want = np.array([direct_p_yes(llava, im, t) for im, t in zip(images(), TEXTS, strict=True)])
-    np.testing.assert_allclose(batched, want, rtol=1e-5)
-    np.testing.assert_allclose(batched, one_by_one, rtol=1e-5)
+    assert_close_to_reference(batched, want)
+    assert_close_to_reference(batched, one_by_one)
     assert batched.dtype == np.float32 and (batched > 0).all() and (batched < 1).all()
 
 
@@ -149,8 +151,8 @@ def test_one_image_with_many_captions_shares_its_prefix_and_equals_whole_sequenc
     shared = load_model(f"vqa:{llava}").score(rows([im] * 4), TEXTS)
     whole = load_model(f"vqa:{llava}?reuse=false").score(rows([im] * 4), TEXTS)
     want = [direct_p_yes(llava, im, t) for t in TEXTS]
-    np.testing.assert_allclose(shared, want, rtol=1e-5)
-    np.testing.assert_allclose(whole, want, rtol=1e-5)
+    assert_close_to_reference(shared, want)
+    assert_close_to_reference(whole, want)
     assert shared_starts == [4]  # one start for the image's four captions (none when off)
     fp = load_model(f"vqa:{llava}").fingerprint
     assert fp == load_model(f"vqa:{llava}?reuse=false").fingerprint  # the same numbers
@@ -176,8 +178,8 @@ def test_normalised_and_difference_scores(llava: Path) -> None:
     diff = load_model(f"vqa:{llava}?score=vqa_diff").score(rows(ims), TEXTS[:2])
     yes = np.array([direct_p(llava, im, t, "Yes") for im, t in zip(ims, TEXTS[:2], strict=True)])
     no = np.array([direct_p(llava, im, t, "No") for im, t in zip(ims, TEXTS[:2], strict=True)])
-    np.testing.assert_allclose(norm, yes / (yes + no), rtol=1e-5)
-    np.testing.assert_allclose(diff, yes - no, rtol=1e-4, atol=1e-7)
+    assert_close_to_reference(norm, yes / (yes + no))
+    assert_close_to_reference(diff, yes - no, scale=1.0)  # a difference of probabilities
 
 
 def test_options_are_in_the_fingerprint(llava: Path) -> None:
@@ -249,22 +251,22 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
     want_sum = np.array(
         [direct_caption_logp(llava, im, c) for im, c in zip(ims, CAPTIONS, strict=True)]
     )
-    np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5)
+    assert_close_to_reference(got["sum"], want_sum)
     n_tokens = np.array([len(c.split()) for c in CAPTIONS])
-    np.testing.assert_allclose(got["mean"], want_sum / n_tokens, rtol=1e-5)
+    assert_close_to_reference(got["mean"], want_sum / n_tokens)
     tokens = load_model(f"vgpt:{llava}?score=tokens").score(rows(ims), CAPTIONS)
     np.testing.assert_array_equal(tokens, n_tokens)
     blind = []  # 3 noise images seeded 0, 1, 2, averaged in probability space
     for im, c in zip(ims, CAPTIONS, strict=True):
         lps = np.array([direct_caption_logp(llava, noise(im.size, j), c) for j in range(3)])
         blind.append(np.log(np.mean(np.exp(lps))))
-    np.testing.assert_allclose(got["blind"], blind, rtol=1e-5)
-    np.testing.assert_allclose(got["debiased"], want_sum - 0.5 * np.array(blind), rtol=1e-5)
+    assert_close_to_reference(got["blind"], blind)
+    assert_close_to_reference(got["debiased"], want_sum - 0.5 * np.array(blind))
     single = [
         load_model(f"vgpt:{llava}").score(rows([im]), [c])[0]
         for im, c in zip(ims, CAPTIONS, strict=True)
     ]
-    np.testing.assert_allclose(got["sum"], single, rtol=1e-5)
+    assert_close_to_reference(got["sum"], single)
 
 
 def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
@@ -275,10 +277,8 @@ def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
     question = 'Does this figure show "a dog runs"? Please answer yes or no.'
     assert scorer.prompt("a dog runs") == fmt.replace("{text}", question)
     got = scorer.score(rows(images()[:1]), ["a dog runs"])[0]
-    np.testing.assert_allclose(
-        got,
-        direct_p_yes(llava, images()[0], "a dog runs", prompt=scorer.prompt("a dog runs")),
-        rtol=1e-5,
+    assert_close_to_reference(
+        got, direct_p_yes(llava, images()[0], "a dog runs", prompt=scorer.prompt("a dog runs"))
     )
 
 
@@ -290,7 +290,7 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
     bf16 = load_model(f"vqa:{llava}?dtype=bf16", device="cpu")
     a, b = fp32.score(rows(images()[:2]), TEXTS[:2]), bf16.score(rows(images()[:2]), TEXTS[:2])
     assert np.isfinite(b).all()
-    np.testing.assert_allclose(a, b, rtol=0.1)  # bf16 keeps about 2-3 digits
+    assert_close_to_reference(b, a, rtol=BF16_RTOL)
 
 
 def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> None:

@@ -20,13 +20,12 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.numeric import assert_close_to_reference
 from conftest import require
 from lexsem.errors import ModelError
 from lexsem.models.backends import openclip as OCB
 from lexsem.models.backends.openclip import INSTALL_HINT, OpenClipEncoder, training_state_dict
 
-RTOL = 1e-5
-ATOL = 1e-7
 ARCH = "lexsem-tiny-ckpt"
 OTHER = "lexsem-tiny-ckpt-wide"
 
@@ -125,8 +124,8 @@ def test_every_checkpoint_form_gives_the_models_embeddings(
     enc = OpenClipEncoder(_spec(ckpt), device="cpu")
     text = enc.encode(TEXTS, batch_size=2)
     image = enc.encode_images(torch.stack([enc.preprocess(im) for im in _images()]))
-    np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(text, want_text)
+    assert_close_to_reference(image, want_image)
     # identified by the file's bytes, whatever its form
     assert enc.fingerprint["model"] == {"source": "local", "file": OCB.file_digest(ckpt)}
 

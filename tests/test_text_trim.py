@@ -22,12 +22,12 @@ import pytest
 import torch
 import transformers as T
 
+from builders.numeric import assert_close_to_reference
 from conftest import require_module
 from lexsem.models.backends.openclip import OpenClipEncoder, causal_text_tower
 from lexsem.models.factory import load_text_encoder
 from test_models_dual import direct_tokens, write_clip, write_siglip
 
-ATOL = 1e-6  # on unit vectors (the engine compares normalised embeddings)
 TEXTS = [
     "a cat",
     "a small red dog chases the big blue ball on the table",
@@ -74,7 +74,7 @@ def open_clip_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
 def _assert_same(got: np.ndarray, want: np.ndarray) -> None:
     """Equal to 1e-6 as unit vectors: float32 matmuls of other shapes round differently."""
     unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
-    np.testing.assert_allclose(unit(got), unit(want), rtol=0, atol=ATOL)
+    assert_close_to_reference(unit(got), unit(want))  # the engine compares unit vectors
 
 
 def _encoder(arch: str, models: dict[str, Any]) -> OpenClipEncoder:
