@@ -58,6 +58,27 @@ def _as_array(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
+def relative_error(
+    actual: Any, expected: Any, *, axis: int | None = -1, scale: float = 0.0
+) -> np.ndarray:
+    """The error of each scalar (0-d or 1-d input, or `axis=None`) or each vector along `axis`,
+    divided by max(its reference's size, `scale`); 0 where both are NaN, inf where one is."""
+    a, e = _as_array(actual), _as_array(expected)
+    if a.shape != e.shape:
+        raise AssertionError(f"shape {a.shape} != reference shape {e.shape}")
+    nan_a, nan_e = np.isnan(a), np.isnan(e)
+    a, e = np.where(nan_a, 0.0, a), np.where(nan_e, 0.0, e)
+    if a.ndim <= 1 or axis is None:
+        err, size = np.abs(a - e), np.abs(e)
+        nan_mismatch = nan_a != nan_e
+    else:
+        err, size = np.linalg.norm(a - e, axis=axis), np.linalg.norm(e, axis=axis)
+        nan_mismatch = (nan_a != nan_e).any(axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(err == 0, 0.0, err / np.maximum(size, scale))
+    return np.where(nan_mismatch, np.inf, ratio)
+
+
 def assert_close_to_reference(
     actual: Any,
     expected: Any,
@@ -73,36 +94,23 @@ def assert_close_to_reference(
     `axis=None`, every value is a scalar of its own. `scale`: the size below which errors are
     judged against `scale` instead (see the module docstring). NaNs must match NaNs.
     """
-    a, e = _as_array(actual), _as_array(expected)
-    if a.shape != e.shape:
-        raise AssertionError(f"shape {a.shape} != reference shape {e.shape} {err_msg}".rstrip())
-    nan_a, nan_e = np.isnan(a), np.isnan(e)
-    if not np.array_equal(nan_a, nan_e):
-        raise AssertionError(f"NaNs differ from the reference {err_msg}".rstrip())
-    a, e = np.where(nan_a, 0.0, a), np.where(nan_e, 0.0, e)
-    if a.ndim <= 1 or axis is None:
-        err, size = np.abs(a - e), np.abs(e)
-    else:
-        err = np.linalg.norm(a - e, axis=axis)
-        size = np.linalg.norm(e, axis=axis)
-    bound = rtol * np.maximum(size, scale)
+    ratio = np.atleast_1d(relative_error(actual, expected, axis=axis, scale=scale))
+    bad = ~(ratio <= rtol)
     import os  # TEMP-NUMLOG
 
-    if os.environ.get("NUMLOG") and err.size:  # TEMP-NUMLOG
+    if os.environ.get("NUMLOG") and ratio.size:  # TEMP-NUMLOG
         import inspect  # TEMP-NUMLOG
 
         f = inspect.stack()[1]  # TEMP-NUMLOG
-        r = float(np.max(err / np.maximum(np.maximum(size, scale), 1e-300)))  # TEMP-NUMLOG
         with open(os.environ["NUMLOG"], "a") as fh:  # TEMP-NUMLOG
-            fh.write(f"{f.filename.split('/')[-1]}:{f.lineno} {rtol:g} {r:.3g}\n")  # TEMP-NUMLOG
-    bad = ~(err <= bound)
+            fh.write(
+                f"{f.filename.split('/')[-1]}:{f.lineno} {rtol:g} {float(np.max(ratio)):.3g}\n"
+            )  # TEMP-NUMLOG
     if bad.any():
-        where = np.argwhere(np.atleast_1d(bad))
-        ratio = np.atleast_1d(err / np.maximum(np.maximum(size, scale), 1e-300))
         worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape))
-        unit = "element" if a.ndim <= 1 or axis is None else f"vector along axis {axis}"
+        unit = "values" if np.ndim(actual) <= 1 or axis is None else f"vectors along axis {axis}"
         raise AssertionError(
-            f"{len(where)} of {bad.size} ({unit}) differ from the reference by more than "
-            f"rtol={rtol:g} of their size; worst at {worst}: relative error "
-            f"{float(ratio[worst]):.3g} {err_msg}".rstrip()
+            f"{int(bad.sum())} of {bad.size} {unit} differ from the reference by more than "
+            f"rtol={rtol:g} of their size; worst at {worst}: {float(ratio[worst]):.3g} "
+            f"{err_msg}".rstrip()
         )
