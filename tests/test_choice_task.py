@@ -19,6 +19,8 @@ from lexsem.stats.bootstrap import MICRO
 from lexsem.tasks.choice import PROMPTS
 from lexsem.tasks.choice_task import CODES, choice_task, expected_option
 
+pytestmark = pytest.mark.torch
+
 MARKER = re.compile(r"\(\d\)")
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
 

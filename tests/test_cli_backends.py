@@ -14,6 +14,8 @@ from test_models_dual import write_clip
 from test_models_itm import write_tiny_blip
 from test_text_scorers import write_tiny_gpt2
 
+pytestmark = pytest.mark.torch
+
 runner = CliRunner()
 
 

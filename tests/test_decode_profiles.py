@@ -56,6 +56,8 @@ from lexsem.images.decode import (
 )
 from lexsem.images.image_store import ImageStore
 
+pytestmark = pytest.mark.torch
+
 SIZE = 24
 MEAN = (0.48145466, 0.4578275, 0.40821073)  # open_clip's OPENAI_DATASET_MEAN / STD
 STD = (0.26862954, 0.26130258, 0.27577711)

@@ -187,6 +187,7 @@ def test_user_folder_gives_one_subset_per_file(tmp_path: Path) -> None:
     assert run.record.benchmarks[0].items == {k: len(v) for k, v in TRIPLETS.items()}
 
 
+@pytest.mark.torch
 def test_user_bivlc_parquet(tmp_path: Path) -> None:
     from fakes import TinyDualEncoder
 
@@ -217,6 +218,7 @@ def test_user_file_errors(tmp_path: Path) -> None:
         evaluate(BagOfWordsEncoder(), [f"scpp:{bad}"])
 
 
+@pytest.mark.torch
 def test_trained_lexsem_model_gets_a_new_fingerprint_and_no_stale_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,8 @@ import pytest
 from builders.golden_items import compare_to_golden, read_golden, write_golden
 from builders.numeric import FP32_RTOL
 
+pytestmark = pytest.mark.numeric
+
 
 def items(s_pos: list[float], s_neg: list[float], hit: list[bool] | None = None) -> pa.Table:
     n = len(s_pos)

@@ -39,6 +39,8 @@ from test_hf_loaders import (
     write_parquet,
 )
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 GOLDEN = Path(__file__).parent / "golden" / "items"
 UPDATE = os.environ.get("LEXSEM_UPDATE_GOLDEN") == "1"
 

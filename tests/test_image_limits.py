@@ -30,6 +30,8 @@ from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS, open_image
 from lexsem.images.refs import SKIPPABLE, ImageError
 
+pytestmark = pytest.mark.torch
+
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
     crc = zlib.crc32(kind + body) & 0xFFFFFFFF

@@ -35,6 +35,8 @@ from lexsem.images.image_store import ImageStore
 from lexsem.images.refs import ImageError
 from lexsem.models.protocols import ImageEncoder, PairScorer
 
+pytestmark = pytest.mark.torch
+
 # ---------------------------------------------------------------------------- fakes
 
 

@@ -23,6 +23,8 @@ from lexsem.images.decode import OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore
 from test_hf_loaders import _no_network, _parquet_loader, write_bivlc
 
+pytestmark = pytest.mark.torch
+
 REFS = ["mem:bivlc/test/0/image", "mem:bivlc/test/3/negative_image", "mem:bivlc/test/4/image"]
 
 

@@ -35,6 +35,8 @@ from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, finge
 from lexsem.models.spec import parse_model_spec
 from test_models_tiny import TEXTS, VOCAB, WORDS, write_tiny_bert
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 LONG = " ".join(["a red ball and a blue box"] * 12)  # past every tiny model's text limit
 ALL_TEXTS = [*TEXTS, LONG]
 CHARS = sorted(set("".join(WORDS)) | set("abcdefghijklmnopqrstuvwxyz.,:"))

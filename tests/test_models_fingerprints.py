@@ -19,6 +19,8 @@ from test_models_itm import write_tiny_blip
 from test_models_tiny import write_tiny_bert, write_tiny_st
 from test_text_scorers import write_tiny_cola, write_tiny_gpt2, write_tiny_vera
 
+pytestmark = pytest.mark.torch
+
 V1 = {"fingerprint_version": 1}
 CLIP_TEXT = {
     "padding": "longest",

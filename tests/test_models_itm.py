@@ -22,6 +22,8 @@ from lexsem.models import source as S
 from lexsem.models.backends.itm import FAMILIES, HFITMScorer
 from lexsem.models.protocols import PairScorer, fingerprint_key
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 _WORDS = "a the cat dog red blue ball box on table man horse rides chases small big"
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[DEC]", "[ENC]", *_WORDS.split(), "##s"]
 TEXTS = [

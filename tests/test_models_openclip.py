@@ -40,6 +40,8 @@ from lexsem.models.backends.openclip import (
 )
 from lexsem.models.protocols import ImageEncoder, TextEncoder, fingerprint_key
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 TINY = "lexsem-tiny"
 TINY_QG = "lexsem-tiny-quickgelu"
 TAG = "lexsem_test"

@@ -22,6 +22,8 @@ from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
 from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_st
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 
 @pytest.fixture(scope="module")
 def st_model(tmp_path_factory: pytest.TempPathFactory) -> Path:

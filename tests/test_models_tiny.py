@@ -12,6 +12,8 @@ import pytest
 from lexsem.errors import ModelError
 from lexsem.models import source as S
 
+pytestmark = pytest.mark.torch
+
 _WORDS = (
     "a the cat dog chases is chased by red blue ball box and man horse rides carries small "
     "tiny large sleeps sleeping green apples on table lie query passage instruct retrieve "

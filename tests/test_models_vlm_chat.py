@@ -16,6 +16,8 @@ import tiny_vlms_other
 from fakes import scpp_user_files
 from test_models_vqa import write_tiny_llava
 
+pytestmark = pytest.mark.torch
+
 FACTORIES = {
     "llava": write_tiny_llava,
     "qwen2_vl": tiny_vlms_dynamic.write_tiny_qwen2_vl,

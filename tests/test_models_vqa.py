@@ -15,6 +15,8 @@ from PIL import Image
 
 from builders.numeric import BF16_RTOL, assert_close_to_reference
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:", "Does", "this",
          "figure", "show", '"a', "dog", "cat", "runs", 'sleeps"?', "Please", "answer", "yes",
          "or", "no.", "Yes", "No"]  # fmt: skip

@@ -26,6 +26,8 @@ from lexsem.errors import ModelError
 from lexsem.models.backends import openclip as OCB
 from lexsem.models.backends.openclip import INSTALL_HINT, OpenClipEncoder, training_state_dict
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 ARCH = "lexsem-tiny-ckpt"
 OTHER = "lexsem-tiny-ckpt-wide"
 

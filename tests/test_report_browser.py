@@ -31,6 +31,8 @@ from typer.testing import CliRunner
 from conftest import require
 from lexsem.cli import app
 
+pytestmark = pytest.mark.torch
+
 CLIP_DIR = (
     "experiments/2026-05-01/checkpoints/"
     "clip-vit-tiny-random-init-negclip-finetuned-on-coco-hard-negatives-lr1e-6-wd0.1/epoch-10"

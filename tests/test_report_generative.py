@@ -36,6 +36,8 @@ from test_hf_loaders import bivlc_columns, write_parquet
 from test_report import PNG_MAGIC, png_size
 from test_report_figures import checked_figures  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.torch
+
 MARKER = re.compile(r"\(\d\)")
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
 SWAP_OBJ = {c for row in TRIPLETS["swap_obj"] for c in row}

@@ -26,6 +26,8 @@ from lexsem.tasks.catalog import get_task
 from lexsem.tasks.triplet import S_I_N, S_I_P1, S_I_P2
 from lexsem.tasks.yesno import YESNO, says_no, says_yes
 
+pytestmark = pytest.mark.torch
+
 NAN = float("nan")
 METRICS = ("yesno", "yes_p1", "yes_p2", "no_n")
 

@@ -23,6 +23,8 @@ from lexsem.models.factory import load_text_scorer
 from lexsem.models.protocols import TextScorer, fingerprint_key
 from test_models_tiny import TEXTS, VOCAB, WORDS
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 LM_VOCAB = ["[PAD]", "[UNK]", "<s>", "</s>", *WORDS]
 # different lengths, a one-token text and an empty one (no scored token: NaN)
 LM_TEXTS = [*TEXTS, "dog", "", "the cat", "a red ball and a blue box on the table ."]

@@ -28,6 +28,8 @@ from lexsem.models.backends.openclip import OpenClipEncoder, causal_text_tower
 from lexsem.models.factory import load_text_encoder
 from test_models_dual import direct_tokens, write_clip, write_siglip
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 TEXTS = [
     "a cat",
     "a small red dog chases the big blue ball on the table",

@@ -18,6 +18,8 @@ import tiny_vlms_dynamic as tv
 from builders.numeric import assert_close_to_reference
 from conftest import require_module
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 QUESTION = 'Does this figure show "a dog runs"? Please answer yes or no.'
 REQUIRED_WORDS = [
     "a", "dog", "cat", "runs", "sleeps", "on", "the", "bed", "red", "blue", "photo", "of", "Does",

@@ -18,6 +18,8 @@ from PIL import Image
 import tiny_vlms_other as V
 from builders.numeric import FINE_RTOL, FP32_RTOL, assert_close_to_reference
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 Q = ['Does this figure show "a dog runs"?', 'Does this figure show "a red cat sleeps on the bed"?']
 ANSWERS = ["a dog runs on the bed", "a red cat sleeps"]
 

@@ -16,6 +16,8 @@ import torch
 from conftest import require_module
 from lexsem.errors import DataError, ModelError
 
+pytestmark = pytest.mark.torch
+
 TINY_CFG: dict[str, Any] = {
     "embed_dim": 16,
     "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},

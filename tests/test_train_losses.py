@@ -26,6 +26,8 @@ from lexsem.train.losses import (
     text_negatives_loss,
 )
 
+pytestmark = pytest.mark.torch
+
 D = 8
 SCALE = 7.5
 

@@ -18,6 +18,8 @@ from PIL import Image
 import tiny_vlms_dynamic
 from builders.numeric import assert_close_to_reference
 
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 FAMILIES: dict[str, tuple[Callable[[Path], Any], Any]] = {
     name: (factory, tiny_vlms_dynamic) for name, factory in tiny_vlms_dynamic.FACTORIES.items()
 }

@@ -155,6 +155,7 @@ def _cli(register: str, args: list[str], tmp: Path) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("backend", ["openclip", "clip"])
 def test_warm_rerun_imports_no_torch(
     backend: str, tiny_arch: tuple[Path, Path], tmp_path: Path
