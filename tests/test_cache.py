@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder
+from builders.stores import MODEL, FakePairScorer, _noise, write_v1_store
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.images import image_key, pair_key, pair_scores
 from lexsem.engine.keys import canonical_json, content_key, request_key
@@ -19,8 +20,6 @@ from lexsem.engine.request_store import RequestStore
 from lexsem.engine.text_scores import score_texts, text_score_key
 from lexsem.errors import ModelError
 from lexsem.images.image_store import ImageStore
-from test_images import FakePairScorer, _noise
-from test_store import MODEL, write_v1_store
 
 TEXTS = [f"text number {i}" + " padded" * (i % 7) for i in range(23)]
 

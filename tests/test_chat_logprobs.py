@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from builders.chat_server import NEGATIVES, ODD, Server, make_bench, serve
 from lexsem.cli import app
 from lexsem.engine.chat import answer_probabilities
 from lexsem.engine.request_store import RequestStore
@@ -29,7 +30,6 @@ from lexsem.models.backends.openai_chat import (
 )
 from lexsem.models.protocols import fingerprint_key
 from lexsem.tasks.ask_vqa import ask_vqa
-from test_chat_api import NEGATIVES, ODD, Server, make_bench, serve
 
 
 @pytest.fixture

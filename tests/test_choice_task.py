@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import TRIPLETS, scpp_user_files, tiny_preprocess
+from builders.fakes import TRIPLETS, scpp_user_files, tiny_preprocess
 from lexsem import evaluate
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MICRO

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import lexsem
-from fakes import BagOfWordsEncoder, ConstantPairScorer, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, ConstantPairScorer, TinyDualEncoder
 from lexsem.cli import app
 from lexsem.engine import embed, progress
 from lexsem.engine.embed import embed_texts

@@ -37,7 +37,7 @@ from PIL import Image, ImageOps
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.engine.images import embed_images, image_key, pair_scores
 from lexsem.engine.keys import content_key
 from lexsem.engine.request_store import RequestStore

@@ -27,10 +27,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from builders.fakes import BagOfWordsEncoder, TinyDualEncoder, oracle_key
 from builders.golden_items import FragileHitWarning, compare_to_golden, write_golden
-from fakes import BagOfWordsEncoder, TinyDualEncoder, oracle_key
-from lexsem import evaluate
-from test_hf_loaders import (
+from builders.hf_parquet import (
     bivlc_columns,
     order_columns,
     vg_attribution_columns,
@@ -38,6 +37,7 @@ from test_hf_loaders import (
     winoground_columns,
     write_parquet,
 )
+from lexsem import evaluate
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 

@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 from typer.testing import CliRunner
 
-from fakes import TinyDualEncoder, register_fixture_benchmark
+from builders.fakes import TinyDualEncoder, register_fixture_benchmark
 from lexsem import evaluate
 from lexsem.benchmarks.sources.hf import crop_png
 from lexsem.config import EvalConfig, build_config

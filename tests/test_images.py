@@ -8,7 +8,7 @@ import os
 import pickle
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.stores import FakePairScorer, _noise, _to_tensor
 from lexsem.engine.images import default_num_workers, embed_images, image_key, pair_scores
 from lexsem.engine.keys import content_key
 from lexsem.engine.request_store import RequestStore
@@ -38,11 +39,6 @@ from lexsem.models.protocols import ImageEncoder, PairScorer
 pytestmark = pytest.mark.torch
 
 # ---------------------------------------------------------------------------- fakes
-
-
-def _to_tensor(image: Any) -> torch.Tensor:
-    arr = np.asarray(image.resize((8, 8), Image.BILINEAR), dtype=np.float32) / 255.0
-    return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
 
 
 class FakeImageEncoder:
@@ -73,46 +69,12 @@ class FakeImageEncoder:
         return (x @ self.proj)[0]
 
 
-class FakePairScorer:
-    """score = mean pixel value + len(text) / 100."""
-
-    name = "fake-pairs"
-
-    def __init__(self) -> None:
-        self.pairs: list[str] = []
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-pairs"}
-
-    def preprocess(self, image: Any) -> torch.Tensor:
-        return _to_tensor(image)
-
-    def score(self, images: torch.Tensor, texts: Sequence[str]) -> np.ndarray:
-        assert images.shape[0] == len(texts)
-        self.pairs.extend(texts)
-        means = images.reshape(images.shape[0], -1).mean(dim=1).numpy()
-        return means + np.array([len(t) / 100 for t in texts], dtype=np.float32)
-
-    def direct(self, data: bytes, text: str) -> float:
-        return float(self.preprocess(decode_image(data)).mean()) + len(text) / 100
-
-
 def test_fakes_satisfy_protocols() -> None:
     assert isinstance(FakeImageEncoder(), ImageEncoder)
     assert isinstance(FakePairScorer(), PairScorer)
 
 
 # ---------------------------------------------------------------------------- fixtures
-
-
-def _noise(w: int, h: int, seed: int, fmt: str, mode: str = "RGB", **save: Any) -> bytes:
-    rng = np.random.default_rng(seed)
-    channels = 3 if mode == "RGB" else 1
-    arr = rng.integers(0, 256, size=(h, w, channels) if channels == 3 else (h, w), dtype=np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(arr, mode).save(buf, format=fmt, **save)
-    return buf.getvalue()
 
 
 @pytest.fixture(autouse=True)

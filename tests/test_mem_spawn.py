@@ -16,12 +16,12 @@ import pytest
 import torch
 from torchvision.transforms import PILToTensor
 
+from builders.hf_parquet import _no_network, _parquet_loader, write_bivlc
 from lexsem.benchmarks.sources import hf
 from lexsem.engine.images import _DecodeDataset, image_key
 from lexsem.errors import DataError
 from lexsem.images.decode import OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore
-from test_hf_loaders import _no_network, _parquet_loader, write_bivlc
 
 pytestmark = pytest.mark.torch
 

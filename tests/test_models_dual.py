@@ -22,6 +22,18 @@ from PIL import Image
 from torch.utils.data import DataLoader, default_collate
 
 from builders.numeric import BF16_RTOL, assert_close_to_reference
+from builders.tiny_dual_models import (
+    CHARS,
+    GEMMA_IDS,
+    _save,
+    _tower,
+    _vit,
+    direct_tokens,
+    gemma_tokenizer,
+    write_clip,
+    write_siglip,
+)
+from builders.tiny_text_models import TEXTS, VOCAB, WORDS, write_tiny_bert
 from lexsem.errors import ModelError
 from lexsem.models.aliases import ALIASES
 from lexsem.models.backends.clip import Blip2ITCScorer, HFDualEncoder, supported_model_types
@@ -33,13 +45,11 @@ from lexsem.models.factory import (
 )
 from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, fingerprint_key
 from lexsem.models.spec import parse_model_spec
-from test_models_tiny import TEXTS, VOCAB, WORDS, write_tiny_bert
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 
 LONG = " ".join(["a red ball and a blue box"] * 12)  # past every tiny model's text limit
 ALL_TEXTS = [*TEXTS, LONG]
-CHARS = sorted(set("".join(WORDS)) | set("abcdefghijklmnopqrstuvwxyz.,:"))
 DUAL = ["clip", "siglip", "siglip2", "align", "altclip", "flava", "blip"]
 
 
@@ -50,88 +60,10 @@ def bert_tokenizer(folder: Path) -> Any:
     return T.BertTokenizerFast(vocab=str(vocab_file))
 
 
-def clip_tokenizer() -> Any:
-    """CLIP's BPE (lowercasing, `</w>` word ends) over single characters, no merges."""
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-    for c in CHARS:
-        vocab[c] = len(vocab)
-        vocab[c + "</w>"] = len(vocab)
-    return T.CLIPTokenizer(vocab=vocab, merges=[])
-
-
-def gemma_tokenizer(cls: str = "GemmaTokenizer") -> Any:
-    """Gemma's BPE over single characters. `GemmaTokenizer` (what the FixRes SigLIP 2
-    checkpoints, model_type siglip, name) is case-sensitive, so text that is not lowercased
-    shows up as <unk>; `Siglip2Tokenizer` lowercases itself. (SigLIP 1's T5 SentencePiece
-    tokenizer needs sentencepiece, not installed here.)"""
-    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<mask>": 4, "▁": 5}
-    for c in CHARS:
-        vocab[c] = len(vocab)
-    return getattr(T, cls)(vocab=vocab, merges=[])
-
-
-GEMMA_IDS = {"pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2}
-
-
 def xlmr_tokenizer() -> Any:
     pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("<mask>", 0.0)]
     pieces += [("▁" + w, -2.0) for w in WORDS] + [("▁", -3.0)] + [(c, -5.0) for c in CHARS]
     return T.XLMRobertaTokenizer(vocab=pieces)
-
-
-# -- tiny models --------------------------------------------------------------------------------
-def _tower(**extra: Any) -> dict[str, Any]:
-    base = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2)
-    return {**base, **extra}
-
-
-def _vit(**extra: Any) -> dict[str, Any]:
-    return _tower(image_size=32, patch_size=8, **extra)
-
-
-def _save(folder: Path, model: Any, tokenizer: Any, processor: Any) -> Path:
-    """Save model + tokenizer + image processor. The weights are perturbed first: the standard
-    init has zero biases, zero BLIP-2 query tokens and BLIP vision weights of scale 1e-10, which
-    would make the image embeddings (nearly) independent of the image; convolution kernels get
-    a He init (ALIGN's EfficientNet would otherwise lose the image's signal on the way)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim == 4:
-                torch.nn.init.kaiming_normal_(p)
-            else:
-                p.add_(torch.randn_like(p) * 0.05)
-    model.eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
-
-
-def write_clip(folder: Path, seed: int = 0) -> Path:
-    tok = clip_tokenizer()
-    torch.manual_seed(seed)
-    cfg = T.CLIPConfig(
-        text_config=_tower(
-            vocab_size=len(tok), max_position_embeddings=24, bos_token_id=0, eos_token_id=1
-        ),
-        vision_config=_vit(),
-        projection_dim=16,
-    )
-    proc = T.CLIPImageProcessorPil(
-        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-    )
-    return _save(folder, T.CLIPModel(cfg), tok, proc)
-
-
-def write_siglip(folder: Path, seed: int = 0) -> Path:
-    tok = gemma_tokenizer()
-    torch.manual_seed(seed)
-    cfg = T.SiglipConfig(
-        text_config=_tower(vocab_size=len(tok), max_position_embeddings=64, **GEMMA_IDS),
-        vision_config=_vit(),
-    )
-    proc = T.SiglipImageProcessorPil(size={"height": 32, "width": 32})
-    return _save(folder, T.SiglipModel(cfg), tok, proc)
 
 
 def write_siglip2(folder: Path, seed: int = 0) -> Path:
@@ -296,24 +228,6 @@ MODEL_CLASS = {
 
 def _features(out: Any) -> torch.Tensor:
     return out if isinstance(out, torch.Tensor) else out.pooler_output
-
-
-def direct_tokens(family: str, folder: Path, texts: list[str], max_length: int | None = None):
-    """The family's documented text preprocessing, written out by hand."""
-    tok = T.AutoTokenizer.from_pretrained(str(folder))
-    tok.padding_side = "right"
-    cfg = json.loads((folder / "config.json").read_text())
-    sub = cfg["qformer_config" if family == "blip2" else "text_config"]
-    positions = sub["max_position_embeddings"] - (2 if family == "altclip" else 0)
-    default = {"siglip": 64, "siglip2": 64, "align": 64, "flava": 77, "blip": 35, "blip2": 32}
-    limit = max_length or min(positions, default.get(family, positions))
-    if family in ("siglip", "siglip2"):
-        texts = [t.lower() for t in texts]
-    padding: Any = True if family in ("clip", "altclip") else "max_length"
-    enc = tok(texts, padding=padding, truncation=True, max_length=limit, return_tensors="pt")
-    if family in ("siglip", "siglip2"):  # trained without a padding mask
-        return {"input_ids": enc["input_ids"]}
-    return dict(enc)
 
 
 def direct(

@@ -12,12 +12,12 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 from builders.numeric import assert_close_to_reference
+from builders.tiny_text_models import TEXTS, write_tiny_bert, write_tiny_llama
 from lexsem.errors import ModelError
 from lexsem.models.backends import hf as hf_backend
 from lexsem.models.backends.hf import HFTextEncoder
 from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
-from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_llama
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 

@@ -25,8 +25,8 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.backends import require
 from builders.numeric import assert_close_to_reference
-from conftest import require
 from lexsem.errors import ModelError
 from lexsem.models.backends import openclip as OCB
 from lexsem.models.backends.openclip import (

@@ -15,12 +15,12 @@ import sentence_transformers
 from sentence_transformers import SentenceTransformer
 
 from builders.numeric import assert_close_to_reference
+from builders.tiny_text_models import TEXTS, write_tiny_bert, write_tiny_st
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.request_store import RequestStore
 from lexsem.models.backends.st import SentenceTransformerEncoder
 from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
-from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_st
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import TRIPLETS, BagOfWordsEncoder, TinyDualEncoder, scpp_user_files, tiny_preprocess
+from builders.fakes import (
+    TRIPLETS,
+    BagOfWordsEncoder,
+    TinyDualEncoder,
+    scpp_user_files,
+    tiny_preprocess,
+)
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.engine.runner import IMAGE, PAIR, TEXT

@@ -22,11 +22,11 @@ import pytest
 import torch
 import transformers as T
 
+from builders.backends import require_module
 from builders.numeric import assert_close_to_reference
-from conftest import require_module
+from builders.tiny_dual_models import direct_tokens, write_clip, write_siglip
 from lexsem.models.backends.openclip import OpenClipEncoder, causal_text_tower
 from lexsem.models.factory import load_text_encoder
-from test_models_dual import direct_tokens, write_clip, write_siglip
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 

@@ -14,9 +14,9 @@ import pytest
 import torch
 from PIL import Image
 
-import tiny_vlms_dynamic as tv
+from builders import tiny_vlms_dynamic as tv
+from builders.backends import require_module
 from builders.numeric import assert_close_to_reference
-from conftest import require_module
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-import tiny_vlms_other as V
+from builders import tiny_vlms_other as V
 from builders.numeric import FINE_RTOL, FP32_RTOL, assert_close_to_reference
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]

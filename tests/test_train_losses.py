@@ -11,7 +11,7 @@ from typing import get_args
 import pytest
 import torch
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.errors import DataError
 from lexsem.train.losses import (
     IMAGE_FIELDS,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import tiny_vlms_dynamic
+from builders import tiny_vlms_dynamic
 from builders.numeric import assert_close_to_reference
 
 pytestmark = [pytest.mark.numeric, pytest.mark.torch]
@@ -24,7 +24,7 @@ FAMILIES: dict[str, tuple[Callable[[Path], Any], Any]] = {
     name: (factory, tiny_vlms_dynamic) for name, factory in tiny_vlms_dynamic.FACTORIES.items()
 }
 try:
-    import tiny_vlms_other
+    from builders import tiny_vlms_other
 
     FAMILIES.update({name: (f, tiny_vlms_other) for name, f in tiny_vlms_other.FACTORIES.items()})
 except ImportError:  # pragma: no cover - the module is part of the tests
@@ -49,7 +49,7 @@ def pictures() -> list[Image.Image]:
 def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     name = request.param
     if name == "smolvlm":
-        from conftest import require_module
+        from builders.backends import require_module
 
         require_module("num2words")  # SmolVLM's processor imports it
     factory, module = FAMILIES[name]

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import require
+from builders.backends import require
 from lexsem.errors import ModelError
 from lexsem.models.backends import openclip as OCB
 from lexsem.models.backends import openclip_facts as F
@@ -164,7 +164,7 @@ def test_warm_rerun_imports_no_torch(
     if backend == "openclip":
         spec, register = f"openclip:{TINY}@{ckpt}?quick_gelu=false", str(configs)
     else:
-        from test_models_dual import write_clip
+        from builders.tiny_dual_models import write_clip
 
         spec, register = f"clip:{write_clip(tmp_path / 'clip')}", "-"
     out = tmp_path / "run"
