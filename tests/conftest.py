@@ -89,3 +89,27 @@ def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("torch") is not None:
         require(torch_available(), "torch is not installed")
+
+
+KERNEL_VARIABLES = (
+    "ATEN_CPU_CAPABILITY",
+    "ONEDNN_MAX_CPU_ISA",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "MKL_CBWR",
+    "OPENBLAS_CORETYPE",
+    "OMP_NUM_THREADS",
+)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Under `-m numeric`: the CPU kernel path the numeric tests run on (docs/testing.md)."""
+    if "numeric" not in (config.getoption("markexpr", "") or "") or not torch_available():
+        return []
+    import torch
+
+    chosen = " ".join(f"{k}={os.environ[k]}" for k in KERNEL_VARIABLES if k in os.environ)
+    return [
+        f"kernel path: torch {torch.__version__}, ATen CPU capability "
+        f"{torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} thread(s); "
+        f"{chosen or 'no kernel variables set'}"
+    ]
