@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from builders.fakes import BagOfWordsEncoder
+from builders.numeric import assert_close_to_reference
 from builders.stores import MODEL, FakePairScorer, _noise, write_v1_store
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.images import image_key, pair_key, pair_scores
@@ -198,7 +199,7 @@ def test_pair_scores_keyed_by_image_content_not_reference(tmp_path: Path) -> Non
         again = FakePairScorer()
         new, stats2, _ = pair_scores(again, pairs[2:3], images, store, num_workers=0)
         assert again.pairs == ["a cat"] and stats2.n_cached == 0
-        assert new[0] == pytest.approx(again.direct(other, "a cat"), abs=1e-5)
+        assert_close_to_reference(new[0], again.direct(other, "a cat"), scale=1.0)
         assert new[0] != scores[2]
 
         # a rerun of the original pairs asks the scorer nothing

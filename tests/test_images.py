@@ -18,6 +18,7 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.numeric import assert_close_to_reference
 from builders.stores import FakePairScorer, _noise, _to_tensor
 from lexsem.engine.images import default_num_workers, embed_images, image_key, pair_scores
 from lexsem.engine.keys import content_key
@@ -285,8 +286,7 @@ def test_embeddings_match_direct_computation_and_dedup(
     refs = [*GOOD, "dup.jpg", "a.jpg", "coco2017:a.jpg"]
     emb, stats, skipped = embed_images(enc, refs, store, cache, batch_size=3, num_workers=0)
     assert skipped == [] and emb.shape == (len(refs), 16) and emb.dtype == np.float32
-    for i, ref in enumerate(refs):
-        np.testing.assert_allclose(emb[i], enc.direct(store.read(ref)), rtol=1e-5, atol=1e-5)
+    assert_close_to_reference(emb, np.stack([enc.direct(store.read(ref)) for ref in refs]))
     # a.jpg, dup.jpg (same bytes) and coco2017:a.jpg are one image: encoded once
     assert stats.n_refs == len(GOOD) + 2
     assert stats.n_unique == len(GOOD) == enc.n_encoded
@@ -464,7 +464,7 @@ def test_pair_scores(coco: dict[str, Any], tmp_path: Path) -> None:
         )
         assert skipped == [] and scores.shape == (len(pairs),)
         for (ref, text), s in zip(pairs, scores, strict=True):
-            assert s == pytest.approx(scorer.direct(store.read(ref), text), abs=1e-5)
+            assert_close_to_reference(s, scorer.direct(store.read(ref), text), scale=1.0)
         assert stats.n_unique == 4 and stats.n_scored == 4 and len(scorer.pairs) == 4
         assert stats.n_images == 3
         again = FakePairScorer()

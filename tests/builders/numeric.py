@@ -92,7 +92,8 @@ def assert_close_to_reference(
 
     `axis`: the axis whose values form one vector (an embedding); with a 0-d or 1-d array, or
     `axis=None`, every value is a scalar of its own. `scale`: the size below which errors are
-    judged against `scale` instead (see the module docstring). NaNs must match NaNs.
+    judged against `scale` instead (see the module docstring). NaNs must match NaNs. A single
+    embedding given as a 1-d array would be judged value by value: pass it as a (1, d) row.
     """
     ratio = np.atleast_1d(relative_error(actual, expected, axis=axis, scale=scale))
     bad = ~(ratio <= rtol)
