@@ -113,3 +113,11 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         f"{torch.backends.cpu.get_cpu_capability()}, {torch.get_num_threads()} thread(s); "
         f"{chosen or 'no kernel variables set'}"
     ]
+
+
+@pytest.fixture
+def checked_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
+    """Every report figure made while the test runs: its title -> its texts outside the figure."""
+    from builders.figures import watch_figures
+
+    return watch_figures(monkeypatch)

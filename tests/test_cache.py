@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders.fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder, FakePairScorer, _noise
 from builders.numeric import assert_close_to_reference
-from builders.stores import MODEL, FakePairScorer, _noise, write_v1_store
+from builders.store_v1 import MODEL, write_v1_store
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.images import image_key, pair_key, pair_scores
 from lexsem.engine.keys import canonical_json, content_key, request_key

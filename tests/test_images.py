@@ -18,8 +18,8 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.fakes import FakePairScorer, _noise, _to_tensor
 from builders.numeric import assert_close_to_reference
-from builders.stores import FakePairScorer, _noise, _to_tensor
 from lexsem.engine.images import default_num_workers, embed_images, image_key, pair_scores
 from lexsem.engine.keys import content_key
 from lexsem.engine.request_store import RequestStore

@@ -190,7 +190,7 @@ def test_the_widest_table_scrolls_in_its_box_with_the_model_column_in_view(
     """BiVLC and Winoground in one table (19 metric columns with intervals) and a model named
     by a 150-character path without spaces."""
     exe = chromium()
-    from builders.report_fixtures import bivlc_results, record, winoground_results
+    from builders.run_records import bivlc_results, record, winoground_results
     from lexsem.report.html import render_html, runs_overview_sections
 
     long_name = "clip:/" + "checkpoint" * 15

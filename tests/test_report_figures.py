@@ -16,9 +16,9 @@ import pytest
 from matplotlib.figure import Figure
 
 import lexsem
-from builders.fakes import BagOfWordsEncoder, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, OtherDual, TinyDualEncoder
+from builders.figures import texts_outside
 from builders.length_scorers import CharLengthScorer, WordCountScorer
-from builders.report_fixtures import OtherDual, texts_outside
 from lexsem.report import plots
 from lexsem.report.analyses import ReportOptions, build_report
 from lexsem.results.run import Run

@@ -11,17 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 import lexsem
-from builders.fakes import BagOfWordsEncoder, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, OtherDual, TinyDualEncoder
 from builders.length_scorers import CharLengthScorer
-from builders.report_fixtures import (
-    BIVLC_METRICS,
-    OtherDual,
-    bivlc_results,
-    record,
-    result,
-    winoground_results,
-)
 from builders.report_pages import parse
+from builders.run_records import BIVLC_METRICS, bivlc_results, record, result, winoground_results
 from lexsem.cli import app
 from lexsem.report.html import render_html, runs_overview_sections
 from lexsem.report.tables import build_tables, to_markdown

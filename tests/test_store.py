@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from builders.stores import MODEL, write_v1_store
+from builders.store_v1 import MODEL, write_v1_store
 from lexsem.engine.keys import request_key
 from lexsem.engine.request_store import CHUNK_PARAMS, SCHEMA_VERSION, RequestStore
 from lexsem.errors import CacheError
