@@ -29,10 +29,23 @@ demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/lexsem eval --model minilm --benchmark synthetic --out runs/demo --force
 	$(BIN)/lexsem report runs/demo
 
+# The numeric tests (pytest -m numeric) again on other CPU kernel paths, so that a tolerance too
+# tight for another CPU fails here (docs/testing.md): ATen's portable kernels, oneDNN capped at
+# SSE4.1, MKL on its reproducible path (MKL_ENABLE_INSTRUCTIONS acts on Intel CPUs only),
+# numpy's OpenBLAS on its oldest kernels, one thread.
+ifeq ($(shell uname -m),aarch64)
+OPENBLAS_OLDEST := ARMV8
+else
+OPENBLAS_OLDEST := Prescott
+endif
+KERNEL_PATHS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
+	MKL_CBWR=COMPATIBLE OPENBLAS_CORETYPE=$(OPENBLAS_OLDEST) OMP_NUM_THREADS=1
+
 test: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	HF_HUB_OFFLINE=1 $(KERNEL_PATHS) $(BIN)/python -m pytest -q -m numeric
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/text_bench.py

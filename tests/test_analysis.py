@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder
+from builders.length_scorers import CharLengthScorer, WordCountScorer
 from lexsem import evaluate
 from lexsem.analysis.compare import (
     cross_benchmark,
@@ -501,31 +502,6 @@ def test_qualitative_cases_on_crafted_hits() -> None:
 # -- end to end: real data, real MiniLM ---------------------------------------------------------
 
 
-class CharLengthScorer:
-    """A deterministic stand-in for a language model: perplexity ~ number of characters."""
-
-    name = "charlen"
-    lower_is_better = True
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-charlen", "lower_is_better": True}
-
-    def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
-        return np.array([float(len(t)) for t in texts])
-
-
-class WordCountScorer(CharLengthScorer):
-    name = "words"
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-words", "lower_is_better": True}
-
-    def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
-        return np.array([float(len(t.split())) for t in texts])
-
-
 BENCHES = ["sugarcrepe_pp", "visla_generic"]
 
 
@@ -656,8 +632,8 @@ def test_end_to_end_on_real_data(real_runs: dict[str, Run], test_data_dir: Path)
 def test_html_report_on_real_data(real_runs: dict[str, Run], test_data_dir: Path) -> None:
     """The whole report on the real SugarCrepe++ and VISLA files: MiniLM and two bag-of-words
     models, blind runs of two length scorers (their AVG is the blind predictor)."""
+    from builders.report_pages import parse
     from lexsem.report.analyses import ReportOptions, build_report
-    from test_report import parse
 
     runs = list(real_runs.values())
     page = build_report(runs, ReportOptions(data_dir=test_data_dir, n_boot=100))

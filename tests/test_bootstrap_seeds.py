@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fakes import BagOfWordsEncoder, register_fixture_benchmark
+from builders.fakes import BagOfWordsEncoder, register_fixture_benchmark
 from lexsem.config import EvalConfig
 from lexsem.evaluator import Evaluator
 from lexsem.stats.seeds import bootstrap_seed

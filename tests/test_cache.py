@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder, FakePairScorer, _noise
+from builders.numeric import assert_close_to_reference
+from builders.store_v1 import MODEL, write_v1_store
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.keys import (
     canonical_json,
@@ -26,8 +28,6 @@ from lexsem.engine.request_store import RequestStore
 from lexsem.engine.text_scores import score_texts
 from lexsem.errors import ModelError
 from lexsem.images.image_store import ImageStore
-from test_images import FakePairScorer, _noise
-from test_store import MODEL, write_v1_store
 
 TEXTS = [f"text number {i}" + " padded" * (i % 7) for i in range(23)]
 
@@ -206,7 +206,7 @@ def test_pair_scores_keyed_by_image_content_not_reference(tmp_path: Path) -> Non
         again = FakePairScorer()
         new, stats2, _ = pair_scores(again, pairs[2:3], images, store, num_workers=0)
         assert again.pairs == ["a cat"] and stats2.n_cached == 0
-        assert new[0] == pytest.approx(again.direct(other, "a cat"), abs=1e-5)
+        assert_close_to_reference(new[0], again.direct(other, "a cat"), scale=1.0)
         assert new[0] != scores[2]
 
         # a rerun of the original pairs asks the scorer nothing

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from builders.chat_server import NEGATIVES, ODD, Server, make_bench, serve
 from lexsem.cli import app
 from lexsem.engine.chat import answer_probabilities
 from lexsem.engine.request_store import RequestStore
@@ -24,7 +25,6 @@ from lexsem.errors import LexsemError, ModelError
 from lexsem.models.backends.openai_chat import OpenAIChat, prompt_answer_prob, top_answer_probs
 from lexsem.models.chat import AnswerProb, StopRun
 from lexsem.models.protocols import fingerprint_key
-from test_chat_api import NEGATIVES, ODD, Server, make_bench, serve
 
 
 @pytest.fixture

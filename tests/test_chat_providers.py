@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 from typer.testing import CliRunner
 
-from fakes import TRIPLETS, ScriptedChat, scpp_user_files
+from builders.fakes import TRIPLETS, ScriptedChat, scpp_user_files
 from lexsem.cli import app
 from lexsem.config import EvalConfig
 from lexsem.errors import RetryableError

@@ -112,8 +112,8 @@ def _cli(*args: str) -> Any:
 def test_score_answers_reads_a_file_and_prints_the_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fakes import TRIPLETS as ROWS
-    from fakes import register_fixture_benchmark
+    from builders.fakes import TRIPLETS as ROWS
+    from builders.fakes import register_fixture_benchmark
 
     data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
     lines = []
@@ -141,7 +141,7 @@ def test_score_answers_reads_a_file_and_prints_the_scores(
 def test_score_answers_errors_name_the_file_and_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fakes import register_fixture_benchmark
+    from builders.fakes import register_fixture_benchmark
 
     data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
     path = tmp_path / "a.jsonl"

@@ -11,12 +11,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import TRIPLETS, ScriptedChat, scpp_user_files
+from builders.fakes import TRIPLETS, ScriptedChat, scpp_user_files
 from lexsem import evaluate
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MICRO
 from lexsem.tasks.choice import PROMPTS
 from lexsem.tasks.choice_task import CODES, choice_task, expected_option
+
+pytestmark = pytest.mark.torch
 
 MARKER = re.compile(r"\(\d\)")
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}

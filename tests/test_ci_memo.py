@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder
 from lexsem.config import EvalConfig
 from lexsem.engine.request_store import RequestStore
 from lexsem.evaluator import CI_STORE, Evaluator

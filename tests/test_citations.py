@@ -36,10 +36,10 @@ def test_no_internal_citations(path: Path) -> None:
 
 def test_the_report_cites_the_priors_paper_by_title_and_section(tmp_path: Path) -> None:
     import lexsem
-    from fakes import BagOfWordsEncoder
+    from builders.fakes import BagOfWordsEncoder
+    from builders.length_scorers import CharLengthScorer
     from lexsem.report.analyses import ReportOptions, build_report
     from lexsem.results.run import Run
-    from test_analysis import CharLengthScorer
 
     common = {"n_boot": 0, "cache_dir": tmp_path / "cache", "offline": True}
     for key, model in (("bow", BagOfWordsEncoder(32, "bow")), ("blind", CharLengthScorer())):

@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from builders.tiny_dual_models import write_clip
+from builders.tiny_itm_models import write_tiny_blip
+from builders.tiny_text_scorers import write_tiny_gpt2
 from lexsem.cli import app
-from test_models_dual import write_clip
-from test_models_itm import write_tiny_blip
-from test_text_scorers import write_tiny_gpt2
+
+pytestmark = pytest.mark.torch
 
 runner = CliRunner()
 

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import lexsem
-from fakes import BagOfWordsEncoder, ConstantPairScorer, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, ConstantPairScorer, TinyDualEncoder
 from lexsem.cli import app
 from lexsem.engine import embed, progress
 from lexsem.engine.embed import embed_texts
@@ -134,6 +134,7 @@ def test_batched_encoding_gives_the_vectors_of_one_call(minilm_path: Path, tmp_p
     np.testing.assert_allclose(per_batch, one_call, rtol=0, atol=2e-7)
 
 
+@pytest.mark.torch
 def test_image_encoding_and_pair_scoring_move_per_batch(
     advances: list[tuple[str, int]], tmp_path: Path
 ) -> None:
@@ -288,6 +289,7 @@ def test_list_tasks_includes_blind() -> None:
     assert any(line.startswith("blind ") for line in res.output.splitlines())
 
 
+@pytest.mark.torch
 def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> None:
     """transformers' "Loading weights" bar went to stderr under `-q` and in logs."""
     import os

@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from fakes import TinyDualEncoder, register_fixture_benchmark
+from builders.fakes import TinyDualEncoder, register_fixture_benchmark
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.coverage import row_coverage

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder
+from builders.hf_parquet import bivlc_columns, winoground_columns, write_parquet
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
@@ -28,7 +29,6 @@ from lexsem.benchmarks.sources.files import file_loader
 from lexsem.cli import app
 from lexsem.download import SourceFile
 from lexsem.errors import DataError
-from test_hf_loaders import bivlc_columns, winoground_columns, write_parquet
 
 NAME = "checked_pp"
 ROWS = [

@@ -37,7 +37,7 @@ from PIL import Image, ImageOps
 from torchvision.transforms import InterpolationMode
 from torchvision.transforms import functional as TF
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.engine.image_embed import embed_images
 from lexsem.engine.keys import content_key, image_key
 from lexsem.engine.pair_scores import pair_scores
@@ -56,6 +56,8 @@ from lexsem.images.decode import (
     profile_lookup,
 )
 from lexsem.images.image_store import ImageStore
+
+pytestmark = pytest.mark.torch
 
 SIZE = 24
 MEAN = (0.48145466, 0.4578275, 0.40821073)  # open_clip's OPENAI_DATASET_MEAN / STD

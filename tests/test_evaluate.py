@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from fakes import TRIPLETS, BagOfWordsEncoder, cosine, register_fixture_benchmark
+from builders.fakes import TRIPLETS, BagOfWordsEncoder, cosine, register_fixture_benchmark
 from lexsem import evaluate
 from lexsem.config import EvalConfig
 from lexsem.errors import LexsemError

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fakes import (
+from builders.fakes import (
     ConstantPairScorer,
     OraclePairScorer,
     TinyDualEncoder,

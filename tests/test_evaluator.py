@@ -13,7 +13,8 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from fakes import TRIPLETS, BagOfWordsEncoder, register_fixture_benchmark
+from builders.fakes import TRIPLETS, BagOfWordsEncoder, register_fixture_benchmark
+from builders.hf_parquet import bivlc_columns, write_parquet
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark, LoadedSubset
@@ -21,7 +22,6 @@ from lexsem.benchmarks.selectors import parse_selector
 from lexsem.config import EvalConfig, build_config
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
-from test_hf_loaders import bivlc_columns, write_parquet
 
 BUILTINS = {
     "aro_order",
@@ -128,7 +128,7 @@ def test_a_model_whose_weights_changed_reads_no_stale_entry(
 
 
 def _run_in_child(blob: bytes, queue: Any) -> None:
-    from fakes import BagOfWordsEncoder as Bow
+    from builders.fakes import BagOfWordsEncoder as Bow
 
     evaluator = pickle.loads(blob)
     run = evaluator.run(Bow())
@@ -188,8 +188,9 @@ def test_user_folder_gives_one_subset_per_file(tmp_path: Path) -> None:
     assert run.record.benchmarks[0].items == {k: len(v) for k, v in TRIPLETS.items()}
 
 
+@pytest.mark.torch
 def test_user_bivlc_parquet(tmp_path: Path) -> None:
-    from fakes import TinyDualEncoder
+    from builders.fakes import TinyDualEncoder
 
     path = tmp_path / "my_bivlc.parquet"
     write_parquet(path, bivlc_columns())
@@ -218,6 +219,7 @@ def test_user_file_errors(tmp_path: Path) -> None:
         evaluate(BagOfWordsEncoder(), [f"scpp:{bad}"])
 
 
+@pytest.mark.torch
 def test_trained_lexsem_model_gets_a_new_fingerprint_and_no_stale_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,8 +229,8 @@ def test_trained_lexsem_model_gets_a_new_fingerprint_and_no_stale_scores(
     the same changed weights give the same key again."""
     import torch
 
+    from builders.tiny_text_models import write_tiny_bert
     from lexsem.models.factory import load_model
-    from test_models_tiny import write_tiny_bert
 
     folder = write_tiny_bert(tmp_path / "bert")
     data, spec = register_fixture_benchmark(tmp_path, monkeypatch)
@@ -263,7 +265,7 @@ class SteppedDual:
     """A tiny dual encoder whose weights change between runs (its fingerprint says so)."""
 
     def __new__(cls) -> Any:
-        from fakes import TinyDualEncoder
+        from builders.fakes import TinyDualEncoder
 
         class _Stepped(TinyDualEncoder):
             step = 0
@@ -381,7 +383,7 @@ def test_decoded_images_admit_within_the_budget_and_never_evict() -> None:
 def test_a_pair_scorer_decodes_each_image_once_across_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fakes import ConstantPairScorer
+    from builders.fakes import ConstantPairScorer
 
     bivlc = _bivlc_file(tmp_path)
     calls = _counting_decode(monkeypatch)

@@ -20,7 +20,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fakes import ConstantPairScorer, OraclePairScorer, image_key_of
+from builders.fakes import ConstantPairScorer, OraclePairScorer, image_key_of
+from builders.hf_parquet import (
+    bivlc_columns,
+    image_cell,
+    order_columns,
+    vg_attribution_columns,
+    vg_relation_columns,
+    winoground_columns,
+    write_parquet,
+)
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.base import Benchmark
 from lexsem.benchmarks.items import MultiCaptionItem, PairItem, QuadItem, TripletItem
@@ -33,15 +42,6 @@ from lexsem.download import SourceFile
 from lexsem.evaluator import Evaluator
 from lexsem.images.image_store import ImageStore
 from lexsem.tasks.catalog import get_task
-from test_hf_loaders import (
-    bivlc_columns,
-    image_cell,
-    order_columns,
-    vg_attribution_columns,
-    vg_relation_columns,
-    winoground_columns,
-    write_parquet,
-)
 
 RNG_SEED = 7
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fakes import ConstantPairScorer, OraclePairScorer, image_key_of
+from builders.fakes import ConstantPairScorer, OraclePairScorer, image_key_of
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.errors import ModelError
@@ -78,7 +78,7 @@ def _write_vectors(folder: Path) -> dict[str, np.ndarray]:
 def test_new_backend_in_one_file(
     examples_on_path: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fakes import TRIPLETS, register_fixture_benchmark
+    from builders.fakes import TRIPLETS, register_fixture_benchmark
 
     monkeypatch.setattr(
         backend_registry.BACKENDS, "_entries", dict(backend_registry.BACKENDS._entries)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.benchmarks import bivlc, winoground
 from lexsem.benchmarks.sources import hf_hub, hf_load
 from lexsem.errors import LexsemError
@@ -192,7 +192,7 @@ def test_without_a_data_folder_the_message_says_how_to_set_one(dead_hub: str) ->
 
 
 def test_a_snapshot_under_data_root_is_used_before_the_hub(dead_hub: str, tmp_path: Path) -> None:
-    from test_hf_loaders import write_bivlc
+    from builders.hf_parquet import write_bivlc
 
     write_bivlc(tmp_path / "data" / "hf" / "imirandam" / "BiVLC")
     res = bivlc.load(data_root=tmp_path / "data")

@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 from typer.testing import CliRunner
 
-from fakes import TinyDualEncoder, register_fixture_benchmark
+from builders.fakes import TinyDualEncoder, register_fixture_benchmark
 from lexsem import evaluate
 from lexsem.benchmarks.sources.hf_images import crop_png
 from lexsem.config import EvalConfig, build_config
@@ -30,6 +30,8 @@ from lexsem.images.decode import DEFAULT, HF_DATASETS, OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS, open_image
 from lexsem.images.refs import SKIPPABLE, ImageError
+
+pytestmark = pytest.mark.torch
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,8 @@ import pytest
 import torch
 from PIL import Image
 
+from builders.fakes import FakePairScorer, _noise, _to_tensor
+from builders.numeric import assert_close_to_reference
 from lexsem.engine.decoding import default_num_workers
 from lexsem.engine.image_embed import embed_images
 from lexsem.engine.keys import content_key, image_key
@@ -38,12 +40,9 @@ from lexsem.images.image_store import ImageStore
 from lexsem.images.refs import ImageError
 from lexsem.models.protocols import ImageEncoder, PairScorer
 
+pytestmark = pytest.mark.torch
+
 # ---------------------------------------------------------------------------- fakes
-
-
-def _to_tensor(image: Any) -> torch.Tensor:
-    arr = np.asarray(image.resize((8, 8), Image.BILINEAR), dtype=np.float32) / 255.0
-    return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
 
 
 class FakeImageEncoder:
@@ -74,46 +73,12 @@ class FakeImageEncoder:
         return (x @ self.proj)[0]
 
 
-class FakePairScorer:
-    """score = mean pixel value + len(text) / 100."""
-
-    name = "fake-pairs"
-
-    def __init__(self) -> None:
-        self.pairs: list[str] = []
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-pairs"}
-
-    def preprocess(self, image: Any) -> torch.Tensor:
-        return _to_tensor(image)
-
-    def score(self, images: torch.Tensor, texts: Sequence[str]) -> np.ndarray:
-        assert images.shape[0] == len(texts)
-        self.pairs.extend(texts)
-        means = images.reshape(images.shape[0], -1).mean(dim=1).numpy()
-        return means + np.array([len(t) / 100 for t in texts], dtype=np.float32)
-
-    def direct(self, data: bytes, text: str) -> float:
-        return float(self.preprocess(decode_image(data)).mean()) + len(text) / 100
-
-
 def test_fakes_satisfy_protocols() -> None:
     assert isinstance(FakeImageEncoder(), ImageEncoder)
     assert isinstance(FakePairScorer(), PairScorer)
 
 
 # ---------------------------------------------------------------------------- fixtures
-
-
-def _noise(w: int, h: int, seed: int, fmt: str, mode: str = "RGB", **save: Any) -> bytes:
-    rng = np.random.default_rng(seed)
-    channels = 3 if mode == "RGB" else 1
-    arr = rng.integers(0, 256, size=(h, w, channels) if channels == 3 else (h, w), dtype=np.uint8)
-    buf = io.BytesIO()
-    Image.fromarray(arr, mode).save(buf, format=fmt, **save)
-    return buf.getvalue()
 
 
 @pytest.fixture(autouse=True)
@@ -317,8 +282,7 @@ def test_embeddings_match_direct_computation_and_dedup(
     refs = [*GOOD, "dup.jpg", "a.jpg", "coco2017:a.jpg"]
     emb, stats, skipped = embed_images(enc, refs, store, cache, batch_size=3, num_workers=0)
     assert skipped == [] and emb.shape == (len(refs), 16) and emb.dtype == np.float32
-    for i, ref in enumerate(refs):
-        np.testing.assert_allclose(emb[i], enc.direct(store.read(ref)), rtol=1e-5, atol=1e-5)
+    assert_close_to_reference(emb, np.stack([enc.direct(store.read(ref)) for ref in refs]))
     # a.jpg, dup.jpg (same bytes) and coco2017:a.jpg are one image: encoded once
     assert stats.n_refs == len(GOOD) + 2
     assert stats.n_unique == len(GOOD) == enc.n_encoded
@@ -496,7 +460,7 @@ def test_pair_scores(coco: dict[str, Any], tmp_path: Path) -> None:
         )
         assert skipped == [] and scores.shape == (len(pairs),)
         for (ref, text), s in zip(pairs, scores, strict=True):
-            assert s == pytest.approx(scorer.direct(store.read(ref), text), abs=1e-5)
+            assert_close_to_reference(s, scorer.direct(store.read(ref), text), scale=1.0)
         assert stats.n_unique == 4 and stats.n_scored == 4 and len(scorer.pairs) == 4
         assert stats.n_images == 3
         again = FakePairScorer()

@@ -125,6 +125,7 @@ def test_an_unreadable_model_file_is_named(
         (folder / name).chmod(0o644)
 
 
+@pytest.mark.torch
 def test_git_lfs_pointers_and_cut_torch_checkpoints_are_refused(tmp_path: Path) -> None:
     lfs = tmp_path / "pytorch_model.bin"
     lfs.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:ab\nsize 4\n")

@@ -16,6 +16,7 @@ import pytest
 import torch
 from torchvision.transforms import PILToTensor
 
+from builders.hf_parquet import _no_network, _parquet_loader, write_bivlc
 from lexsem.benchmarks import bivlc as bivlc_benchmark
 from lexsem.benchmarks.sources import hf_images
 from lexsem.benchmarks.sources.hf_load import HFLoadResult
@@ -24,7 +25,8 @@ from lexsem.engine.keys import image_key
 from lexsem.errors import DataError
 from lexsem.images.decode import OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore
-from test_hf_loaders import _no_network, _parquet_loader, write_bivlc
+
+pytestmark = pytest.mark.torch
 
 REFS = ["mem:bivlc/test/0/image", "mem:bivlc/test/3/negative_image", "mem:bivlc/test/4/image"]
 

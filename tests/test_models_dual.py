@@ -21,6 +21,19 @@ import transformers as T
 from PIL import Image
 from torch.utils.data import DataLoader, default_collate
 
+from builders.numeric import BF16_RTOL, assert_close_to_reference
+from builders.tiny_dual_models import (
+    CHARS,
+    GEMMA_IDS,
+    _save,
+    _tower,
+    _vit,
+    direct_tokens,
+    gemma_tokenizer,
+    write_clip,
+    write_siglip,
+)
+from builders.tiny_text_models import TEXTS, VOCAB, WORDS, write_tiny_bert
 from lexsem.errors import ModelError
 from lexsem.models.aliases import ALIASES
 from lexsem.models.backends.clip import Blip2ITCScorer, HFDualEncoder, supported_model_types
@@ -32,13 +45,11 @@ from lexsem.models.factory import (
 )
 from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, fingerprint_key
 from lexsem.models.spec import parse_model_spec
-from test_models_tiny import TEXTS, VOCAB, WORDS, write_tiny_bert
 
-RTOL = 1e-5
-ATOL = 1e-6
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 LONG = " ".join(["a red ball and a blue box"] * 12)  # past every tiny model's text limit
 ALL_TEXTS = [*TEXTS, LONG]
-CHARS = sorted(set("".join(WORDS)) | set("abcdefghijklmnopqrstuvwxyz.,:"))
 DUAL = ["clip", "siglip", "siglip2", "align", "altclip", "flava", "blip"]
 
 
@@ -49,88 +60,10 @@ def bert_tokenizer(folder: Path) -> Any:
     return T.BertTokenizerFast(vocab=str(vocab_file))
 
 
-def clip_tokenizer() -> Any:
-    """CLIP's BPE (lowercasing, `</w>` word ends) over single characters, no merges."""
-    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
-    for c in CHARS:
-        vocab[c] = len(vocab)
-        vocab[c + "</w>"] = len(vocab)
-    return T.CLIPTokenizer(vocab=vocab, merges=[])
-
-
-def gemma_tokenizer(cls: str = "GemmaTokenizer") -> Any:
-    """Gemma's BPE over single characters. `GemmaTokenizer` (what the FixRes SigLIP 2
-    checkpoints, model_type siglip, name) is case-sensitive, so text that is not lowercased
-    shows up as <unk>; `Siglip2Tokenizer` lowercases itself. (SigLIP 1's T5 SentencePiece
-    tokenizer needs sentencepiece, not installed here.)"""
-    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": 2, "<unk>": 3, "<mask>": 4, "▁": 5}
-    for c in CHARS:
-        vocab[c] = len(vocab)
-    return getattr(T, cls)(vocab=vocab, merges=[])
-
-
-GEMMA_IDS = {"pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2}
-
-
 def xlmr_tokenizer() -> Any:
     pieces = [("<s>", 0.0), ("<pad>", 0.0), ("</s>", 0.0), ("<unk>", 0.0), ("<mask>", 0.0)]
     pieces += [("▁" + w, -2.0) for w in WORDS] + [("▁", -3.0)] + [(c, -5.0) for c in CHARS]
     return T.XLMRobertaTokenizer(vocab=pieces)
-
-
-# -- tiny models --------------------------------------------------------------------------------
-def _tower(**extra: Any) -> dict[str, Any]:
-    base = dict(hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=2)
-    return {**base, **extra}
-
-
-def _vit(**extra: Any) -> dict[str, Any]:
-    return _tower(image_size=32, patch_size=8, **extra)
-
-
-def _save(folder: Path, model: Any, tokenizer: Any, processor: Any) -> Path:
-    """Save model + tokenizer + image processor. The weights are perturbed first: the standard
-    init has zero biases, zero BLIP-2 query tokens and BLIP vision weights of scale 1e-10, which
-    would make the image embeddings (nearly) independent of the image; convolution kernels get
-    a He init (ALIGN's EfficientNet would otherwise lose the image's signal on the way)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.ndim == 4:
-                torch.nn.init.kaiming_normal_(p)
-            else:
-                p.add_(torch.randn_like(p) * 0.05)
-    model.eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    processor.save_pretrained(folder)
-    return folder
-
-
-def write_clip(folder: Path, seed: int = 0) -> Path:
-    tok = clip_tokenizer()
-    torch.manual_seed(seed)
-    cfg = T.CLIPConfig(
-        text_config=_tower(
-            vocab_size=len(tok), max_position_embeddings=24, bos_token_id=0, eos_token_id=1
-        ),
-        vision_config=_vit(),
-        projection_dim=16,
-    )
-    proc = T.CLIPImageProcessorPil(
-        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-    )
-    return _save(folder, T.CLIPModel(cfg), tok, proc)
-
-
-def write_siglip(folder: Path, seed: int = 0) -> Path:
-    tok = gemma_tokenizer()
-    torch.manual_seed(seed)
-    cfg = T.SiglipConfig(
-        text_config=_tower(vocab_size=len(tok), max_position_embeddings=64, **GEMMA_IDS),
-        vision_config=_vit(),
-    )
-    proc = T.SiglipImageProcessorPil(size={"height": 32, "width": 32})
-    return _save(folder, T.SiglipModel(cfg), tok, proc)
 
 
 def write_siglip2(folder: Path, seed: int = 0) -> Path:
@@ -297,24 +230,6 @@ def _features(out: Any) -> torch.Tensor:
     return out if isinstance(out, torch.Tensor) else out.pooler_output
 
 
-def direct_tokens(family: str, folder: Path, texts: list[str], max_length: int | None = None):
-    """The family's documented text preprocessing, written out by hand."""
-    tok = T.AutoTokenizer.from_pretrained(str(folder))
-    tok.padding_side = "right"
-    cfg = json.loads((folder / "config.json").read_text())
-    sub = cfg["qformer_config" if family == "blip2" else "text_config"]
-    positions = sub["max_position_embeddings"] - (2 if family == "altclip" else 0)
-    default = {"siglip": 64, "siglip2": 64, "align": 64, "flava": 77, "blip": 35, "blip2": 32}
-    limit = max_length or min(positions, default.get(family, positions))
-    if family in ("siglip", "siglip2"):
-        texts = [t.lower() for t in texts]
-    padding: Any = True if family in ("clip", "altclip") else "max_length"
-    enc = tok(texts, padding=padding, truncation=True, max_length=limit, return_tensors="pt")
-    if family in ("siglip", "siglip2"):  # trained without a padding mask
-        return {"input_ids": enc["input_ids"]}
-    return dict(enc)
-
-
 def direct(
     family: str, folder: Path, texts: list[str], imgs: list[Image.Image], **kw: Any
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -332,7 +247,7 @@ def direct(
             itc = model(**enc, pixel_values=px["pixel_values"], use_itm_head=False).itm_score
             t = torch.nn.functional.normalize(text, dim=-1)
             i = torch.nn.functional.normalize(image, dim=-1)
-            torch.testing.assert_close(i @ t.T, itc, rtol=RTOL, atol=ATOL)
+            assert_close_to_reference(i @ t.T, itc, scale=1.0)
         else:
             text = _features(model.get_text_features(**enc))
             image = _features(model.get_image_features(**px))
@@ -365,17 +280,17 @@ def test_embeddings_match_transformers(family: str, models: dict[str, Path]) -> 
     want_text, want_image = direct(family, folder, ALL_TEXTS, imgs)
     got_text = enc.encode(ALL_TEXTS)
     assert got_text.dtype == np.float32 and got_text.flags.c_contiguous
-    np.testing.assert_allclose(got_text, want_text, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got_text, want_text)
     got_image = ours(enc, imgs)
     assert got_image.dtype == np.float32 and got_image.shape == want_image.shape
-    np.testing.assert_allclose(got_image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got_image, want_image)
     # the embeddings depend on the input (the test would be vacuous otherwise)
     assert _min_distance(got_image) > 1e-3 and _min_distance(got_text) > 1e-3
     # text and image share one space: same dimension, raw (not normalised)
     assert got_text.shape[1] == got_image.shape[1]
     assert not np.allclose(np.linalg.norm(got_text, axis=1), 1.0)
     # small batches give the same text embeddings (each text on its own is padded the same way)
-    np.testing.assert_allclose(enc.encode(ALL_TEXTS, batch_size=2), got_text, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(ALL_TEXTS, batch_size=2), got_text)
     assert enc.text_length == len(direct_tokens(family, folder, [LONG])["input_ids"][0])
 
 
@@ -422,22 +337,18 @@ def test_blip2_itc_scores_match_transformers(models: dict[str, Path]) -> None:
         out = model(pixel_values=px, **tok, use_image_text_matching_head=False)
     got = enc.encode(ALL_TEXTS)
     got_n = got / np.linalg.norm(got, axis=1, keepdims=True)
-    np.testing.assert_allclose(got_n, out.text_embeds.numpy(), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got_n, out.text_embeds.numpy())
     batch = default_collate([enc.preprocess(im) for im in imgs])
     queries = enc.encode_image_queries(batch)
     assert queries.shape == (3, 4, 16)
     assert _min_distance(queries) > 1e-3 and _min_distance(got) > 1e-3
     queries_n = queries / np.linalg.norm(queries, axis=2, keepdims=True)
-    np.testing.assert_allclose(queries_n, out.image_embeds.numpy(), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(queries_n, out.image_embeds.numpy())
     # score(images[i], texts[i]) is the model's ITC logit for that pair (max over queries)
-    np.testing.assert_allclose(
-        enc.score(batch, texts), np.diag(out.logits_per_image.numpy()[:, :3]), rtol=RTOL, atol=ATOL
-    )
+    assert_close_to_reference(enc.score(batch, texts), np.diag(out.logits_per_image.numpy()[:, :3]))
     pairs = default_collate([enc.preprocess(imgs[i]) for i in (2, 2, 0)])
     want = out.logits_per_image.numpy()[[2, 2, 0], [0, 4, 5]]
-    np.testing.assert_allclose(
-        enc.score(pairs, [ALL_TEXTS[0], ALL_TEXTS[4], ALL_TEXTS[5]]), want, rtol=RTOL, atol=ATOL
-    )
+    assert_close_to_reference(enc.score(pairs, [ALL_TEXTS[0], ALL_TEXTS[4], ALL_TEXTS[5]]), want)
     with pytest.raises(ModelError, match="3 images for 2 texts"):
         enc.score(batch, texts[:2])
 
@@ -542,7 +453,7 @@ def test_preprocess_pickles_and_runs_in_dataloader_workers(
     _equal(batches[1], default_collate(want[2:]))
     if isinstance(enc, HFDualEncoder):
         got = np.concatenate([enc.encode_images(b) for b in batches])
-        np.testing.assert_allclose(got, ours(enc, imgs), rtol=RTOL, atol=ATOL)
+        assert_close_to_reference(got, ours(enc, imgs))
 
 
 def test_preprocess_in_spawned_workers(models: dict[str, Path]) -> None:
@@ -563,11 +474,11 @@ def test_max_length_and_template(models: dict[str, Path]) -> None:
     imgs = images()
     enc = load_text_encoder(spec(folder, max_length="6"), device="cpu")
     want, _ = direct("clip", folder, ALL_TEXTS, imgs, max_length=6)
-    np.testing.assert_allclose(enc.encode(ALL_TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(ALL_TEXTS), want)
     assert enc.text_length == 6
     tmpl = load_text_encoder(spec(folder, template="a+photo+of+{text}"), device="cpu")
     want, _ = direct("clip", folder, ["a photo of " + t for t in TEXTS], imgs)
-    np.testing.assert_allclose(tmpl.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(tmpl.encode(TEXTS), want)
     with pytest.raises(ModelError, match="max_length=30 exceeds the model's 24 text positions"):
         load_text_encoder(spec(folder, max_length="30"), device="cpu").encode(["a cat"])
 
@@ -578,7 +489,7 @@ def test_bf16(models: dict[str, Path]) -> None:
     assert enc.dtype == "bf16"
     got = enc.encode(TEXTS)
     assert got.dtype == np.float32
-    np.testing.assert_allclose(got, ref.encode(TEXTS), rtol=0.1, atol=0.1)
+    assert_close_to_reference(got, ref.encode(TEXTS), rtol=BF16_RTOL)
     assert ours(enc, images()).dtype == np.float32
 
 

@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
-from conftest import require_module
+from builders.backends import require_module
+from builders.tiny_dual_models import write_clip
+from builders.tiny_itm_models import write_tiny_blip
+from builders.tiny_text_models import write_tiny_bert, write_tiny_st
+from builders.tiny_text_scorers import write_tiny_cola, write_tiny_gpt2, write_tiny_vera
 from lexsem.models import source as S
 from lexsem.models.factory import load_model
 from lexsem.models.protocols import fingerprint_key
-from test_models_dual import write_clip
-from test_models_itm import write_tiny_blip
-from test_models_tiny import write_tiny_bert, write_tiny_st
-from test_text_scorers import write_tiny_cola, write_tiny_gpt2, write_tiny_vera
+
+pytestmark = pytest.mark.torch
 
 V1 = {"fingerprint_version": 1}
 CLIP_TEXT = {

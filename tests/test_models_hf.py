@@ -11,15 +11,15 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from builders.numeric import assert_close_to_reference
+from builders.tiny_text_models import TEXTS, write_tiny_bert, write_tiny_llama
 from lexsem.errors import ModelError
 from lexsem.models.backends import hf as hf_backend
 from lexsem.models.backends.hf import HFTextEncoder
 from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
-from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_llama
 
-RTOL = 1e-5
-ATOL = 1e-6
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +84,7 @@ def test_pooling_matches_direct(bert: Path, pooling: str, batch_size: int) -> No
     assert isinstance(enc, TextEncoder)
     got = enc.encode(TEXTS, batch_size=batch_size)
     assert got.dtype == np.float32 and got.flags.c_contiguous and got.shape == (len(TEXTS), 32)
-    np.testing.assert_allclose(got, direct(bert, TEXTS, pooling), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, direct(bert, TEXTS, pooling))
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls", "last"])
@@ -92,7 +92,7 @@ def test_left_padding(bert: Path, pooling: str) -> None:
     enc = HFTextEncoder(spec(bert, pooling=pooling), device="cpu", padding_side="left")
     got = enc.encode(TEXTS)
     want = direct(bert, TEXTS, pooling, padding_side="left")
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
     assert enc.fingerprint["padding_side"] == "left"
 
 
@@ -113,15 +113,13 @@ def test_right_padding_is_batch_invariant(bert: Path) -> None:
     enc = load_text_encoder(spec(bert, pooling="mean"), device="cpu")
     together = enc.encode(TEXTS, batch_size=64)
     alone = np.concatenate([enc.encode([t]) for t in TEXTS])
-    np.testing.assert_allclose(together, alone, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(together, alone)
 
 
 def test_last_pooling_appends_eos_if_missing(bert_eos: Path) -> None:
     enc = load_text_encoder(spec(bert_eos, pooling="last"), device="cpu")
     got = enc.encode(TEXTS)
-    np.testing.assert_allclose(
-        got, direct(bert_eos, TEXTS, "last", append_eos=True), rtol=RTOL, atol=ATOL
-    )
+    assert_close_to_reference(got, direct(bert_eos, TEXTS, "last", append_eos=True))
     batch = enc.tokenize(["a cat", "the dog chases a cat"])
     eos = enc._tokenizer.eos_token_id
     for ids, mask in zip(
@@ -131,12 +129,7 @@ def test_last_pooling_appends_eos_if_missing(bert_eos: Path) -> None:
     # truncated at max_length: EOS replaces the last token, the length stays max_length
     enc6 = load_text_encoder(spec(bert_eos, pooling="last"), device="cpu", max_length=6)
     got6 = enc6.encode(TEXTS)
-    np.testing.assert_allclose(
-        got6,
-        direct(bert_eos, TEXTS, "last", max_length=6, append_eos=True),
-        rtol=RTOL,
-        atol=ATOL,
-    )
+    assert_close_to_reference(got6, direct(bert_eos, TEXTS, "last", max_length=6, append_eos=True))
     assert enc6.tokenize([TEXTS[1]])["input_ids"].shape[1] == 6
     # other poolings add nothing (tokenizers without an EOS token: test_pooling_matches_direct)
     mean = load_text_encoder(spec(bert_eos, pooling="mean"), device="cpu")
@@ -158,17 +151,17 @@ def test_decoder_last_token_without_pad_token(tmp_path: Path) -> None:
         ids = [*tok(text)["input_ids"], tok.eos_token_id]
         with torch.no_grad():
             rows.append(model(input_ids=torch.tensor([ids])).last_hidden_state[0, -1].numpy())
-    np.testing.assert_allclose(got, np.stack(rows), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, np.stack(rows))
 
 
 def test_prefix_and_template(bert: Path) -> None:
     enc = load_text_encoder(spec(bert, pooling="mean", prefix="query : "), device="cpu")
     want = direct(bert, ["query : " + t for t in TEXTS], "mean")
-    np.testing.assert_allclose(enc.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(TEXTS), want)
     tmpl = "instruct : retrieve similar text .\nquery : {text}"
     enc = load_text_encoder(spec(bert, pooling="cls", template=tmpl), device="cpu")
     want = direct(bert, [tmpl.replace("{text}", t) for t in TEXTS], "cls")
-    np.testing.assert_allclose(enc.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(TEXTS), want)
 
 
 def test_normalize(bert: Path) -> None:
@@ -176,14 +169,14 @@ def test_normalize(bert: Path) -> None:
     got = enc.encode(TEXTS)
     want = direct(bert, TEXTS, "mean")
     want /= np.linalg.norm(want, axis=1, keepdims=True)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-6)
+    assert_close_to_reference(got, want)
+    assert_close_to_reference(np.linalg.norm(got, axis=1), np.ones(len(got)))
 
 
 def test_max_length_truncates(bert: Path) -> None:
     enc = load_text_encoder(spec(bert, pooling="mean", max_length="5"), device="cpu")
     got = enc.encode(TEXTS)
-    np.testing.assert_allclose(got, direct(bert, TEXTS, "mean", max_length=5), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, direct(bert, TEXTS, "mean", max_length=5))
     full = direct(bert, TEXTS, "mean")
     assert not np.allclose(got[1], full[1])  # the long text was cut
     # the keyword argument overrides the spec option
@@ -276,7 +269,7 @@ def test_batches_follow_token_counts(bert: Path) -> None:
     enc._encode_batches = spy  # type: ignore[method-assign]
     got = enc.encode(texts, batch_size=2)
     assert batches == [["a a a a a", "a red ball", "Dogs", "xylophonequartzmoon", "cat"]]
-    np.testing.assert_allclose(got, direct(bert, texts, "mean"), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, direct(bert, texts, "mean"))
     # a template counts: the templated text is what gets tokenised
     tmpl = load_text_encoder(spec(bert, template="xylophonequartzmoon {text}"), device="cpu")
     assert tmpl.batch_order(["cat"]).tolist() == [0] and tmpl.loaded
@@ -292,7 +285,7 @@ def test_pickled_copy_carries_no_weights(bert: Path) -> None:
     clone = pickle.loads(blob)
     assert enc.loaded and not clone.loaded and clone._tokenizer is None
     assert len(blob) < 20_000  # the tiny BERT's weights alone are ~77 kB
-    np.testing.assert_allclose(clone.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(clone.encode(TEXTS), want)
     assert clone.fingerprint == enc.fingerprint
     enc.unload()
     assert not enc.loaded and enc._tokenizer is None

@@ -25,7 +25,8 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import require
+from builders.backends import require
+from builders.numeric import assert_close_to_reference
 from lexsem.errors import ModelError
 from lexsem.models.backends.openclip import install
 from lexsem.models.backends.openclip.encoder import OpenClipEncoder
@@ -39,8 +40,8 @@ from lexsem.models.backends.openclip.spec import (
 from lexsem.models.protocols import ImageEncoder, TextEncoder, fingerprint_key
 from lexsem.models.source import file_digest
 
-RTOL = 1e-5
-ATOL = 1e-7
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 TINY = "lexsem-tiny"
 TINY_QG = "lexsem-tiny-quickgelu"
 TAG = "lexsem_test"
@@ -170,8 +171,8 @@ def test_local_checkpoint_matches_open_clip(
     assert text.dtype == np.float32 and text.shape == (len(TEXTS), 16)
     assert image.dtype == np.float32 and image.shape == (len(images()), 16)
     assert text.flags.c_contiguous and image.flags.c_contiguous
-    np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(text, want_text)
+    assert_close_to_reference(image, want_image)
     # unnormalised, as the engine expects
     assert not np.allclose(np.linalg.norm(text, axis=1), 1.0)
     # preprocess is open_clip's eval transform
@@ -185,9 +186,9 @@ def test_prefix_and_numpy_batches(oc: Any, tiny: dict[str, Tiny]) -> None:
         spec(TINY, t.checkpoint, quick_gelu="false", prefix="a+photo+of+"), device="cpu"
     )
     want_text, want_image = direct(t.model, t.transform, TINY, oc, prefix="a photo of ")
-    np.testing.assert_allclose(enc.encode(TEXTS), want_text, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(TEXTS), want_text)
     batch = np.stack([enc.preprocess(im).numpy() for im in images()])
-    np.testing.assert_allclose(enc.encode_images(batch), want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode_images(batch), want_image)
     assert enc.encode_images(torch.zeros((0, 3, 32, 32))).shape == (0, 16)
     assert enc.encode([]).shape == (0, 16)
     with pytest.raises(TypeError):
@@ -207,8 +208,8 @@ def test_quickgelu_checkpoint_needs_quickgelu(oc: Any, tiny: dict[str, Tiny]) ->
             enc = OpenClipEncoder(s, device="cpu")
         assert enc.quick_gelu is True
         text, image = ours(enc)
-        np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
-        np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+        assert_close_to_reference(text, want_text)
+        assert_close_to_reference(image, want_image)
     # the QuickGELU arch without the option: provenance unknown → a warning, its own activation
     assert any(issubclass(w.category, QuickGeluWarning) for w in caught)
     wrong = OpenClipEncoder(spec(TINY, t.checkpoint, quick_gelu="false"), device="cpu")
@@ -231,8 +232,8 @@ def test_registry_tag_end_to_end(oc: Any, tiny: dict[str, Tiny], tag_in_registry
     model.eval()
     want_text, want_image = direct(model, transform, TINY_QG, oc)
     text, image = ours(enc)
-    np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(text, want_text)
+    assert_close_to_reference(image, want_image)
     fp = enc.fingerprint
     assert fp["quick_gelu"] is True and fp["activation"] == "QuickGELU"
     assert fp["image"]["mean"] == [0.5, 0.5, 0.5] and fp["image"]["resize_mode"] == "squash"
@@ -240,7 +241,7 @@ def test_registry_tag_end_to_end(oc: Any, tiny: dict[str, Tiny], tag_in_registry
     assert enc.describe()["trained_quick_gelu"] is True
     # the GELU arch with quick_gelu=true runs the same model
     same = OpenClipEncoder(f"openclip:{TINY}/{TAG}?quick_gelu=true", device="cpu")
-    np.testing.assert_allclose(same.encode(TEXTS), want_text, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(same.encode(TEXTS), want_text)
     assert same.fingerprint["model"] == fp["model"]
     # asking for the mismatch on purpose: a warning, and GELU in the fingerprint
     with pytest.warns(QuickGeluWarning, match="degraded"):
@@ -316,7 +317,7 @@ def test_lazy_and_picklable(tiny: dict[str, Tiny]) -> None:
     assert enc.loaded and not clone.loaded
     for im in images():
         assert torch.equal(clone.preprocess(im), enc.preprocess(im))
-    np.testing.assert_allclose(clone.encode(TEXTS), enc.encode(TEXTS), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(clone.encode(TEXTS), enc.encode(TEXTS))
 
 
 def test_offline_tag_not_cached(oc: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -471,8 +472,8 @@ def test_custom_arch_config_file_matches_open_clip(
     assert enc.arch.startswith("my arch-") and enc.spec.config_file == config
     text, image = ours(enc)
     want_text, want_image = direct(t.model, t.transform, TINY, oc)
-    np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(text, want_text)
+    assert_close_to_reference(image, want_image)
     # an edited file is another arch: another fingerprint
     config.write_text(json.dumps({**TINY_CFG, "embed_dim": 16, "custom_text": False}))
     other = OpenClipEncoder(spec(str(config), t.checkpoint, quick_gelu="false"), device="cpu")

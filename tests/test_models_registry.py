@@ -218,7 +218,7 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
 
 def test_building_a_scorer_needs_no_torch(tmp_path: Path) -> None:
     """A warm rerun of a blind scorer (build + fingerprint) never imports torch."""
-    from test_text_scorers import write_tiny_gpt2
+    from builders.tiny_text_scorers import write_tiny_gpt2
 
     folder = write_tiny_gpt2(tmp_path / "gpt2")
     code = (

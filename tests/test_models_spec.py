@@ -88,6 +88,7 @@ def test_unknown_alias_lists_aliases_and_syntax() -> None:
     assert "minilm" in msg and "bge-small" in msg and "BACKEND:NAME" in msg
 
 
+@pytest.mark.torch
 def test_aliases() -> None:
     assert list_aliases()["minilm"] == "st:sentence-transformers/all-MiniLM-L6-v2"
     m = parse_model_spec("minilm")
@@ -138,6 +139,7 @@ def test_trust_remote_code_defaults_false_everywhere() -> None:
 
 
 # -- device and dtype ---------------------------------------------------------------------------
+@pytest.mark.torch
 def test_select_device() -> None:
     import torch
 
@@ -163,6 +165,7 @@ def test_select_device() -> None:
         select_device("cuda:x")
 
 
+@pytest.mark.torch
 def test_select_dtype() -> None:
     import torch
 

@@ -14,15 +14,15 @@ import pytest
 import sentence_transformers
 from sentence_transformers import SentenceTransformer
 
+from builders.numeric import assert_close_to_reference
+from builders.tiny_text_models import TEXTS, write_tiny_bert, write_tiny_st
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.request_store import RequestStore
 from lexsem.models.backends.st import SentenceTransformerEncoder
 from lexsem.models.factory import describe, load_text_encoder
 from lexsem.models.protocols import TextEncoder, fingerprint_key
-from test_models_tiny import TEXTS, write_tiny_bert, write_tiny_st
 
-RTOL = 1e-5
-ATOL = 1e-6
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 
 
 @pytest.fixture(scope="module")
@@ -50,24 +50,24 @@ def test_matches_sentence_transformers(
     got = enc.encode(TEXTS, batch_size=batch_size)
     assert got.dtype == np.float32 and got.flags.c_contiguous and got.shape == (len(TEXTS), 32)
     want = reference.encode(TEXTS, batch_size=batch_size)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
 
 
 def test_prefix_template_normalize(st_model: Path, reference: SentenceTransformer) -> None:
     enc = load_text_encoder(spec(st_model, prefix="query : "), device="cpu")
     want = reference.encode(["query : " + t for t in TEXTS])
-    np.testing.assert_allclose(enc.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(TEXTS), want)
 
     tmpl = "instruct : retrieve similar text .\nquery : {text}"
     enc = load_text_encoder(spec(st_model, template=tmpl), device="cpu")
     want = reference.encode([tmpl.replace("{text}", t) for t in TEXTS])
-    np.testing.assert_allclose(enc.encode(TEXTS), want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(enc.encode(TEXTS), want)
 
     enc = load_text_encoder(spec(st_model, normalize="true"), device="cpu")
     got = enc.encode(TEXTS)
     want = reference.encode(TEXTS, normalize_embeddings=True)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-6)
+    assert_close_to_reference(got, want)
+    assert_close_to_reference(np.linalg.norm(got, axis=1), np.ones(len(got)))
     raw = load_text_encoder(spec(st_model), device="cpu").encode(TEXTS)
     assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0)  # default: not normalised
 
@@ -77,7 +77,7 @@ def test_max_length(st_model: Path) -> None:
     ref.max_seq_length = 5
     enc = load_text_encoder(spec(st_model, max_length="5"), device="cpu")
     got = enc.encode(TEXTS)
-    np.testing.assert_allclose(got, ref.encode(TEXTS), rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, ref.encode(TEXTS))
     full = load_text_encoder(spec(st_model), device="cpu").encode(TEXTS)
     assert not np.allclose(got[1], full[1])  # the long text was cut
 
@@ -152,7 +152,7 @@ def test_minilm_alias_is_the_offline_copy(minilm_path: Path) -> None:
     texts = ["A cat chases a dog.", "A dog is chased by a cat.", "A dog chases a cat."]
     got = load_text_encoder("minilm", device="cpu").encode(texts)
     want = SentenceTransformer(str(minilm_path), device="cpu").encode(texts)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the no-torch path is Linux's")
@@ -200,7 +200,7 @@ def test_batches_follow_token_counts(st_model: Path, reference: SentenceTransfor
     assert calls == [["a a a a a", "a red ball"], ["Dogs", "xylophonequartzmoon"], ["cat"]]
     # rows come back in the caller's order
     want = reference.encode(BY_TOKENS, batch_size=2)
-    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(got, want)
     assert not np.allclose(got[0], got[4], atol=1e-3)
 
 

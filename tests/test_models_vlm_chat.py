@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import tiny_vlms_dynamic
-import tiny_vlms_other
-from fakes import scpp_user_files
-from test_models_vqa import write_tiny_llava
+from builders import tiny_vlms_dynamic, tiny_vlms_other
+from builders.fakes import scpp_user_files
+from builders.tiny_llava import write_tiny_llava
+
+pytestmark = pytest.mark.torch
 
 FACTORIES = {
     "llava": write_tiny_llava,

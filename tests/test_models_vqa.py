@@ -13,60 +13,12 @@ import pytest
 import torch
 from PIL import Image
 
-WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<image>", "USER:", "ASSISTANT:", "Does", "this",
-         "figure", "show", '"a', "dog", "cat", "runs", 'sleeps"?', "Please", "answer", "yes",
-         "or", "no.", "Yes", "No"]  # fmt: skip
-TEMPLATE = (
-    "{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
-    "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }}{% endif %}{% endfor %} "
-    "{% endfor %}{% if add_generation_prompt %}ASSISTANT:{% endif %}"
-)
+from builders.numeric import BF16_RTOL, assert_close_to_reference
+from builders.tiny_llava import write_tiny_llava
+
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 TEXTS = ["a dog runs", "a cat sleeps", "a dog sleeps", "a cat runs"]
-
-
-def write_tiny_llava(folder: Path) -> Path:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import (
-        CLIPImageProcessor,
-        CLIPVisionConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-        PreTrainedTokenizerFast,
-    )  # fmt: skip
-
-    vocab = {w: i for i, w in enumerate(WORDS)}
-    tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="removed")
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk, unk_token="<unk>", pad_token="<pad>", bos_token="<s>",
-        eos_token="</s>",
-    )  # fmt: skip
-    tok.add_special_tokens({"additional_special_tokens": ["<image>"]})
-    proc = LlavaProcessor(
-        image_processor=CLIPImageProcessor(
-            size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-        ),
-        tokenizer=tok, patch_size=16, vision_feature_select_strategy="default",
-        chat_template=TEMPLATE, image_token="<image>", num_additional_image_tokens=1,
-    )  # fmt: skip
-    config = LlavaConfig(
-        vision_config=CLIPVisionConfig(
-            hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-            image_size=32, patch_size=16,
-        ),
-        text_config=LlamaConfig(
-            vocab_size=len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-            num_attention_heads=2, num_key_value_heads=2,
-        ),
-        image_token_index=vocab["<image>"], vision_feature_select_strategy="default",
-        vision_feature_layer=-1,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    LlavaForConditionalGeneration(config).save_pretrained(folder)
-    proc.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -123,8 +75,8 @@ def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
         [scorer.score(rows([im]), [t])[0] for im, t in zip(images(), TEXTS, strict=True)]
     )
     want = np.array([direct_p_yes(llava, im, t) for im, t in zip(images(), TEXTS, strict=True)])
-    np.testing.assert_allclose(batched, want, rtol=1e-5)
-    np.testing.assert_allclose(batched, one_by_one, rtol=1e-5)
+    assert_close_to_reference(batched, want)
+    assert_close_to_reference(batched, one_by_one)
     assert batched.dtype == np.float32 and (batched > 0).all() and (batched < 1).all()
 
 
@@ -149,8 +101,8 @@ def test_one_image_with_many_captions_shares_its_prefix_and_equals_whole_sequenc
     shared = load_model(f"vqa:{llava}").score(rows([im] * 4), TEXTS)
     whole = load_model(f"vqa:{llava}?reuse=false").score(rows([im] * 4), TEXTS)
     want = [direct_p_yes(llava, im, t) for t in TEXTS]
-    np.testing.assert_allclose(shared, want, rtol=1e-5)
-    np.testing.assert_allclose(whole, want, rtol=1e-5)
+    assert_close_to_reference(shared, want)
+    assert_close_to_reference(whole, want)
     assert shared_starts == [4]  # one start for the image's four captions (none when off)
     fp = load_model(f"vqa:{llava}").fingerprint
     assert fp == load_model(f"vqa:{llava}?reuse=false").fingerprint  # the same numbers
@@ -176,8 +128,8 @@ def test_normalised_and_difference_scores(llava: Path) -> None:
     diff = load_model(f"vqa:{llava}?score=vqa_diff").score(rows(ims), TEXTS[:2])
     yes = np.array([direct_p(llava, im, t, "Yes") for im, t in zip(ims, TEXTS[:2], strict=True)])
     no = np.array([direct_p(llava, im, t, "No") for im, t in zip(ims, TEXTS[:2], strict=True)])
-    np.testing.assert_allclose(norm, yes / (yes + no), rtol=1e-5)
-    np.testing.assert_allclose(diff, yes - no, rtol=1e-4, atol=1e-7)
+    assert_close_to_reference(norm, yes / (yes + no))
+    assert_close_to_reference(diff, yes - no, scale=1.0)  # a difference of probabilities
 
 
 def test_options_are_in_the_fingerprint(llava: Path) -> None:
@@ -249,22 +201,22 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
     want_sum = np.array(
         [direct_caption_logp(llava, im, c) for im, c in zip(ims, CAPTIONS, strict=True)]
     )
-    np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5)
+    assert_close_to_reference(got["sum"], want_sum)
     n_tokens = np.array([len(c.split()) for c in CAPTIONS])
-    np.testing.assert_allclose(got["mean"], want_sum / n_tokens, rtol=1e-5)
+    assert_close_to_reference(got["mean"], want_sum / n_tokens)
     tokens = load_model(f"vgpt:{llava}?score=tokens").score(rows(ims), CAPTIONS)
     np.testing.assert_array_equal(tokens, n_tokens)
     blind = []  # 3 noise images seeded 0, 1, 2, averaged in probability space
     for im, c in zip(ims, CAPTIONS, strict=True):
         lps = np.array([direct_caption_logp(llava, noise(im.size, j), c) for j in range(3)])
         blind.append(np.log(np.mean(np.exp(lps))))
-    np.testing.assert_allclose(got["blind"], blind, rtol=1e-5)
-    np.testing.assert_allclose(got["debiased"], want_sum - 0.5 * np.array(blind), rtol=1e-5)
+    assert_close_to_reference(got["blind"], blind)
+    assert_close_to_reference(got["debiased"], want_sum - 0.5 * np.array(blind))
     single = [
         load_model(f"vgpt:{llava}").score(rows([im]), [c])[0]
         for im, c in zip(ims, CAPTIONS, strict=True)
     ]
-    np.testing.assert_allclose(got["sum"], single, rtol=1e-5)
+    assert_close_to_reference(got["sum"], single)
 
 
 def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
@@ -275,10 +227,8 @@ def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
     question = 'Does this figure show "a dog runs"? Please answer yes or no.'
     assert scorer.prompt("a dog runs") == fmt.replace("{text}", question)
     got = scorer.score(rows(images()[:1]), ["a dog runs"])[0]
-    np.testing.assert_allclose(
-        got,
-        direct_p_yes(llava, images()[0], "a dog runs", prompt=scorer.prompt("a dog runs")),
-        rtol=1e-5,
+    assert_close_to_reference(
+        got, direct_p_yes(llava, images()[0], "a dog runs", prompt=scorer.prompt("a dog runs"))
     )
 
 
@@ -290,7 +240,7 @@ def test_bf16_weights_get_bf16_pixels(llava: Path) -> None:
     bf16 = load_model(f"vqa:{llava}?dtype=bf16", device="cpu")
     a, b = fp32.score(rows(images()[:2]), TEXTS[:2]), bf16.score(rows(images()[:2]), TEXTS[:2])
     assert np.isfinite(b).all()
-    np.testing.assert_allclose(a, b, rtol=0.1)  # bf16 keeps about 2-3 digits
+    assert_close_to_reference(b, a, rtol=BF16_RTOL)
 
 
 def test_the_table_17_prompt_presets_are_the_papers_verbatim(llava: Path) -> None:

@@ -20,15 +20,16 @@ import pytest
 import torch
 from PIL import Image
 
-from conftest import require
+from builders.backends import require
+from builders.numeric import assert_close_to_reference
 from lexsem.errors import ModelError
 from lexsem.models.backends.openclip.checkpoints import training_state_dict
 from lexsem.models.backends.openclip.encoder import OpenClipEncoder
 from lexsem.models.backends.openclip.install import INSTALL_HINT
 from lexsem.models.source import file_digest
 
-RTOL = 1e-5
-ATOL = 1e-7
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 ARCH = "lexsem-tiny-ckpt"
 OTHER = "lexsem-tiny-ckpt-wide"
 
@@ -127,8 +128,8 @@ def test_every_checkpoint_form_gives_the_models_embeddings(
     enc = OpenClipEncoder(_spec(ckpt), device="cpu")
     text = enc.encode(TEXTS, batch_size=2)
     image = enc.encode_images(torch.stack([enc.preprocess(im) for im in _images()]))
-    np.testing.assert_allclose(text, want_text, rtol=RTOL, atol=ATOL)
-    np.testing.assert_allclose(image, want_image, rtol=RTOL, atol=ATOL)
+    assert_close_to_reference(text, want_text)
+    assert_close_to_reference(image, want_image)
     # identified by the file's bytes, whatever its form
     assert enc.fingerprint["model"] == {"source": "local", "file": file_digest(ckpt)}
 

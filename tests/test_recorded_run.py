@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from fakes import TRIPLETS, scpp_user_files
+from builders.fakes import TRIPLETS, scpp_user_files
 from lexsem.cli import app
 from lexsem.results.run import Run
 from lexsem.stats.bootstrap import MICRO

@@ -14,7 +14,9 @@ from PIL import Image
 from typer.testing import CliRunner
 
 import lexsem
-from fakes import BagOfWordsEncoder, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, TinyDualEncoder
+from builders.length_scorers import CharLengthScorer, WordCountScorer
+from builders.report_pages import parse
 from lexsem.analysis import compare, priors
 from lexsem.cli import app
 from lexsem.report.analyses import (
@@ -25,8 +27,6 @@ from lexsem.report.analyses import (
     split_runs,
 )
 from lexsem.results.run import Run
-from test_analysis import CharLengthScorer, WordCountScorer
-from test_report import parse
 
 SECTIONS = [
     "Results",

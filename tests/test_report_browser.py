@@ -28,8 +28,10 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from conftest import require
+from builders.backends import require
 from lexsem.cli import app
+
+pytestmark = pytest.mark.torch
 
 CLIP_DIR = (
     "experiments/2026-05-01/checkpoints/"
@@ -100,8 +102,8 @@ def eval_cli(*args: str) -> None:
 def report(tmp_path_factory: pytest.TempPathFactory, minilm_path: Path) -> Path:
     exe = chromium()  # before the runs: a missing browser fails at once
     assert exe
-    from test_models_dual import write_clip
-    from test_text_scorers import write_tiny_gpt2
+    from builders.tiny_dual_models import write_clip
+    from builders.tiny_text_scorers import write_tiny_gpt2
 
     base = tmp_path_factory.mktemp("browser")
     clip = write_clip(base / CLIP_DIR)
@@ -188,8 +190,8 @@ def test_the_widest_table_scrolls_in_its_box_with_the_model_column_in_view(
     """BiVLC and Winoground in one table (19 metric columns with intervals) and a model named
     by a 150-character path without spaces."""
     exe = chromium()
+    from builders.run_records import bivlc_results, record, winoground_results
     from lexsem.report.html import render_html, runs_overview_sections
-    from test_report_tables import bivlc_results, record, winoground_results
 
     long_name = "clip:/" + "checkpoint" * 15
     runs = [

@@ -8,22 +8,20 @@ its window extent inside the figure's bounding box.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
-from matplotlib.text import Text
 
 import lexsem
-from fakes import BagOfWordsEncoder, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, OtherDual, TinyDualEncoder
+from builders.figures import texts_outside
+from builders.length_scorers import CharLengthScorer, WordCountScorer
 from lexsem.report import plots
 from lexsem.report.analyses import ReportOptions, build_report
 from lexsem.results.run import Run
-from test_analysis import CharLengthScorer, WordCountScorer
 
 PATH_NAME = (
     "clip:/home/researcher/experiments/2026-05-01/checkpoints/"
@@ -31,75 +29,6 @@ PATH_NAME = (
 )
 NO_BREAKS = "x" * 150  # a name without a single place to break a line
 SPACED = "a sentence embedder with a very long descriptive name given on the command line"
-TOLERANCE_PX = 0.5
-
-
-class OtherDual(TinyDualEncoder):
-    """A second dual encoder (another projection), so that two models share two metrics."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.proj = np.random.default_rng(1).standard_normal((48, 64)).astype(np.float32)
-
-    @property
-    def fingerprint(self) -> dict[str, Any]:
-        return {"backend": "test-dual-2", "dim": 64}
-
-
-@contextmanager
-def drawn_texts() -> Iterator[list[Text]]:
-    """The visible, non-empty `Text` artists drawn inside the block."""
-    drawn: list[Text] = []
-    original = Text.draw
-
-    def draw(self: Text, renderer: Any) -> None:
-        original(self, renderer)
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-
-    Text.draw = draw  # type: ignore[method-assign]
-    try:
-        yield drawn
-    finally:
-        Text.draw = original  # type: ignore[method-assign]
-
-
-def texts_outside(fig: Figure) -> list[str]:
-    """Each drawn text whose extent leaves the figure, with where it goes."""
-    with drawn_texts() as drawn:
-        fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
-    width, height = fig.bbox.width, fig.bbox.height
-    out = []
-    for t in drawn:
-        bb = t.get_window_extent(renderer)
-        if (
-            bb.x0 < -TOLERANCE_PX
-            or bb.y0 < -TOLERANCE_PX
-            or bb.x1 > width + TOLERANCE_PX
-            or bb.y1 > height + TOLERANCE_PX
-        ):
-            out.append(
-                f"{t.get_text()[:50]!r} at x {bb.x0:.0f}..{bb.x1:.0f}, y {bb.y0:.0f}..{bb.y1:.0f} "
-                f"in a {width:.0f} x {height:.0f} figure"
-            )
-    return out
-
-
-@pytest.fixture
-def checked_figures(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
-    """Every figure made through `plots._png` while the test runs: its title -> texts outside."""
-    found: dict[str, list[str]] = {}
-    original = plots._png
-
-    def check(fig: Figure) -> bytes:
-        sup = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
-        name = next((t for t in [*(ax.get_title() for ax in fig.axes), sup] if t), "?")
-        found[f"{len(found)}: {name[:60]}"] = texts_outside(fig)
-        return original(fig)
-
-    monkeypatch.setattr(plots, "_png", check)
-    return found
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from fakes import (
+from builders.fakes import (
     TRIPLETS,
     BagOfWordsEncoder,
     ScriptedChat,
@@ -24,6 +24,8 @@ from fakes import (
     oracle_key,
     scpp_user_files,
 )
+from builders.hf_parquet import bivlc_columns, write_parquet
+from builders.report_pages import PNG_MAGIC, png_size
 from lexsem import evaluate
 from lexsem.cli import app
 from lexsem.models.vqascore import QUESTIONS
@@ -33,9 +35,8 @@ from lexsem.report.analyses import ReportOptions, build_report
 from lexsem.report.tables import Table, table_groups, to_markdown
 from lexsem.results.run import Run
 from lexsem.results.schema import RunRecord
-from test_hf_loaders import bivlc_columns, write_parquet
-from test_report import PNG_MAGIC, png_size
-from test_report_figures import checked_figures  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.torch
 
 MARKER = re.compile(r"\(\d\)")
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
@@ -326,7 +327,7 @@ def test_position_shares_count_answers_naming_no_option(data: dict[str, Any]) ->
 
 def test_the_position_bias_figure_is_a_png_with_every_text_inside(
     choice_runs: dict[str, Run],
-    checked_figures: dict[str, list[str]],  # noqa: F811
+    checked_figures: dict[str, list[str]],
     tmp_path: Path,
 ) -> None:
     (bias, *_) = generative.position_bias(choice_runs["one"])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import lexsem
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder
 from lexsem import download
 from lexsem.benchmarks import load as load_mod
 from lexsem.report.analyses import ReportOptions, build_report

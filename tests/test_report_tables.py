@@ -11,70 +11,19 @@ import pytest
 from typer.testing import CliRunner
 
 import lexsem
-from fakes import BagOfWordsEncoder, TinyDualEncoder
+from builders.fakes import BagOfWordsEncoder, OtherDual, TinyDualEncoder
+from builders.length_scorers import CharLengthScorer
+from builders.report_pages import parse
+from builders.run_records import BIVLC_METRICS, bivlc_results, record, result, winoground_results
 from lexsem.cli import app
 from lexsem.report.all_tables import build_tables
 from lexsem.report.html import render_html, runs_overview_sections
 from lexsem.report.tables import to_markdown
 from lexsem.results.schema import (
-    BenchmarkInfo,
-    Config,
-    FileInfo,
     MetricResult,
-    ModelInfo,
-    RunRecord,
-    Timings,
 )
-from test_analysis import CharLengthScorer
-from test_report import parse
-from test_report_figures import OtherDual
 
 BIVLC_ORDER = ["I2T", "T2I", "Group", "Ipos2T", "Ineg2T", "Tpos2I", "Tneg2I"]
-BIVLC_METRICS = ["i2t", "t2i", "group", "ipos2t", "ineg2t", "tpos2i", "tneg2i"]
-
-
-def result(
-    bench: str, task: str, metric: str, subset: str, acc: float, ties: int = 0
-) -> MetricResult:
-    return MetricResult(
-        benchmark=bench, task=task, metric=metric, subset=subset, n=100, hits=int(acc),
-        ties=ties, accuracy=acc, ci_low=acc - 5, ci_high=acc + 5,
-    )  # fmt: skip
-
-
-def record(name: str, results: list[MetricResult], tie_policy: str = "strict") -> RunRecord:
-    benches = list(dict.fromkeys(r.benchmark for r in results))
-    subsets = {b: sorted({r.subset for r in results if r.benchmark == b and r.subset[0] != "_"})
-               for b in benches}  # fmt: skip
-    return RunRecord(
-        lexsem_version="0.0.test", run_id=f"{name}-0123456789", created_at="2026-01-01T00:00:00",
-        model=ModelInfo(spec=f"test:{name}", name=name, fingerprint={"backend": "test"},
-                        fingerprint_key="f" * 64, batch_size=8),
-        benchmarks=[BenchmarkInfo(name=b, subsets=subsets[b], items={s: 100 for s in subsets[b]},
-                                  files=[FileInfo(subset=s, file=None, sha256="0" * 64)
-                                         for s in subsets[b]])
-                    for b in benches],
-        config=Config(tasks=sorted({r.task for r in results}), tie_policy=tie_policy, seed=0,
-                      n_boot=100, confidence=0.95),
-        results=results,
-        timings=Timings(total_s=1.0, load_data_s=0.1, encode_s=0.5, cache_s=0.0, metrics_s=0.1,
-                        n_texts_unique=0, n_texts_cached=0, n_texts_encoded=0),
-    )  # fmt: skip
-
-
-def bivlc_results(base: float) -> list[MetricResult]:
-    out = []
-    for k, m in enumerate(BIVLC_METRICS):
-        subsets = ["replace_obj", "swap_att", "_replace", "_swap", "_micro", "_macro"]
-        out += [result("bivlc", "bivlc", m, s, base + k + j / 10) for j, s in enumerate(subsets)]
-    return out
-
-
-def winoground_results(base: float) -> list[MetricResult]:
-    return [
-        result("winoground", "winoground", m, "all", base + k)
-        for k, m in enumerate(("group", "text", "image"))
-    ]
 
 
 def triplet_results(task: str, acc: float, ties: int = 0) -> list[MetricResult]:

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 import lexsem.atomic as atomic
 import lexsem.results.folder_swap as folder_mod
 import lexsem.results.run_folder as store
-from fakes import BagOfWordsEncoder, register_fixture_benchmark
+from builders.fakes import BagOfWordsEncoder, register_fixture_benchmark
 from lexsem.api import evaluate
 from lexsem.atomic import atomic_open
 from lexsem.cli import app

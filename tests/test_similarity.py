@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.analysis.parsers import (
     CachingParser,
     ConstituencyParser,

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import BagOfWordsEncoder
+from builders.fakes import BagOfWordsEncoder
 from lexsem import evaluate
 from lexsem.engine.request_store import RequestStore
 

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fakes import TRIPLETS, BagOfWordsEncoder, TinyDualEncoder, scpp_user_files, tiny_preprocess
+from builders.fakes import (
+    TRIPLETS,
+    BagOfWordsEncoder,
+    TinyDualEncoder,
+    scpp_user_files,
+    tiny_preprocess,
+)
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.engine.runner import IMAGE, PAIR, TEXT
@@ -26,6 +32,8 @@ from lexsem.stats.bootstrap import MICRO
 from lexsem.tasks.catalog import get_task
 from lexsem.tasks.triplet import S_I_N, S_I_P1, S_I_P2
 from lexsem.tasks.yesno import YESNO, says_no, says_yes
+
+pytestmark = pytest.mark.torch
 
 NAN = float("nan")
 METRICS = ("yesno", "yes_p1", "yes_p2", "no_n")

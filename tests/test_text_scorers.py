@@ -13,130 +13,21 @@ import numpy as np
 import pytest
 import torch
 
+from builders.numeric import assert_close_to_reference
+from builders.tiny_text_models import TEXTS
+from builders.tiny_text_scorers import LM_VOCAB, write_tiny_cola, write_tiny_gpt2, write_tiny_vera
 from lexsem.errors import ModelError
 from lexsem.models.average import AverageScorer
 from lexsem.models.backends.cola import GrammarScorer
 from lexsem.models.backends.lm import PerplexityScorer
-from lexsem.models.backends.vera import VERA_TEMPERATURE_ROW, VERA_WEIGHT_ROW, PlausibilityScorer
+from lexsem.models.backends.vera import PlausibilityScorer
 from lexsem.models.factory import load_text_scorer
 from lexsem.models.protocols import TextScorer, fingerprint_key
-from test_models_tiny import TEXTS, VOCAB, WORDS
 
-RTOL = 1e-5
-LM_VOCAB = ["[PAD]", "[UNK]", "<s>", "</s>", *WORDS]
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 # different lengths, a one-token text and an empty one (no scored token: NaN)
 LM_TEXTS = [*TEXTS, "dog", "", "the cat", "a red ball and a blue box on the table ."]
-
-
-# -- tiny model builders -------------------------------------------------------------------------
-def _word_tokenizer(vocab: list[str], *, prepend: str | None = None, append: str | None = None):
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-
-    ids = {w: i for i, w in enumerate(vocab)}
-    tk = Tokenizer(models.WordLevel(ids, unk_token=vocab[1]))
-    tk.normalizer = normalizers.Lowercase()
-    tk.pre_tokenizer = pre_tokenizers.Whitespace()
-    if prepend or append:
-        single = " ".join(x for x in (prepend, "$A", append) if x)
-        specials = [(t, ids[t]) for t in (prepend, append) if t]
-        tk.post_processor = processors.TemplateProcessing(single=single, special_tokens=specials)
-    return tk
-
-
-def write_tiny_gpt2(folder: Path, *, seed: int = 0, prepend_bos: bool = False) -> Path:
-    """A 2-layer GPT-2 (n_embd 32) with a word-level tokenizer that has a pad token; like GPT-2
-    it adds no special tokens, or with `prepend_bos` it prepends <s> like Llama's."""
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tk = _word_tokenizer(LM_VOCAB, prepend="<s>" if prepend_bos else None)
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk,
-        bos_token="<s>",
-        eos_token="</s>",
-        unk_token="[UNK]",
-        pad_token="[PAD]",
-    )
-    torch.manual_seed(seed)
-    cfg = GPT2Config(
-        vocab_size=len(LM_VOCAB),
-        n_positions=64,
-        n_embd=32,
-        n_layer=2,
-        n_head=2,
-        bos_token_id=2,
-        eos_token_id=3,
-    )
-    GPT2LMHeadModel(cfg).eval().save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
-VERA_VOCAB = ["<pad>", "<unk>", "</s>", *WORDS]
-
-
-def write_tiny_vera(folder: Path, *, seed: int = 0, vocab_size: int = 32128) -> Path:
-    """A 2-layer T5 encoder (d_model 16) whose `shared.weight` rows 32097-32099 hold a Vera-style
-    head (temperature 0.5), with a tokenizer that appends </s> like T5's."""
-    from transformers import PreTrainedTokenizerFast, T5Config, T5EncoderModel
-
-    tk = _word_tokenizer(VERA_VOCAB, append="</s>")
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=tk, eos_token="</s>", unk_token="<unk>", pad_token="<pad>"
-    )
-    torch.manual_seed(seed)
-    cfg = T5Config(
-        vocab_size=vocab_size,
-        d_model=16,
-        d_kv=8,
-        d_ff=32,
-        num_layers=2,
-        num_heads=2,
-        feed_forward_proj="gated-gelu",
-        pad_token_id=0,
-        eos_token_id=2,
-        decoder_start_token_id=0,
-    )
-    model = T5EncoderModel(cfg).eval()
-    if vocab_size > VERA_WEIGHT_ROW:
-        with torch.no_grad():
-            model.shared.weight[VERA_TEMPERATURE_ROW, 0] = 0.5
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
-def write_tiny_cola(
-    folder: Path, *, seed: int = 0, id2label: dict[int, str] | None = None, num_labels: int = 2
-) -> Path:
-    """A 2-layer DistilBERT sequence classifier (dim 32) with a WordPiece tokenizer that returns
-    token_type_ids (which DistilBERT does not take)."""
-    from transformers import (
-        BertTokenizerFast,
-        DistilBertConfig,
-        DistilBertForSequenceClassification,
-    )
-
-    folder.mkdir(parents=True, exist_ok=True)
-    vocab_file = folder.parent / f"{folder.name}-vocab.txt"
-    vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab=str(vocab_file))
-    torch.manual_seed(seed)
-    extra = {}
-    if id2label:
-        extra = {"id2label": id2label, "label2id": {v: k for k, v in id2label.items()}}
-    cfg = DistilBertConfig(
-        vocab_size=len(VOCAB),
-        dim=32,
-        n_layers=2,
-        n_heads=2,
-        hidden_dim=37,
-        max_position_embeddings=64,
-        num_labels=num_labels,
-        **extra,
-    )
-    DistilBertForSequenceClassification(cfg).eval().save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -208,7 +99,7 @@ def test_perplexity_matches_token_by_token(tiny: dict[str, Path]) -> None:
     got = scorer.score_texts(LM_TEXTS, batch_size=16)  # different lengths in one padded batch
     assert got.dtype == np.float64 and got.shape == (len(LM_TEXTS),)
     want = [direct_pp(tiny["gpt2"], tokens(tiny["gpt2"], t)) for t in LM_TEXTS]
-    np.testing.assert_allclose(got, want, rtol=RTOL)
+    assert_close_to_reference(got, want)
     # GPT-2-style: no special tokens, so a one-word text has nothing to score; so has ""
     assert tokens(tiny["gpt2"], "dog") == [LM_VOCAB.index("dog")]
     short = np.array([len(tokens(tiny["gpt2"], t)) < 2 for t in LM_TEXTS])
@@ -220,14 +111,14 @@ def test_perplexity_does_not_depend_on_the_batch(tiny: dict[str, Path]) -> None:
     scorer = PerplexityScorer(str(tiny["gpt2"]), device="cpu")
     full = scorer.score_texts(LM_TEXTS, batch_size=64)
     for bs in (1, 2, 3):
-        np.testing.assert_allclose(scorer.score_texts(LM_TEXTS, batch_size=bs), full, rtol=1e-6)
+        assert_close_to_reference(scorer.score_texts(LM_TEXTS, batch_size=bs), full)
     perm = np.random.default_rng(0).permutation(len(LM_TEXTS))
     shuffled = scorer.score_texts([LM_TEXTS[i] for i in perm], batch_size=4)
-    np.testing.assert_allclose(shuffled, full[perm], rtol=1e-6)
+    assert_close_to_reference(shuffled, full[perm])
     alone = scorer.score_texts(["the cat"], batch_size=1)[0]
     long_companion = "a man rides a horse and a small dog chases a red ball by the table " * 3
     with_long = scorer.score_texts(["the cat", long_companion], batch_size=2)[0]
-    assert alone == pytest.approx(with_long, rel=1e-6)
+    assert_close_to_reference(alone, with_long)
     assert scorer.score_texts([]).shape == (0,)
     with pytest.raises(TypeError):
         scorer.score_texts("a text")
@@ -242,21 +133,21 @@ def test_bos_handling(tiny: dict[str, Path]) -> None:
     default = PerplexityScorer(str(folder), device="cpu")
     got = default.score_texts(["dog", "the cat"])
     want = [direct_pp(folder, tokens(folder, t)) for t in ("dog", "the cat")]
-    np.testing.assert_allclose(got, want, rtol=RTOL)
+    assert_close_to_reference(got, want)
     assert default.token_ids(["dog"]) == [[bos, LM_VOCAB.index("dog")]]
     no_bos = PerplexityScorer(f"lm:{folder}?add_bos=false", device="cpu")
     assert no_bos.token_ids(["the cat"]) == [[LM_VOCAB.index("the"), LM_VOCAB.index("cat")]]
     got = no_bos.score_texts(["dog", "the cat"])
     assert math.isnan(got[0])
-    assert got[1] == pytest.approx(direct_pp(folder, no_bos.token_ids(["the cat"])[0]), rel=RTOL)
+    assert_close_to_reference(got[1], direct_pp(folder, no_bos.token_ids(["the cat"])[0]))
     # add_bos=true on a tokenizer that already prepends BOS changes nothing
     with_bos = PerplexityScorer(str(folder), add_bos=True, device="cpu")
-    np.testing.assert_allclose(with_bos.score_texts(["dog", "the cat"]), want, rtol=1e-6)
+    assert_close_to_reference(with_bos.score_texts(["dog", "the cat"]), want)
     # add_bos=true on a GPT-2-style tokenizer prepends it
     gpt2 = PerplexityScorer(str(tiny["gpt2"]), add_bos=True, device="cpu")
     ids = gpt2.token_ids(["dog"])[0]
     assert ids == [bos, LM_VOCAB.index("dog")]
-    assert gpt2.score_texts(["dog"])[0] == pytest.approx(direct_pp(tiny["gpt2"], ids), rel=RTOL)
+    assert_close_to_reference(gpt2.score_texts(["dog"])[0], direct_pp(tiny["gpt2"], ids))
 
 
 def test_perplexity_max_length(tiny: dict[str, Path]) -> None:
@@ -264,7 +155,7 @@ def test_perplexity_max_length(tiny: dict[str, Path]) -> None:
     scorer = PerplexityScorer(f"lm:{tiny['gpt2']}?max_length=4", device="cpu")
     ids = tokens(tiny["gpt2"], text)[:4]
     assert scorer.token_ids([text]) == [ids]
-    assert scorer.score_texts([text])[0] == pytest.approx(direct_pp(tiny["gpt2"], ids), rel=RTOL)
+    assert_close_to_reference(scorer.score_texts([text])[0], direct_pp(tiny["gpt2"], ids))
     too_long = PerplexityScorer(str(tiny["gpt2"]), max_length=65, device="cpu")
     with pytest.raises(ModelError, match="exceeds"):
         too_long.score_texts([text])
@@ -283,7 +174,7 @@ def test_average_scorer(tiny: dict[str, Path]) -> None:
     assert avg.fingerprint == AverageScorer([b, a]).fingerprint  # order does not matter
     assert avg.fingerprint != AverageScorer([a]).fingerprint
     unloading = AverageScorer([a, b], keep_loaded=False)
-    np.testing.assert_allclose(unloading.score_texts(LM_TEXTS), want, rtol=1e-6)
+    assert_close_to_reference(unloading.score_texts(LM_TEXTS), want)
     assert not a.loaded and not b.loaded
     vera = PlausibilityScorer(str(tiny["vera"]), device="cpu")
     with pytest.raises(ModelError, match="different ways"):
@@ -298,12 +189,12 @@ def test_vera_matches_reference_inference(tiny: dict[str, Path]) -> None:
     assert isinstance(scorer, TextScorer) and not scorer.lower_is_better
     got = scorer.score_texts(TEXTS, batch_size=8)
     want = [direct_vera(tiny["vera"], t) for t in TEXTS]
-    np.testing.assert_allclose(got, want, rtol=RTOL)
+    assert_close_to_reference(got, want)
     assert len(set(np.round(got, 6))) > 1  # not a constant
-    np.testing.assert_allclose(scorer.score_texts(TEXTS, batch_size=1), got, rtol=1e-6)
+    assert_close_to_reference(scorer.score_texts(TEXTS, batch_size=1), got)
     raw = PlausibilityScorer(f"vera:{tiny['vera']}?calibrate=false", device="cpu")
     want_raw = [direct_vera(tiny["vera"], t, calibrate=False) for t in TEXTS]
-    np.testing.assert_allclose(raw.score_texts(TEXTS, batch_size=2), want_raw, rtol=RTOL)
+    assert_close_to_reference(raw.score_texts(TEXTS, batch_size=2), want_raw)
     # calibrated = sigmoid(logit / t), t = 0.5
     logits = scorer.logits(TEXTS)
     np.testing.assert_allclose(1 / (1 + np.exp(-logits / 0.5)), got, rtol=1e-9)
@@ -324,18 +215,18 @@ def test_cola_matches_softmax(tiny: dict[str, Path]) -> None:
     assert scorer.label_index == 1 and scorer.label_name == "LABEL_1"
     got = scorer.score_texts(TEXTS, batch_size=8)  # token_type_ids are dropped for DistilBERT
     want = [direct_cola(tiny["cola"], t) for t in TEXTS]
-    np.testing.assert_allclose(got, want, rtol=RTOL)
-    np.testing.assert_allclose(scorer.score_texts(TEXTS, batch_size=1), got, rtol=1e-6)
+    assert_close_to_reference(got, want)
+    assert_close_to_reference(scorer.score_texts(TEXTS, batch_size=1), got)
     zero = GrammarScorer(str(tiny["cola"]), label=0, device="cpu")
-    np.testing.assert_allclose(zero.score_texts(TEXTS), 1 - got, rtol=1e-6)
+    assert_close_to_reference(zero.score_texts(TEXTS), 1 - got, scale=1.0)  # probabilities
 
 
 def test_cola_label_resolution(tmp_path: Path) -> None:
     named = write_tiny_cola(tmp_path / "named", id2label={0: "acceptable", 1: "unacceptable"})
     scorer = GrammarScorer(str(named), device="cpu")
     assert scorer.label_index == 0 and scorer.label_name == "acceptable"
-    np.testing.assert_allclose(
-        scorer.score_texts(TEXTS[:2]), [direct_cola(named, t, 0) for t in TEXTS[:2]], rtol=RTOL
+    assert_close_to_reference(
+        scorer.score_texts(TEXTS[:2]), [direct_cola(named, t, 0) for t in TEXTS[:2]]
     )
     assert GrammarScorer(f"cola:{named}?label=unacceptable", device="cpu").label_index == 1
     with pytest.raises(ModelError, match="no such label"):

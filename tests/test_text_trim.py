@@ -22,13 +22,15 @@ import pytest
 import torch
 import transformers as T
 
-from conftest import require_module
+from builders.backends import require_module
+from builders.numeric import assert_close_to_reference
+from builders.tiny_dual_models import direct_tokens, write_clip, write_siglip
 from lexsem.models.backends.openclip.encoder import OpenClipEncoder
 from lexsem.models.backends.openclip.trim import causal_text_tower
 from lexsem.models.factory import load_text_encoder
-from test_models_dual import direct_tokens, write_clip, write_siglip
 
-ATOL = 1e-6  # on unit vectors (the engine compares normalised embeddings)
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
+
 TEXTS = [
     "a cat",
     "a small red dog chases the big blue ball on the table",
@@ -73,9 +75,10 @@ def open_clip_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
 
 
 def _assert_same(got: np.ndarray, want: np.ndarray) -> None:
-    """Equal to 1e-6 as unit vectors: float32 matmuls of other shapes round differently."""
-    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
-    np.testing.assert_allclose(unit(got), unit(want), rtol=0, atol=ATOL)
+    """Close as unit vectors (the engine compares those): float32 matmuls of other shapes round
+    differently."""
+    unit = lambda x: np.atleast_2d(x / np.linalg.norm(x, axis=-1, keepdims=True))  # noqa: E731
+    assert_close_to_reference(unit(got), unit(want))
 
 
 def _encoder(arch: str, models: dict[str, Any]) -> OpenClipEncoder:

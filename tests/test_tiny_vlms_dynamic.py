@@ -14,8 +14,11 @@ import pytest
 import torch
 from PIL import Image
 
-import tiny_vlms_dynamic as tv
-from conftest import require_module
+from builders import tiny_vlms_dynamic as tv
+from builders.backends import require_module
+from builders.numeric import assert_close_to_reference
+
+pytestmark = [pytest.mark.numeric, pytest.mark.torch]
 
 QUESTION = 'Does this figure show "a dog runs"? Please answer yes or no.'
 REQUIRED_WORDS = [
@@ -147,7 +150,7 @@ def test_batching_two_rows_with_different_images_matches_the_reference(family) -
             off = width - length if side == "left" else 0
             ids = enc["input_ids"][row]
             got = [logp[row, off + t - 1, ids[off + t]].item() for t in range(n, length)]
-            np.testing.assert_allclose(got, ref, atol=1e-5, err_msg=f"{side} padding")
+            assert_close_to_reference(got, ref, scale=1.0, err_msg=f"{side} padding")
 
 
 # --- What each key the processor returns does in the forward pass (transformers 5.x) -----------

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.errors import DataError, ModelError
+
+pytestmark = pytest.mark.torch
 
 TINY_CFG: dict[str, Any] = {
     "embed_dim": 16,
@@ -277,9 +279,9 @@ def test_the_cli_trains_renders_data_and_resumes(tiny: str, tmp_path: Path) -> N
 def test_a_transformers_clip_trains_and_its_folder_loads(rendered: Path, tmp_path: Path) -> None:
     """`clip:` models train too: the final checkpoint is a model folder (weights, tokenizer and
     processor files) that the `clip:` backend loads, with the trained weights."""
+    from builders.tiny_dual_models import write_clip
     from lexsem.models.factory import load_model
     from lexsem.train.loop import Trainer
-    from test_models_dual import write_clip
 
     folder = write_clip(tmp_path / "clip")
     res = Trainer(config(f"clip:{folder}", rendered, tmp_path / "run", epochs=1)).run()

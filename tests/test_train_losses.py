@@ -11,7 +11,7 @@ from typing import get_args
 import pytest
 import torch
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.errors import DataError
 from lexsem.train.losses import (
     IMAGE_FIELDS,
@@ -25,6 +25,8 @@ from lexsem.train.losses import (
     paired_negatives_loss,
     text_negatives_loss,
 )
+
+pytestmark = pytest.mark.torch
 
 D = 8
 SCALE = 7.5

@@ -15,6 +15,8 @@ from lexsem.train.optim import (
     param_groups,
 )
 
+pytestmark = pytest.mark.torch
+
 
 class Tiny(torch.nn.Module):
     def __init__(self) -> None:

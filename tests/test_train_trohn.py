@@ -11,11 +11,13 @@ from typing import Any
 
 import pytest
 
-from conftest import require_module
+from builders.backends import require_module
 from lexsem.errors import DataError
 from lexsem.images.image_store import ImageStore
 from lexsem.train.manifest import read_manifest
 from lexsem.train.trohn import trohn_img_manifest, trohn_text_manifest
+
+pytestmark = pytest.mark.torch
 
 datasets = require_module("datasets")
 Image = require_module("PIL.Image")

@@ -12,6 +12,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from builders.hf_parquet import (
+    BIVLC_ROWS,
+    bivlc_columns,
+    order_columns,
+    vg_attribution_columns,
+    vg_relation_columns,
+    winoground_columns,
+    write_parquet,
+)
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
 from lexsem.benchmarks.catalog import names as benchmark_names
 from lexsem.benchmarks.items import Item, MultiCaptionItem, PairItem, QuadItem, TripletItem
@@ -24,15 +33,6 @@ from lexsem.benchmarks.validate import (
     validate_items,
 )
 from lexsem.cli import app
-from test_hf_loaders import (
-    BIVLC_ROWS,
-    bivlc_columns,
-    order_columns,
-    vg_attribution_columns,
-    vg_relation_columns,
-    winoground_columns,
-    write_parquet,
-)
 
 
 def _spec(

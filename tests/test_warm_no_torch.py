@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import require
+from builders.backends import require
 from lexsem.errors import ModelError
 from lexsem.models.backends.openclip import facts as F
 from lexsem.models.backends.openclip import install
@@ -156,6 +156,7 @@ def _cli(register: str, args: list[str], tmp: Path) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("backend", ["openclip", "clip"])
 def test_warm_rerun_imports_no_torch(
     backend: str, tiny_arch: tuple[Path, Path], tmp_path: Path
@@ -164,7 +165,7 @@ def test_warm_rerun_imports_no_torch(
     if backend == "openclip":
         spec, register = f"openclip:{TINY}@{ckpt}?quick_gelu=false", str(configs)
     else:
-        from test_models_dual import write_clip
+        from builders.tiny_dual_models import write_clip
 
         spec, register = f"clip:{write_clip(tmp_path / 'clip')}", "-"
     out = tmp_path / "run"

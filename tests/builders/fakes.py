@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 from collections.abc import Sequence
@@ -11,12 +12,17 @@ from typing import Any
 
 import numpy as np
 import pytest
+from PIL import Image
 
+from builders.backends import optional_import
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks import formats as loaders
 from lexsem.benchmarks.base import Benchmark, SubsetSpec
 from lexsem.benchmarks.sources.files import file_loader
 from lexsem.download import SourceFile
+from lexsem.images.decode import decode_image
+
+torch = optional_import("torch")
 
 
 class BagOfWordsEncoder:
@@ -234,3 +240,54 @@ class ScriptedChat:
     def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         self.asked += 1
         return self.reply(body["turns"][-1][1]), {}
+
+
+class OtherDual(TinyDualEncoder):
+    """A second dual encoder (another projection), so that two models share two metrics."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = np.random.default_rng(1).standard_normal((48, 64)).astype(np.float32)
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": "test-dual-2", "dim": 64}
+
+
+def _to_tensor(image: Any) -> torch.Tensor:
+    arr = np.asarray(image.resize((8, 8), Image.BILINEAR), dtype=np.float32) / 255.0
+    return torch.from_numpy(arr).permute(2, 0, 1).contiguous()
+
+
+class FakePairScorer:
+    """score = mean pixel value + len(text) / 100."""
+
+    name = "fake-pairs"
+
+    def __init__(self) -> None:
+        self.pairs: list[str] = []
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        return {"backend": "test-pairs"}
+
+    def preprocess(self, image: Any) -> torch.Tensor:
+        return _to_tensor(image)
+
+    def score(self, images: torch.Tensor, texts: Sequence[str]) -> np.ndarray:
+        assert images.shape[0] == len(texts)
+        self.pairs.extend(texts)
+        means = images.reshape(images.shape[0], -1).mean(dim=1).numpy()
+        return means + np.array([len(t) / 100 for t in texts], dtype=np.float32)
+
+    def direct(self, data: bytes, text: str) -> float:
+        return float(self.preprocess(decode_image(data)).mean()) + len(text) / 100
+
+
+def _noise(w: int, h: int, seed: int, fmt: str, mode: str = "RGB", **save: Any) -> bytes:
+    rng = np.random.default_rng(seed)
+    channels = 3 if mode == "RGB" else 1
+    arr = rng.integers(0, 256, size=(h, w, channels) if channels == 3 else (h, w), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(arr, mode).save(buf, format=fmt, **save)
+    return buf.getvalue()

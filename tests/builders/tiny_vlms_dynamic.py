@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
+
+from builders.backends import optional_import
+
+torch = optional_import("torch")
 
 # The words every tiny vocabulary has (questions, captions, answers); the families add their
 # template words and special tokens. The pre-tokenizer splits on whitespace and isolates

@@ -24,7 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
+
+from builders.backends import optional_import
+
+torch = optional_import("torch")
 
 # Words every vocabulary holds (the brief's list, and a few more for natural prompts).
 WORDS = ["a", "dog", "cat", "runs", "sleeps", "on", "the", "bed", "red", "blue", "photo", "of",
