@@ -22,79 +22,92 @@ MaxRequests = config_option(EvalConfig, "max_requests", "--max-requests")
 Concurrency = config_option(EvalConfig, "concurrency", "--concurrency")
 
 
+# the command's own options
+Model = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="openai:MODEL?base_url=URL (any OpenAI-compatible server: vLLM, llama.cpp, "
+        "Ollama, OpenAI); key from $OPENAI_API_KEY; &logprobs=prompt for vLLM's prompt "
+        "log-probs (--vqascore). Or vlm:MODEL, a local generative VLM (multiple choice, "
+        "k-shot included), or any registered chat backend.",
+    ),
+]
+Benchmark = Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")]
+Prompt = Annotated[
+    str | None,
+    typer.Option(
+        help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs); not with --vqascore."
+    ),
+]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        "--out", "-o", help="Write the answers (or, with --vqascore, every score) here (JSONL)."
+    ),
+]
+ImportFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--import",
+        help="First store these recorded answers (JSONL / JSON list, as score-answers reads) "
+        "under the keys of their requests.",
+    ),
+]
+Force = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="--import replaces stored answers that differ; --run replaces a run."
+    ),
+]
+VQAScore = Annotated[
+    bool,
+    typer.Option(
+        "--vqascore",
+        help="VQAScore from the model's log-probabilities instead of multiple choice: P(yes) "
+        "to a question about each caption, ranked as the benchmark's image task.",
+    ),
+]
+Score = Annotated[str, typer.Option(help="--vqascore: vqa, vqa_norm or vqa_diff.")]
+Question = Annotated[
+    str | None,
+    typer.Option(
+        help="--vqascore: a template with {text}, or t17_1..t17_5 (SugarCrepe++ Table 17); "
+        "default: VQAScore's question (see docs/generative.md)."
+    ),
+]
+Answer = Annotated[str, typer.Option(help="--vqascore: the answer scored.")]
+Negative = Annotated[str, typer.Option(help="--vqascore: the other answer.")]
+RunOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--run",
+        help="Also write a run folder of the answers or scores (per-item hits, CIs), usable "
+        "by compare and report.",
+    ),
+]
+Name = Annotated[
+    str | None, typer.Option(help="The model's name in the --run folder (default: MODEL).")
+]
+
+
 def ask(
-    model: Annotated[
-        str,
-        typer.Option(
-            "--model",
-            "-m",
-            help="openai:MODEL?base_url=URL (any OpenAI-compatible server: vLLM, llama.cpp, "
-            "Ollama, OpenAI); key from $OPENAI_API_KEY; &logprobs=prompt for vLLM's prompt "
-            "log-probs (--vqascore). Or vlm:MODEL, a local generative VLM (multiple choice, "
-            "k-shot included).",
-        ),
-    ],
-    benchmark: Annotated[str, typer.Option("--benchmark", "-b", help="NAME or NAME/SUBSET.")],
-    prompt: Annotated[
-        str | None,
-        typer.Option(
-            help="scpp1, scpp2, scpp3, scpp_order (triplets) or sc_gpt4v (pairs); not with "
-            "--vqascore."
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            help="Write the answers (or, with --vqascore, every score) here (JSONL).",
-        ),
-    ] = None,
+    model: Model,
+    benchmark: Benchmark,
+    prompt: Prompt = None,
+    out: Out = None,
     shots: Shots = EVAL.shots,
     shot_seed: ShotSeed = EVAL.shot_seed,
-    import_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--import",
-            help="First store these recorded answers (JSONL / JSON list, as score-answers reads) "
-            "under the keys of their requests.",
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force", help="--import replaces stored answers that differ; --run replaces a run."
-        ),
-    ] = False,
-    vqascore: Annotated[
-        bool,
-        typer.Option(
-            "--vqascore",
-            help="VQAScore from the model's log-probabilities instead of multiple choice: P(yes) "
-            "to a question about each caption, ranked as the benchmark's image task.",
-        ),
-    ] = False,
-    score: Annotated[str, typer.Option(help="--vqascore: vqa, vqa_norm or vqa_diff.")] = "vqa",
-    question: Annotated[
-        str | None,
-        typer.Option(
-            help="--vqascore: a template with {text}, or t17_1..t17_5 (SugarCrepe++ Table 17); "
-            "default: VQAScore's question (see docs/generative.md)."
-        ),
-    ] = None,
-    answer: Annotated[str, typer.Option(help="--vqascore: the answer scored.")] = "Yes",
-    negative: Annotated[str, typer.Option(help="--vqascore: the other answer.")] = "No",
-    run_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--run",
-            help="Also write a run folder of the answers or scores (per-item hits, CIs), usable "
-            "by compare and report.",
-        ),
-    ] = None,
-    name: Annotated[
-        str | None, typer.Option(help="The model's name in the --run folder (default: MODEL).")
-    ] = None,
+    import_file: ImportFile = None,
+    force: Force = False,
+    vqascore: VQAScore = False,
+    score: Score = "vqa",
+    question: Question = None,
+    answer: Answer = "Yes",
+    negative: Negative = "No",
+    run_out: RunOut = None,
+    name: Name = None,
     replay_only: ReplayOnly = EVAL.replay_only,
     max_requests: MaxRequests = EVAL.max_requests,
     concurrency: Concurrency = EVAL.concurrency,
