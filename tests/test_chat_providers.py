@@ -178,3 +178,36 @@ def test_eval_ask_and_score_answers_write_runs_of_one_structure(tmp_path: Path) 
     }
     assert acc["eval"] == acc["scored"] == {"NPP": 100.0, "PNP": 0.0, "PPN": 0.0, "circular": 0.0}
     assert set(acc["asked"].values()) == {100.0}
+
+
+class DecodingChat(ScriptedChat):
+    """A chat model whose request body names how its images are decoded, as a local `vlm:`
+    model's does (the decode profile is part of its store keys)."""
+
+    def request_body(self, request: ChatRequest, image_part: Any = None) -> dict[str, Any]:
+        return {**super().request_body(request, image_part), "decode": request.about["decode"]}
+
+
+def test_imported_answers_are_replayed_for_a_model_that_keys_the_decode_profile(
+    tmp_path: Path,
+) -> None:
+    """`ask --import` stores each answer under the key of the very request the run makes, the
+    decode profile of a local model's request included: a replay-only run then sends nothing."""
+    from lexsem.ask import import_recorded
+
+    sel, images = scpp_user_files(tmp_path)
+    rows = [{"id": i, "subset": sub, "ordering": o, "answer": "(1)", "prompt": "scpp3"}
+            for sub, items in TRIPLETS.items() for i in range(len(items))
+            for o in ("NPP", "PNP", "PPN")]  # fmt: skip
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    cfg = EvalConfig(benchmarks=[sel], coco_val2017=images, cache_dir=tmp_path / "c", n_boot=0,
+                     tasks=["choice_scpp3"], replay_only=True)  # fmt: skip
+    model = DecodingChat(lambda p: "(2)", "local-like")
+    evaluator = Evaluator(cfg)
+    stats = import_recorded(evaluator, model, answers, "scpp3")
+    assert stats.n_written == len(rows)
+    run = evaluator.run(model)
+    assert model.asked == 0
+    acc = {x.metric: x.accuracy for x in run.record.results if x.subset == "_micro"}
+    assert acc == {"NPP": 100.0, "PNP": 0.0, "PPN": 0.0, "circular": 0.0}  # the imported "(1)"

@@ -114,7 +114,7 @@ def import_recorded(
     the request the run of `evaluator` makes for it (`lexsem.engine.conversations`: the same
     conversation, k-shot demonstrations included)."""
     from lexsem.engine.chat_import import ImportRow, import_answers
-    from lexsem.engine.conversations import image_reader, item_request
+    from lexsem.engine.conversations import image_reader, item_request, request_about
     from lexsem.engine.request_store import RequestStore
     from lexsem.models.answers_file import read_answer_records
     from lexsem.models.protocols import fingerprint_key
@@ -150,7 +150,9 @@ def import_recorded(
         column = next(
             c for c in get_task(f"choice_{a.prompt}").columns if c.name == f"answer_{a.ordering}"
         )
-        request = item_request(column, item, read, plan.get(key, []))
+        about = request_about(loaded.spec.name, loaded.spec.decode, f"choice_{a.prompt}",
+                              column.name, item, cfg.exif_transpose)  # fmt: skip
+        request = item_request(column, item, read, plan.get(key, []), about)
         rows.append(ImportRow(where, f"item {key}, {a.prompt}, {a.ordering}", request, a.text))
     root = cache_dir(cfg.cache_dir)
     with RequestStore(root, fingerprint_key(model.fingerprint)) as store:

@@ -23,7 +23,15 @@ from lexsem.models.chat import ChatRequest, Turn
 from lexsem.tasks.base import Column
 from lexsem.tasks.shots import shot_plan
 
-__all__ = ["AnswerKey", "Requests", "answer_requests", "image_reader", "item_request", "no_images"]
+__all__ = [
+    "AnswerKey",
+    "Requests",
+    "answer_requests",
+    "image_reader",
+    "item_request",
+    "no_images",
+    "request_about",
+]
 
 AnswerKey = tuple[str, str, str, str, str]  # (benchmark, task, column, subset, item id)
 Reader = Callable[[str | None], bytes | None]
@@ -46,6 +54,19 @@ def image_reader(images: Any) -> Reader:
 
 def _images(image: bytes | None) -> tuple[bytes, ...]:
     return (image,) if image is not None else ()
+
+
+def request_about(
+    benchmark: str, decode: str, task: str, column: str, item: Any, exif_transpose: bool | None
+) -> dict[str, str]:
+    """What a request is about (`ChatRequest.about`): the benchmark, subset, item, task and
+    column, and how a local model decodes its images (the benchmark's decode profile and the
+    run's EXIF choice, as for every other image model; an API decodes the bytes itself)."""
+    about = {"benchmark": benchmark, "subset": item.subset, "item": str(item.id), "task": task,
+             "column": column, "decode": decode}  # fmt: skip
+    if exif_transpose is not None:
+        about["exif_transpose"] = str(exif_transpose).lower()
+    return about
 
 
 def item_request(
@@ -91,11 +112,6 @@ def answer_requests(
     """The request of every item of every `answer` column of `works` (see the module doc)."""
     out = Requests([], [], {})
     for w in works:
-        # how a local model decodes the images: the benchmark's profile (and the run's EXIF
-        # choice), as for every other image model; an API decodes the bytes itself
-        decoding = {"decode": w.decode}
-        if exif_transpose is not None:
-            decoding["exif_transpose"] = str(exif_transpose).lower()
         plan = shot_plan(w.items, shots, shot_seed) if shots else {}
         for task in w.tasks:
             for col in task.columns:
@@ -103,8 +119,8 @@ def answer_requests(
                     continue
                 for it in w.items:
                     key: AnswerKey = (w.benchmark, task.name, col.name, it.subset, str(it.id))
-                    about = {"benchmark": w.benchmark, "subset": it.subset, "item": str(it.id),
-                             "task": task.name, "column": col.name, **decoding}  # fmt: skip
+                    about = request_about(w.benchmark, w.decode, task.name, col.name, it,
+                                          exif_transpose)  # fmt: skip
                     demos = plan.get(f"{it.subset}/{it.id}", [])
                     try:
                         request = item_request(col, it, read, demos, about)
