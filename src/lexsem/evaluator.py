@@ -285,16 +285,13 @@ def _score_task(
     finite = {k: np.isfinite(v) for k, v in cols.items() if k not in flags}
     every = np.ones(len(work.items), bool)
     valid = np.logical_and.reduce(list(finite.values()) or [every])
-
-    def valid_for(metric: str) -> np.ndarray:
-        """The items scored for `metric`: those whose columns it reads have values."""
-        needed = task.metric_columns.get(metric)
-        if needed is None:
-            return valid
-        return np.logical_and.reduce([finite[c] for c in needed if c in finite] or [every])
-
-    hits_of = task.compute(cols, cfg.tie_policy) if task.metric_columns else None
-    masks = {m: valid_for(m) for m in task.metrics} if task.metric_columns else {}
+    # the items each metric is over: those whose columns it reads have values
+    masks = {
+        m: np.logical_and.reduce([finite[c] for c in needed if c in finite] or [every])
+        if (needed := task.metric_columns.get(m)) is not None
+        else valid
+        for m in task.metrics
+    }
     scored_any = np.logical_or.reduce([valid, *masks.values()])
     for it, ok in zip(work.items, scored_any, strict=True):
         if not ok:
@@ -305,14 +302,15 @@ def _score_task(
             f"{len(work.items)} were skipped (their images are missing, unreadable or too "
             "large, or no answer was recorded); check the image folders or the answers"
         )
-    if hits_of is None:  # every metric reads every column: hits of the valid items only
-        kept = {k: v[valid] for k, v in cols.items()}
-        hits_of = task.compute(kept, cfg.tie_policy)
-        masks = dict.fromkeys(hits_of, valid)
-    else:
-        hits_of = {m: Hits(h.hits[masks[m]], h.ties[masks[m]]) for m, h in hits_of.items()}
+    if task.metric_columns:  # hits of every item, each metric kept over its own items
+        hits_of = {
+            m: Hits(h.hits[masks.get(m, valid)], h.ties[masks.get(m, valid)])
+            for m, h in task.compute(cols, cfg.tie_policy).items()
+        }
+    else:  # every metric reads every column: hits of the valid items only
+        hits_of = task.compute({k: v[valid] for k, v in cols.items()}, cfg.tie_policy)
     for metric, hits in hits_of.items():
-        mask = masks[metric]
+        mask = masks.get(metric, valid)
         _score_metric(bench, task, metric, hits, work, mask, cols, texts, cfg, out)
 
 

@@ -6,7 +6,7 @@ model's request store and the decoding pipeline of `lexsem.engine.decoding`: eac
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,27 +42,6 @@ class PairScoreStats:
     skip_reasons: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class _PairValues:
-    """What a pair request yields and where it is kept: scores (float64 scalars in the store,
-    NaN for a skipped pair)."""
-
-    what: str  # for the progress bar
-    get: Callable[[RequestStore, list[str]], dict[str, Any]]
-    put: Callable[[RequestStore, list[str], list[Any]], None]
-    compute: Callable[[Any, Any, list[tuple[int, str, str]]], list[Any]]
-    empty: Callable[[int], np.ndarray]
-
-
-_SCORES = _PairValues(
-    "scoring pairs",
-    lambda cache, keys: cache.get_scalars(keys),
-    lambda cache, keys, vals: cache.put_scalars(keys, np.asarray(vals, dtype=np.float64)),
-    lambda model, inputs, chunk: _scored(model, inputs, chunk).tolist(),
-    lambda n: np.full(n, np.nan, dtype=np.float32),
-)
-
-
 def pair_scores(
     scorer: PairScorer,
     pairs: Sequence[tuple[str, str]],
@@ -86,12 +65,11 @@ def pair_scores(
     are returned in ``skipped``. Options: `batch_size` (32), `num_workers`, `on_error`,
     `labels`, `exif_transpose`, `profiles`, `progress`, `decoded`.
     """
-    return _pair_values(_SCORES, scorer, pairs, store, cache, **options)
+    return _pair_values(scorer, pairs, store, cache, **options)
 
 
 def _pair_values(
-    kind: _PairValues,
-    scorer: Any,
+    scorer: PairScorer,
     pairs: Sequence[tuple[str, str]],
     store: ImageStore,
     cache: RequestStore | None = None,
@@ -117,7 +95,7 @@ def _pair_values(
     stats.n_unique = len(pair_of)
 
     t1 = time.perf_counter()
-    found = kind.get(cache, list(pair_of)) if cache is not None and pair_of else {}
+    found = cache.get_scalars(list(pair_of)) if cache is not None and pair_of else {}
     stats.cache_s += time.perf_counter() - t1
     scores: dict[str, Any] = dict(found)
     stats.n_cached = len(scores)
@@ -131,7 +109,7 @@ def _pair_values(
         stats.n_images = len(dec.entries)
         stats.num_workers, stats.n_from_memory = dec.workers, dec.n_from_memory
         n_todo = sum(len(v) for v in todo.values())
-        bar = Progress(kind.what, n_todo, unit="pairs", enabled=progress, store=cache)
+        bar = Progress("scoring pairs", n_todo, unit="pairs", enabled=progress, store=cache)
         with bar:
             t2, cache_before = time.perf_counter(), stats.cache_s
             for batch in dec.batches:
@@ -146,19 +124,19 @@ def _pair_values(
                 ]
                 for start in range(0, len(rows), batch_size):
                     chunk = rows[start : start + batch_size]
-                    vals = kind.compute(scorer, batch.inputs, chunk)
+                    vals = _scored(scorer, batch.inputs, chunk)
                     keys = [pk for _, pk, _ in chunk]
                     if cache is not None:
                         t3 = time.perf_counter()
-                        kind.put(cache, keys, vals)
+                        cache.put_scalars(keys, vals)
                         stats.cache_s += time.perf_counter() - t3
-                    scores.update(zip(keys, vals, strict=True))
+                    scores.update(zip(keys, vals.tolist(), strict=True))
                     stats.n_scored += len(keys)
                     bar.saved(len(keys) if cache is not None else 0)
                     bar.advance(len(keys))
             stats.score_s = time.perf_counter() - t2 - (stats.cache_s - cache_before)
 
-    out = kind.empty(len(pairs))
+    out = np.full(len(pairs), np.nan, dtype=np.float32)
     for i, ((img, _), pk) in enumerate(zip(pairs, pkey_of, strict=True)):
         if pk is None or img in skipped:
             stats.n_skipped += 1
