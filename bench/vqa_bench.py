@@ -6,11 +6,14 @@ downloaded) scores every (image, caption) pair of the SugarCrepe++ items whose i
 the first N images (all five subsets: P1, P2 and N of each item), on generated JPEGs of COCO
 sizes. Measured, one process, the same pairs:
 
-- *per-pair loop*, as the VQAScore reference's `batch_forward` does it: batches of pairs, each
-  pair its own image and its whole prompt + answer sequence through the model, the score
-  exp(-mean cross-entropy) of the answer's tokens;
-- *lexsem cold*: `lexsem.engine.pair_scores.pair_scores` with a fresh request store: identical
-  (image, caption) pairs once, an image decoded once, its chat template + image tokens + the
+- *per-pair loop*, as the VQAScore reference's (t2v_metrics `llava_model.py`) `forward` does
+  it: batches of pairs, each pair its own image (padded to a square with the image processor's
+  mean colour) and its whole sequence (LLaVA's system message, ` USER: <image>\n{question}
+  ASSISTANT: Yes</s>`) through the model, the score exp(-mean cross-entropy) of the answer's
+  tokens and `</s>`;
+- *lexsem cold*: `lexsem.engine.pair_scores.pair_scores` of `vqa:` (its default `score=vqa`:
+  the reference's LLaVA-1.5 recipe) with a fresh request store: identical (image, caption)
+  pairs once, an image decoded and padded once, its system message + image tokens + the
   question's opening words run once and their key/value cache reused for all its captions;
 - *lexsem warm*: the same call again from the store (a new scorer: nothing loaded).
 
@@ -36,6 +39,10 @@ from typing import Any
 import numpy as np
 
 QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
+SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. The assistant "
+    "gives helpful, detailed, and polite answers to the user's questions."
+)
 TEMPLATE = (
     "{% for m in messages %}{{ m['role'].upper() }}: {% for c in m['content'] %}"
     "{% if c['type'] == 'image' %}<image>\n{% else %}{{ c['text'] }}{% endif %}{% endfor %} "
@@ -82,7 +89,7 @@ def build_model(folder: Path, texts: Sequence[str]) -> None:
     )
 
     special = ["<unk>", "<pad>", "<s>", "</s>", "<image>"]
-    extra = words([QUESTION, "USER: ASSISTANT: Yes No yes no"])
+    extra = words([QUESTION, SYSTEM, "USER: ASSISTANT: Yes No yes no"])
     vocab = {w: i for i, w in enumerate(dict.fromkeys([*special, *extra, *words(texts)]))}
     tk = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -124,11 +131,24 @@ def make_images(folder: Path, names: Sequence[str]) -> None:
         Image.fromarray(small).resize((w, h)).save(folder / name, quality=90)
 
 
+def expand2square(image: Any, mean: Sequence[float]) -> Any:
+    """The image in the middle of a square of its longer side, the rest the mean colour."""
+    from PIL import Image
+
+    w, h = image.size
+    if w == h:
+        return image
+    side = max(w, h)
+    out = Image.new(image.mode, (side, side), tuple(int(x * 255) for x in mean))
+    out.paste(image, (0, (side - h) // 2) if w > h else ((side - w) // 2, 0))
+    return out
+
+
 def reference_loop(
     folder: Path, images: Path, pairs: Sequence[tuple[str, str]], batch: int
 ) -> np.ndarray:
-    """The per-pair procedure: each pair's image and whole sequence through the model, the
-    answer's tokens labelled, score = exp(-mean cross-entropy over them)."""
+    """The per-pair procedure: each pair's padded image and whole sequence through the model,
+    the answer's tokens and `</s>` labelled, score = exp(-mean cross-entropy over them)."""
     import torch
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -136,23 +156,21 @@ def reference_loop(
     proc = AutoProcessor.from_pretrained(folder)
     proc.tokenizer.padding_side = "right"
     model = AutoModelForImageTextToText.from_pretrained(folder).eval()
+    mean = proc.image_processor.image_mean
     out = []
     for start in range(0, len(pairs), batch):
         chunk = pairs[start : start + batch]
-        ims = [Image.open(images / f).convert("RGB") for f, _ in chunk]
+        ims = [expand2square(Image.open(images / f).convert("RGB"), mean) for f, _ in chunk]
         prompts = [
-            proc.apply_chat_template(
-                [{"role": "user", "content": [{"type": "image"},
-                  {"type": "text", "text": QUESTION.format(text=t)}]}],
-                add_generation_prompt=True,
-            )
-            for _, t in chunk
-        ]  # fmt: skip
-        enc = proc(
-            text=[p + " Yes" for p in prompts], images=ims, return_tensors="pt", padding=True
-        )
-        tok = proc.tokenizer  # the answer's token count, from the text alone
-        n_answer = [len(tok(p + " Yes")["input_ids"]) - len(tok(p)["input_ids"]) for p in prompts]
+            f"{SYSTEM} USER: <image>\n{QUESTION.format(text=t)} ASSISTANT: " for _, t in chunk
+        ]
+        full = [p + "Yes</s>" for p in prompts]
+        enc = proc(text=full, images=ims, return_tensors="pt", padding=True)
+        tok = proc.tokenizer  # the label tokens' count, from the text alone
+        n_answer = [
+            len(tok(f)["input_ids"]) - len(tok(p)["input_ids"])
+            for f, p in zip(full, prompts, strict=True)
+        ]
         labels = torch.full_like(enc["input_ids"], -100)
         for i, k in enumerate(n_answer):
             end = int(enc["attention_mask"][i].sum())

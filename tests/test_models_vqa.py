@@ -69,7 +69,7 @@ def rows(ims: list[Image.Image]) -> Any:
 def test_vqascore_matches_a_direct_computation_and_batches(llava: Path) -> None:
     from lexsem.models.factory import load_model
 
-    scorer = load_model(f"vqa:{llava}", device="cpu")
+    scorer = load_model(f"vqa:{llava}?score=p_yes", device="cpu")
     batched = scorer.score(rows(images()), TEXTS)
     one_by_one = np.array(
         [scorer.score(rows([im]), [t])[0] for im, t in zip(images(), TEXTS, strict=True)]
@@ -98,14 +98,14 @@ def test_one_image_with_many_captions_shares_its_prefix_and_equals_whole_sequenc
 
     monkeypatch.setattr(prefix, "shared_prefix_logits", spy)
     im = images()[1]
-    shared = load_model(f"vqa:{llava}").score(rows([im] * 4), TEXTS)
-    whole = load_model(f"vqa:{llava}?reuse=false").score(rows([im] * 4), TEXTS)
+    shared = load_model(f"vqa:{llava}?score=p_yes").score(rows([im] * 4), TEXTS)
+    whole = load_model(f"vqa:{llava}?score=p_yes&reuse=false").score(rows([im] * 4), TEXTS)
     want = [direct_p_yes(llava, im, t) for t in TEXTS]
     assert_close_to_reference(shared, want)
     assert_close_to_reference(whole, want)
     assert shared_starts == [4]  # one start for the image's four captions (none when off)
-    fp = load_model(f"vqa:{llava}").fingerprint
-    assert fp == load_model(f"vqa:{llava}?reuse=false").fingerprint  # the same numbers
+    fp = load_model(f"vqa:{llava}?score=p_yes").fingerprint
+    assert fp == load_model(f"vqa:{llava}?score=p_yes&reuse=false").fingerprint  # the same numbers
 
 
 def direct_p(folder: Path, image: Image.Image, text: str, word: str) -> float:
@@ -223,7 +223,7 @@ def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:
     from lexsem.models.factory import load_model
 
     fmt = "USER: <image> {text} ASSISTANT:"
-    scorer = load_model(f"vqa:{llava}?format={fmt}")
+    scorer = load_model(f"vqa:{llava}?score=p_yes&format={fmt}")
     question = 'Does this figure show "a dog runs"? Please answer yes or no.'
     assert scorer.prompt("a dog runs") == fmt.replace("{text}", question)
     got = scorer.score(rows(images()[:1]), ["a dog runs"])[0]

@@ -258,6 +258,6 @@ def asked_answers(model: Any, answer: str, negative: str, score: str) -> tuple[s
     """The answers whose probabilities VQAScore `score` needs from `model`: P(negative) too
     when the score uses it, or when it comes with P(answer) in the same request."""
     both = (answer, negative)
-    if score != "vqa" or len(model.logprob_requests(None, "?", both)) == 1:
+    if score not in ("vqa", "p_yes") or len(model.logprob_requests(None, "?", both)) == 1:
         return both
     return (answer,)

@@ -3,13 +3,25 @@
 answer yes or no.` about an image — one definition for the local `vqa:` backend and for chat
 models that return log-probabilities (`openai:`, a user's provider).
 
-Options (`VQA_OPTIONS`, declared by both): `score=vqa|vqa_norm|vqa_diff`, `question` (a
+Options (`VQA_OPTIONS`, declared by both): `score=vqa|p_yes|vqa_norm|vqa_diff`, `question` (a
 template with `{text}`, or a preset `t17_1` ... `t17_5`: the five prompt paraphrases of
 SugarCrepe++ Table 17, verbatim), `answer` (default `Yes`) and `negative` (default `No`).
 
-Scores (`vqa_score`): `vqa` = P(answer); `vqa_norm` = P(answer) / (P(answer) + P(negative)),
-0.5 when both are 0 (neither among an API's top log-probabilities); `vqa_diff` = P(answer) -
-P(negative).
+Scores (`vqa_score`, from the answers' probabilities):
+
+- `vqa`: the reference's VQAScore. The local `vqa:` backend computes it per model family as
+  the reference's code does (`lexsem.models.vlm.reference`: its prompt and system message, its
+  image padding, its answer tokens with the end-of-turn token where it has one). A chat model
+  gives P(answer) from its API's log-probabilities: no API shows the end-of-turn token, so
+  this is the reference's score without the end-of-turn factor (t2v_metrics' own GPT-4o model,
+  `gpt4v_model.py`, reads the first token's top log-probabilities too, but takes the first
+  `Yes`/`yes` entry alone, or 1 - P(`No`/`no`) when a no comes first; lexsem sums the
+  answer's variants);
+- `p_yes`: P(answer) alone, exp(mean log-probability) of the answer's own tokens after the
+  chat template's question (no system message, no padding, no end token); for a chat model
+  the same number as `vqa`;
+- `vqa_norm` = P(answer) / (P(answer) + P(negative)), 0.5 when both are 0 (neither among an
+  API's top log-probabilities); `vqa_diff` = P(answer) - P(negative).
 """
 
 from __future__ import annotations
@@ -33,7 +45,7 @@ __all__ = [
 ]
 
 QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
-SCORES = ("vqa", "vqa_norm", "vqa_diff")
+SCORES = ("vqa", "p_yes", "vqa_norm", "vqa_diff")
 # the five prompt paraphrases of SugarCrepe++ Table 17 (prompt sensitivity), verbatim with
 # `<caption>` as `{text}`; use them as `question=t17_1` ... `question=t17_5` (with
 # `answer=yes&negative=no`, the words they ask for)
@@ -99,7 +111,7 @@ class VQASettings:
 
 def vqa_score(mode: str, yes: Any, no: Any = None) -> Any:
     """The score `mode` from P(answer) `yes` and P(negative) `no` (floats or arrays)."""
-    if mode == "vqa":
+    if mode in ("vqa", "p_yes"):
         return yes
     if mode == "vqa_diff":
         return yes - no

@@ -2,7 +2,7 @@
 ("Revisiting the Role of Language Priors in Vision-Language Models"; SugarCrepe++ App. G.2,
 Table 19).
 
-Spec: `vgpt:NAME?score=sum|mean|tokens|blind|debiased&prompt=...&alpha=1&noise_images=3&seed=0`.
+Spec: `vgpt:NAME?score=sum|mean|tokens|blind|debiased|t2v&prompt=...&alpha=1&noise_images=3&seed=0`.
 
 The caption is the assistant's reply to a user turn of the image and `prompt` (default
 `Describe the image.`), teacher-forced, with the generative-VLM primitive
@@ -18,7 +18,15 @@ prefix; the image and the user turn computed once for all the captions of an ima
   real image, so dynamic-resolution models give it as many tokens) is a standard normal draw
   in the model's normalised input space, mapped back through the image processor's
   `image_mean` / `image_std` to 8-bit pixels (clipped to 0..255);
-- `debiased`: log P(t | image) − `alpha` · log P(t), with P(t) the blind estimate above.
+- `debiased`: log P(t | image) − `alpha` · log P(t), with P(t) the blind estimate above;
+- `t2v`: t2v_metrics' published VGPTScore setting (its README: `question_template=""`,
+  `answer_template="{}"` through the VQAScore code of the model's family,
+  `lexsem.models.vlm.reference`): the family's VQAScore prompt with an empty question (LLaVA:
+  the system message, `USER: <image>\n` and ` ASSISTANT:`), the caption followed by the
+  tokenizer's end-of-sequence token as the answer, the family's image padding, and the mean
+  log-probability over the caption's tokens *and* the end token (the reference returns its
+  exp). `prompt` does not apply. Only for families whose reference recipe is teacher-forced
+  (LLaVA-1.5 / 1.6, InstructBLIP-Flan-T5); another family is a `ModelError`.
 
 All options are in the fingerprint.
 """
@@ -30,12 +38,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lexsem.errors import ModelError
 from lexsem.models.options import Option, choice, positive_int
 from lexsem.models.vlm.generative import VLM_OPTIONS, VLMPairScorer
+from lexsem.models.vlm.reference import RECIPES_VERSION, recipe_for
+from lexsem.models.vlm.reference_images import prepare_image
 
 __all__ = ["VGPTScorer", "noise_images"]
 
-SCORES = ("sum", "mean", "tokens", "blind", "debiased")
+SCORES = ("sum", "mean", "tokens", "blind", "debiased", "t2v")
 
 
 def noise_images(size: tuple[int, int], k: int, seed: int, mean: Any, std: Any) -> list[Any]:
@@ -77,7 +88,7 @@ class VGPTScorer(VLMPairScorer):
         self.seed = int(seed or 0)
 
     def _fingerprint_options(self) -> dict[str, Any]:
-        return {
+        out = {
             **self._vlm_fingerprint(),
             "score": self.score_mode,
             "prompt": self.user_prompt,
@@ -85,6 +96,26 @@ class VGPTScorer(VLMPairScorer):
             "noise_images": self.noise_images,
             "seed": self.seed,
         }
+        if self.score_mode == "t2v":
+            out["prompt"] = None  # the family's recipe's
+            out["recipes"] = RECIPES_VERSION
+        return out
+
+    def t2v_logprob(self, image: Any, texts: Sequence[str]) -> np.ndarray:
+        """The reference's VGPTScore setting: mean log P(caption tokens and end token) after
+        the family's VQAScore prompt with an empty question (see the module doc)."""
+        layout = self.layout
+        recipe = recipe_for(layout.model_type, layout.kind)
+        if recipe is None or recipe.read != "mean" or recipe.prompt is None:
+            raise ModelError(
+                f"{self.name}: score=t2v needs the VQAScore reference's teacher-forced recipe, "
+                f"which the family {layout.model_type!r} ({layout.kind}) does not have"
+            )
+        image = prepare_image(recipe.image, image, self._processor)
+        prompt = recipe.prompt.replace("{text}", "")
+        end = self._processor.tokenizer.eos_token if recipe.end else ""
+        lps = self.logprobs(image, [(prompt, t + end) for t in texts])
+        return np.array([lp.mean() for lp in lps])
 
     def caption_logprob(self, image: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(Σ log P(t_k | t_<k, image), token count) of each caption with one image."""
@@ -108,6 +139,8 @@ class VGPTScorer(VLMPairScorer):
         return logsumexp(sums, axis=0) - np.log(self.noise_images)
 
     def _scores(self, image: Any, texts: list[str]) -> np.ndarray:
+        if self.score_mode == "t2v":
+            return self.t2v_logprob(image, texts)
         if self.score_mode == "blind":
             return self.blind_logprob(image, texts)
         sums, counts = self.caption_logprob(image, texts)

@@ -2,8 +2,10 @@
 
 It loads a transformers ``AutoModelForImageTextToText`` with its ``AutoProcessor`` from the
 model's folder, finds the family's layout (`lexsem.models.vlm.layout`), and gives the backends
-two primitives: `logprobs` (teacher-forced log-probabilities of continuations after prompts,
-with one image; `lexsem.models.vlm.teacher`) and `generate` (a greedy free-form answer).
+three primitives: `logprobs` (teacher-forced log-probabilities of continuations after prompts,
+with one image; `lexsem.models.vlm.teacher`), `first_token_logprobs` (the first reply token's
+probability as greedy generation scores it; `lexsem.models.vlm.next_token`) and `generate` (a
+greedy free-form answer).
 
 Images reach it whole: `preprocess` hands the decoded RGB image through, and the processor
 makes the model's inputs from it, so dynamic-resolution families (Qwen-VL, LLaVA-NeXT /
@@ -25,6 +27,7 @@ from lexsem.models.device import torch_dtype
 from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, flag, parse_template
 from lexsem.models.vlm.layout import Layout, layout_of, user_turn
+from lexsem.models.vlm.next_token import first_token_logprobs
 from lexsem.models.vlm.sequences import continuation_ids, model_inputs, special_tokens
 from lexsem.models.vlm.teacher import continuation_logprobs
 
@@ -94,6 +97,16 @@ class GenerativeVLM(LazyModel):
             )  # fmt: skip
         except ModelError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc
+
+    def first_token_logprobs(
+        self, image: Any, prompts: Sequence[str], token_ids: Sequence[int]
+    ) -> np.ndarray:
+        """Per prompt, log P(the first reply token is `token_ids[i]`) with `image`, as greedy
+        generation scores it (`lexsem.models.vlm.next_token`)."""
+        model = self._ensure_loaded()
+        return first_token_logprobs(
+            model, self._processor, self.layout, image, prompts, token_ids, device=self.device
+        )
 
     def conversation(self, turns: list[dict[str, Any]]) -> str:
         """A rendered conversation (chat-template messages), up to where the reply starts."""
