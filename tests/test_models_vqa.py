@@ -163,8 +163,12 @@ def test_vqascore_runs_a_benchmark_end_to_end(llava: Path, tmp_path: Path) -> No
 # -- VGPTScore -----------------------------------------------------------------------------------
 
 
-def direct_caption_logp(folder: Path, image: Image.Image, caption: str) -> float:
-    """Σ log P(caption tokens | "Describe the image." turn, image) by hand."""
+def direct_caption_logp(
+    folder: Path, image: Image.Image, caption: str, noise_seed: int | None = None
+) -> float:
+    """Σ log P(caption tokens | "Describe the image." turn, image) by hand; with `noise_seed`,
+    the processor's pixel_values replaced by torch.randn of their shape from a generator
+    seeded with it."""
     from transformers import AutoProcessor, LlavaForConditionalGeneration
 
     proc = AutoProcessor.from_pretrained(folder)
@@ -174,6 +178,9 @@ def direct_caption_logp(folder: Path, image: Image.Image, caption: str) -> float
     prompt = proc.apply_chat_template(msgs, add_generation_prompt=True)
     n = len(proc(text=prompt, images=image, return_tensors="pt")["input_ids"][0])
     enc = proc(text=f"{prompt} {caption}", images=image, return_tensors="pt")
+    if noise_seed is not None:
+        gen = torch.Generator().manual_seed(noise_seed)
+        enc["pixel_values"] = torch.randn(enc["pixel_values"].shape, generator=gen)
     with torch.no_grad():
         logp = torch.log_softmax(model(**enc).logits[0].double(), dim=-1)
     ids = enc["input_ids"][0]
@@ -196,7 +203,8 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
     from lexsem.models.factory import load_model
 
     ims = images()[:2]
-    got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5").score(rows(ims), CAPTIONS)
+    got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5&noise=pixels").score(rows(ims),
+                                                                                 CAPTIONS)
            for s in ("sum", "mean", "blind", "debiased")}  # fmt: skip
     want_sum = np.array(
         [direct_caption_logp(llava, im, c) for im, c in zip(ims, CAPTIONS, strict=True)]
@@ -217,6 +225,22 @@ def test_vgptscore_sum_mean_blind_and_debiased_match_a_direct_computation(llava:
         for im, c in zip(ims, CAPTIONS, strict=True)
     ]
     assert_close_to_reference(got["sum"], single)
+
+
+def test_the_blind_score_draws_its_noise_in_the_models_input_space(llava: Path) -> None:
+    """`noise=input` (the default): the image's pixel_values replaced by a standard normal draw
+    of their shape, seeded 0, 1, 2, averaged in probability space; `debiased` subtracts it."""
+    from lexsem.models.factory import load_model
+
+    ims = images()[:2]
+    got = {s: load_model(f"vgpt:{llava}?score={s}&alpha=0.5").score(rows(ims), CAPTIONS)
+           for s in ("sum", "blind", "debiased")}  # fmt: skip
+    blind = []
+    for im, c in zip(ims, CAPTIONS, strict=True):
+        lps = np.array([direct_caption_logp(llava, im, c, noise_seed=j) for j in range(3)])
+        blind.append(np.log(np.mean(np.exp(lps))))
+    assert_close_to_reference(got["blind"], blind)
+    assert_close_to_reference(got["debiased"], got["sum"] - 0.5 * np.array(blind))
 
 
 def test_a_user_format_replaces_the_chat_template(llava: Path) -> None:

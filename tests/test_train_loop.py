@@ -360,3 +360,72 @@ def test_gradient_accumulation_and_bf16_autocast(tiny: str, rendered: Path, tmp_
     assert amp.steps == 3 and all(np.isfinite(r["loss"]) for r in record["progress"]["losses"])
     a, b = weights(tiny), weights(amp.final)
     assert any(not torch.equal(a[k], b[k]) for k in a)
+
+
+def test_val_in_batch_acc_selects_as_bivlcs_script(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    """`select="val_in_batch_acc"`, `val_fraction=0.25`: the rows `datasets`'
+    `train_test_split(test_size=0.25, seed)` holds out are the validation split (BiVLC's
+    CLIP_COCO split); each epoch's accuracy is ½(I→T + T→I) in-batch accuracy of the weights
+    after it, computed here from the saved final weights with the evaluation backend; the best
+    epoch is kept."""
+    datasets = pytest.importorskip("datasets")
+    from PIL import Image
+
+    from lexsem.models.factory import load_model
+    from lexsem.train.loop import Trainer
+
+    cfg = config(tiny, rendered, tmp_path / "run", select="val_in_batch_acc", val_fraction=0.25,
+                 seed=3)  # fmt: skip
+    res = Trainer(cfg).run()
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    vals = record["progress"]["validations"]
+    assert [v["label"] for v in vals] == ["epoch-1", "epoch-2"] and res.steps == 4  # 18 rows
+    assert record["settings"]["validation_rows"] == 6
+    rows = [json.loads(line) for line in rendered.read_text().splitlines()]
+    split = datasets.Dataset.from_dict({"i": list(range(len(rows)))}).train_test_split(
+        test_size=0.25, seed=3
+    )
+    held = [rows[i] for i in split["test"]["i"]]
+    enc = load_model(res.final, device="cpu")
+    pixels = torch.stack(
+        [enc.preprocess(Image.open(rendered.parent / r["image"].split(":", 1)[1]).convert("RGB"))
+         for r in held]
+    )  # fmt: skip
+    img = enc.encode_images(pixels)
+    txt = enc.encode([r["caption"] for r in held])
+    img /= np.linalg.norm(img, axis=1, keepdims=True)
+    txt /= np.linalg.norm(txt, axis=1, keepdims=True)
+    sim = img @ txt.T  # one batch: 6 rows < batch 8
+    want = ((sim.argmax(1) == np.arange(6)).mean() + (sim.T.argmax(1) == np.arange(6)).mean()) / 2
+    assert vals[-1]["in_batch_acc"] == pytest.approx(want)
+    best = record["progress"]["best"]
+    accs = [v["in_batch_acc"] for v in vals]
+    assert (
+        best["key"] == "val/in_batch_acc" and best["label"] == vals[accs.index(max(accs))]["label"]
+    )
+    assert res.best is not None and (tmp_path / "run" / "best.pt").is_file()
+    with pytest.raises(DataError, match="needs a validation split"):
+        Trainer(config(tiny, rendered, tmp_path / "nodev", select="val_in_batch_acc")).run()
+
+
+@pytest.mark.parametrize("clamp", [True, False])
+def test_the_logit_scale_is_clamped_only_when_the_setting_says(
+    tiny: str, rendered: Path, tmp_path: Path, clamp: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """open_clip / NegCLIP clamp after every step, BiVLC's script never: the setting decides,
+    the presets say which, and the record states it."""
+    import lexsem.train.optim as optim
+    from lexsem.train.config import PRESETS
+    from lexsem.train.loop import Trainer
+
+    calls: list[int] = []
+    real = optim.clamp_logit_scale
+    monkeypatch.setattr(optim, "clamp_logit_scale", lambda m: (calls.append(1), real(m)))
+    res = Trainer(config(tiny, rendered, tmp_path / "run", epochs=1,
+                         clamp_logit_scale=clamp)).run()  # fmt: skip
+    assert len(calls) == (res.steps if clamp else 0)
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert record["settings"]["clamp_logit_scale"] is clamp
+    assert [PRESETS[p]["clamp_logit_scale"] for p in PRESETS] == [False, False, False, True]

@@ -43,6 +43,12 @@ LoraAlpha = config_option(LoraConfig, "alpha", "--lora-alpha", more="With --lora
 CheckpointEvery = config_option(TrainConfig, "checkpoint_every", "--checkpoint-every")
 SelectOn = config_option(TrainConfig, "select_on", "--select-on")
 SelectMetric = config_option(TrainConfig, "select_metric", "--select-metric")
+Select = config_option(TrainConfig, "select", "--select")
+ValFraction = config_option(TrainConfig, "val_fraction", "--val-fraction")
+ClampLogitScale = config_option(
+    TrainConfig, "clamp_logit_scale", "--clamp-logit-scale/--no-clamp-logit-scale"
+)
+NegativeDraw = config_option(TrainConfig, "negative_draw", "--negative-draw")
 JudgeOn = config_option(TrainConfig, "judge_on", "--judge-on")
 AllowLeakage = config_option(TrainConfig, "allow_leakage", "--allow-leakage/--no-allow-leakage")
 Workers = config_option(TrainConfig, "num_workers", "--num-workers")
@@ -80,8 +86,12 @@ def train(
     lora_r: LoraR = LORA.r,
     lora_alpha: LoraAlpha = LORA.alpha,
     checkpoint_every: CheckpointEvery = TRAIN.checkpoint_every,
+    clamp_logit_scale: ClampLogitScale = TRAIN.clamp_logit_scale,
+    negative_draw: NegativeDraw = TRAIN.negative_draw,
+    select: Select = TRAIN.select,
     select_on: SelectOn = TRAIN.select_on,
     select_metric: SelectMetric = TRAIN.select_metric,
+    val_fraction: ValFraction = TRAIN.val_fraction,
     judge_on: JudgeOn = TRAIN.judge_on,
     allow_leakage: AllowLeakage = TRAIN.allow_leakage,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out from its state.pt.")] = (
@@ -104,8 +114,10 @@ def train(
         "model": model, "regime": regime, "epochs": epochs, "batch_size": batch_size, "lr": lr,
         "weight_decay": weight_decay, "warmup": warmup, "accumulate": accumulate,
         "precision": precision, "seed": seed, "max_steps": max_steps,
-        "checkpoint_every": checkpoint_every, "select_on": tuple(select_on),
-        "select_metric": select_metric, "judge_on": tuple(judge_on),
+        "checkpoint_every": checkpoint_every, "clamp_logit_scale": clamp_logit_scale,
+        "negative_draw": negative_draw, "select": select, "select_on": tuple(select_on),
+        "select_metric": select_metric, "val_fraction": val_fraction,
+        "judge_on": tuple(judge_on),
         "allow_leakage": allow_leakage, "data_dir": data_dir, "cache_dir": cache_dir,
         "coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
         "image_root": image_root, "device": device, "num_workers": num_workers,

@@ -6,6 +6,12 @@ bags-of-words, and what to do about it?", §4): `clip_coco` (in-batch contrastiv
 `trohn_text` (each image's hard negative captions as extra columns, image→text only),
 `trohn_img` (hard negative images with their captions: one symmetric 2N×2N batch), `negclip`
 (hard images with their captions, and swap negatives of both).
+
+Settings where the two papers' code differs are fields with the reference's value in its
+preset: `clamp_logit_scale` (NegCLIP's open_clip training clamps the logit scale to ln 100
+after every step; BiVLC's fine-tuning script does not clamp it), `negative_draw` (NegCLIP
+draws a caption's negative anew each epoch), and `select` (BiVLC keeps the epoch with the best
+in-batch accuracy on its validation split: `lexsem.train.validation`).
 """
 
 from __future__ import annotations
@@ -19,8 +25,19 @@ from lexsem.config import EvalConfig
 
 Regime = Literal["clip_coco", "trohn_text", "trohn_img", "negclip"]
 Precision = Literal["fp32", "amp_bf16", "amp_fp16"]
+Selection = Literal["benchmark", "val_in_batch_acc"]
 
-__all__ = ["PRESETS", "LoraConfig", "Regime", "TrainConfig", "preset"]
+__all__ = ["PRESETS", "LoraConfig", "Regime", "Selection", "TrainConfig", "preset"]
+
+#: The negative draw of a regime when `negative_draw` is not given: NegCLIP's loader draws
+#: anew each epoch; TROHN-Text has one negative per caption (a manifest with several: the
+#: first).
+REGIME_DRAW: dict[str, str] = {
+    "clip_coco": "first",
+    "trohn_text": "first",
+    "trohn_img": "first",
+    "negclip": "per_epoch",
+}
 
 _EVAL = EvalConfig.model_fields  # the fields a training run shares with its evaluations
 
@@ -68,6 +85,16 @@ class TrainConfig(BaseModel):
         None, ge=1, description="Stop after N optimizer steps (resumable)."
     )
     lora: LoraConfig | None = Field(None, description="LoRA adapters (default: full fine-tuning).")
+    clamp_logit_scale: bool = Field(
+        True,
+        description="Clamp the logit scale to [0, ln 100] after every step (open_clip's and "
+        "NegCLIP's training; BiVLC's script does not).",
+    )
+    negative_draw: Literal["per_epoch", "first"] | None = Field(
+        None,
+        description="Which negative of a caption a batch uses: per_epoch (drawn anew each "
+        "epoch, as NegCLIP) or first (default: per_epoch for negclip, else first).",
+    )
     checkpoint_every: int | None = Field(
         None, ge=1, description="Optimizer steps between checkpoints (always one at the end)."
     )
@@ -77,6 +104,18 @@ class TrainConfig(BaseModel):
     )
     select_metric: str | None = Field(
         None, description="Metric of the selection (default: the first benchmark's main metric)."
+    )
+    select: Selection = Field(
+        "benchmark",
+        description="Model selection: benchmark (the --select-on evaluation) or "
+        "val_in_batch_acc (BiVLC: in-batch accuracy on a validation split).",
+    )
+    val_fraction: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="With val_in_batch_acc: hold out this share of the training rows, drawn "
+        "as BiVLC's train_test_split with the seed (BiVLC: 0.2); default: the dev split.",
     )
     judge_on: tuple[str, ...] = Field(
         (), description="Benchmark(s) evaluated before and after training."
@@ -102,20 +141,37 @@ class TrainConfig(BaseModel):
     def _checked(self) -> TrainConfig:
         if self.select_metric is not None and not self.select_on:
             raise ValueError("select_metric needs select_on (the benchmarks it is read on)")
+        if self.select == "val_in_batch_acc" and self.select_on:
+            raise ValueError(
+                "select val_in_batch_acc selects on the validation split: give the benchmarks "
+                "as judge_on, not select_on"
+            )
+        if self.val_fraction is not None and self.select != "val_in_batch_acc":
+            raise ValueError("val_fraction needs select val_in_batch_acc")
         return self
+
+    @property
+    def draw(self) -> str:
+        """The negative draw in effect (`negative_draw`, else the regime's)."""
+        return self.negative_draw or REGIME_DRAW[self.regime]
 
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # BiVLC, §5 and App. E: open_clip ViT-B/32 from OpenAI's weights, 10 epochs, batch 400
+    # BiVLC, §5 and App. E: open_clip ViT-B/32 from OpenAI's weights, 10 epochs, batch 400;
+    # its fine-tuning script (src/CLIP_fine_tuning/CLIP_fine_tuning.py) never clamps the
+    # logit scale
     "bivlc-clip-coco": {"model": "openclip:ViT-B-32/openai", "regime": "clip_coco",
-                        "batch_size": 400},
+                        "batch_size": 400, "clamp_logit_scale": False},
     "bivlc-trohn-text": {"model": "openclip:ViT-B-32/openai", "regime": "trohn_text",
-                         "batch_size": 200},
+                         "batch_size": 200, "clamp_logit_scale": False},
     "bivlc-trohn-img": {"model": "openclip:ViT-B-32/openai", "regime": "trohn_img",
-                        "batch_size": 200},
-    # NegCLIP's loss (ARO paper, §4) with BiVLC's fine-tuning settings (the ARO paper's own
-    # optimisation settings are not among this project's sources: docs/training.md)
-    "negclip": {"model": "openclip:ViT-B-32/openai", "regime": "negclip", "batch_size": 200},
+                        "batch_size": 200, "clamp_logit_scale": False},
+    # NegCLIP's loss (ARO paper, §4) with BiVLC's optimiser settings (the ARO paper's own
+    # optimisation settings are not among this project's sources: docs/training.md); the
+    # logit scale clamped to ln 100 and a negative drawn per epoch, as NegCLIP's code
+    # (src/training/train.py, src/training/data.py)
+    "negclip": {"model": "openclip:ViT-B-32/openai", "regime": "negclip", "batch_size": 200,
+                "clamp_logit_scale": True, "negative_draw": "per_epoch"},
 }  # fmt: skip
 
 

@@ -8,13 +8,17 @@ on every example. Then, per epoch: seeded batches (`lexsem.train.batches`), the 
 warm-up (`lexsem.train.optim`), gradient accumulation, the logit scale clamped, mixed precision
 on a GPU; after each epoch the model is evaluated by an `Evaluator` that keeps its benchmarks
 and decoded images between epochs (the model's fingerprint changes with its weights, so no
-embedding of an earlier state is read), and the best epoch on the selection benchmark is kept.
+embedding of an earlier state is read), and the best epoch on the selection benchmark is kept
+— or, with `select="val_in_batch_acc"`, the best epoch on in-batch accuracy over a validation
+split, as BiVLC's script selects (`lexsem.train.validation`). The logit scale is clamped when
+`clamp_logit_scale` says so; each caption's hard negative is drawn as `negative_draw` says
+(`lexsem.train.batches`).
 
 The run's folder: `state.pt` (resumable; `resume=True` continues to the same final weights),
 `checkpoints/step-N.pt` (every `checkpoint_every` steps), `best.*` and `final.*` (loadable
 by the evaluation backends: `openclip:ARCH@final.pt`, `clip:final`), `eval/` (a run folder
-per evaluation), and `train.json` (config, data sha256, leakage report, loss curve, per-epoch
-evaluations, the specs of the checkpoints).
+per evaluation), and `train.json` (config, the settings in effect, data sha256, leakage
+report, loss curve, per-epoch evaluations and validations, the specs of the checkpoints).
 """
 
 from __future__ import annotations
@@ -43,17 +47,20 @@ NEEDS = {
 def needs(regime: str, examples: Sequence[Any], where: Any) -> None:
     """Every example has what the regime trains on; a `DataError` naming the first that lacks
     it (before any training). NegCLIP's hard image is itself a training example (a nearest
-    neighbour image of COCO), whose negative captions are those of its own row."""
-    with_negatives = {ex.image for ex in examples if ex.negatives}
+    neighbour image of COCO) with its caption (`negative_image_caption`), whose negative
+    captions are those of that row (that image and that caption)."""
+    with_negatives = {(ex.image, ex.caption) for ex in examples if ex.negatives}
     for ex in examples:
         if "negatives" in NEEDS[regime] and not ex.negatives:
             raise DataError(f"{where(ex)}: regime {regime!r} needs a negative caption per example")
         if "negative_image" in NEEDS[regime] and not ex.negative_image:
             raise DataError(f"{where(ex)}: regime {regime!r} needs a negative image per example")
-        if regime == "negclip" and ex.negative_image not in with_negatives:
+        hard = (ex.negative_image, ex.negative_image_caption)
+        if regime == "negclip" and hard not in with_negatives:
             raise DataError(
-                f"{where(ex)}: NegCLIP's hard image {ex.negative_image!r} must be a training "
-                "example with negative captions of its own (its row gives them)"
+                f"{where(ex)}: NegCLIP's hard image {ex.negative_image!r} with its caption "
+                f"{ex.negative_image_caption!r} must be a training example with negative "
+                "captions of its own (the row of that image and caption gives them)"
             )
 
 
@@ -153,6 +160,29 @@ class Trainer:
         report = check_leakage(manifest, judged, images)
         return raise_on_overlap(report, self.config.allow_leakage).to_dict()
 
+    def _validation_split(self, manifest: Any, train: list[Any]) -> tuple[list[Any], list[Any]]:
+        """(training rows, validation rows) of a `val_in_batch_acc` run: `val_fraction` of
+        the training rows held out as BiVLC's split draws them (the rest kept in file order),
+        else the manifest's dev rows; no validation rows for a run selected otherwise."""
+        from lexsem.train.validation import held_out_split
+
+        c = self.config
+        if c.select != "val_in_batch_acc":
+            return train, []
+        if c.val_fraction is None:
+            val = manifest.split("dev")
+            if not val:
+                raise DataError(
+                    f"{manifest.path}: select val_in_batch_acc needs a validation split: dev "
+                    "rows (split: dev) or val_fraction"
+                )
+            return train, val
+        try:
+            kept, held = held_out_split(len(train), c.val_fraction, c.seed)
+        except ValueError as exc:
+            raise DataError(f"{manifest.path}: {exc}") from None
+        return [train[i] for i in sorted(kept)], [train[i] for i in held]
+
     # -- the run ---------------------------------------------------------------------------
     def run(self, *, resume: bool = False) -> TrainResult:
         import torch
@@ -167,7 +197,7 @@ class Trainer:
         self._check_out(resume)
         images = self._images()
         manifest = read_manifest(c.manifest, images)
-        train = manifest.split("train")
+        train, val = self._validation_split(manifest, manifest.split("train"))
         if len(train) < c.batch_size:
             raise DataError(
                 f"{c.manifest}: {len(train)} training examples, fewer than one batch of "
@@ -180,6 +210,8 @@ class Trainer:
                 f"{c.accumulate} batches of {c.batch_size}"
             )
         needs(c.regime, train, manifest.where)
+        if val:
+            needs(c.regime, val, manifest.where)
         benches, dev = self._benchmarks(manifest)
         evaluator = self._evaluator(benches, images) if benches else None
         leakage = self._leakage(manifest, evaluator, images, dev)
@@ -196,7 +228,7 @@ class Trainer:
         if c.batch_size % world.size:
             raise LexsemError(f"batch {c.batch_size} does not split over {world.size} processes")
         schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * steps_per_epoch)
-        loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator)
+        loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator, val)
         if resume:
             loop.resume()
         else:
@@ -209,15 +241,22 @@ class _Loop:
     """The state of one run while it trains."""
 
     def __init__(self, trainer: Trainer, towers: Any, optimizer: Any, schedule: Any, world: Any,
-                 images: Any, train: list[Any], evaluator: Any) -> None:  # fmt: skip
+                 images: Any, train: list[Any], evaluator: Any,
+                 val: list[Any] | None = None) -> None:  # fmt: skip
         from lexsem.train.batches import Examples
 
         self.t, self.c, self.out = trainer, trainer.config, trainer.out
         self.towers, self.optimizer, self.schedule, self.world = towers, optimizer, schedule, world
         self.evaluator = evaluator
         uses_images = trainer.config.regime in ("trohn_img", "negclip")
+        rows = [*train, *(val or [])]  # NegCLIP's hard images: rows of either split
         self.data = Examples(train, images, towers.preprocess, images.max_pixels,
-                             negative_images=uses_images)  # fmt: skip
+                             negative_images=uses_images, rows=rows)  # fmt: skip
+        self.val_data = (
+            Examples(val, images, towers.preprocess, images.max_pixels,
+                     negative_images=uses_images, rows=rows)
+            if val else None
+        )  # fmt: skip
         self.scaler = _scaler(trainer.config.precision, towers.encoder.device)
         self.progress = Progress()
         self.record: dict[str, Any] = {}
@@ -228,11 +267,26 @@ class _Loop:
             "config": json.loads(self.c.model_dump_json()),
             "data": {"manifest": manifest.describe(), "sha256": manifest.sha256},
             "leakage": leakage,
+            "settings": self._settings(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
         self._write_record()
         if self.c.judge_on and self.world.main:
             self.progress.evaluations.append(self._evaluate("before"))
+
+    def _settings(self) -> dict[str, Any]:
+        """The settings in effect that the config leaves to the regime, and how they are
+        drawn."""
+        from lexsem.train.batches import NEGATIVE_GENERATOR
+
+        c = self.c
+        return {
+            "negative_draw": c.draw,
+            "negative_generator": NEGATIVE_GENERATOR if c.draw == "per_epoch" else None,
+            "clamp_logit_scale": c.clamp_logit_scale,
+            "select": c.select,
+            "validation_rows": len(self.val_data) if self.val_data is not None else 0,
+        }
 
     def resume(self) -> None:
         from lexsem.train.state import load_state
@@ -297,6 +351,39 @@ class _Loop:
         return {"label": label, "step": self.progress.step, "accuracy": scores,
                 "run": str(self.out / "eval" / label)}  # fmt: skip
 
+    def _validate(self, label: str) -> dict[str, Any]:
+        """In-batch accuracy and loss on the validation split (`lexsem.train.validation`)."""
+        import numpy as np
+        import torch
+
+        from lexsem.train.batches import held_out_batches
+        from lexsem.train.losses import Batch, batch_loss, contrastive_layout
+        from lexsem.train.validation import in_batch_accuracy
+
+        assert self.val_data is not None
+        module, device = self.towers.module, self.towers.encoder.device
+        accs, losses = [], []
+        module.eval()
+        try:
+            with torch.inference_mode(), self._autocast(device):
+                for batch in held_out_batches(self.val_data, self.c.batch_size,
+                                              num_workers=self.c.num_workers):  # fmt: skip
+                    fields = {k: v.float() for k, v in self._embed(batch, device, False).items()}
+                    b = Batch(**fields)
+                    accs.append(in_batch_accuracy(*contrastive_layout(self.c.regime, b)))
+                    scale = self.towers.logit_scale().float()
+                    losses.append(float(batch_loss(self.c.regime, b, scale)))
+        finally:
+            module.train()
+        return {"label": label, "step": self.progress.step, "in_batch_acc": float(np.mean(accs)),
+                "loss": float(np.mean(losses)), "batches": len(accs)}  # fmt: skip
+
+    def _select_on_validation(self, validation: dict[str, Any]) -> None:
+        best, acc = self.progress.best, validation["in_batch_acc"]
+        if best is None or acc > best["accuracy"]:  # BiVLC: a later epoch must be better
+            self.progress.best = {"label": validation["label"], "key": "val/in_batch_acc",
+                                  "accuracy": acc, "spec": self._weights("best")}  # fmt: skip
+
     def _select(self, evaluation: dict[str, Any]) -> None:
         if not self.c.select_on:
             return
@@ -324,7 +411,7 @@ class _Loop:
         self.towers.module.train()
         while p.epoch < c.epochs:
             batches = epoch_batches(self.data, c.batch_size, c.seed, p.epoch, skip=p.batch,
-                                    num_workers=c.num_workers, negatives=1,
+                                    num_workers=c.num_workers, draw=c.draw,
                                     multiple=c.accumulate)  # fmt: skip
             for batch in batches:
                 self._micro_step(batch)
@@ -352,7 +439,8 @@ class _Loop:
             self.optimizer.step()
         self.schedule.step()
         self.optimizer.zero_grad(set_to_none=True)
-        clamp_logit_scale(self.towers.module)
+        if c.clamp_logit_scale:
+            clamp_logit_scale(self.towers.module)
         p.step += 1
         value = float(loss.detach()) * c.accumulate
         lr = float(self.schedule.get_last_lr()[0])
@@ -361,36 +449,39 @@ class _Loop:
             self._weights(f"checkpoints/step-{p.step}")
             self._save_state()
 
-    def _loss(self, batch: Any) -> Any:
+    def _autocast(self, device: Any) -> Any:
         import contextlib
 
         import torch
 
+        amp = {"amp_bf16": torch.bfloat16, "amp_fp16": torch.float16}.get(self.c.precision)
+        return (torch.autocast(device_type=str(device).split(":")[0], dtype=amp) if amp
+                else contextlib.nullcontext())  # fmt: skip
+
+    def _loss(self, batch: Any) -> Any:
         from lexsem.train.losses import Batch, batch_loss
 
         device = self.towers.encoder.device
-        amp = {"amp_bf16": torch.bfloat16, "amp_fp16": torch.float16}.get(self.c.precision)
-        ctx = (torch.autocast(device_type=str(device).split(":")[0], dtype=amp) if amp
-               else contextlib.nullcontext())  # fmt: skip
-        with ctx:
+        with self._autocast(device):
             fields = self._embed(batch, device)
             return batch_loss(self.c.regime, Batch(**fields), self.towers.logit_scale())
 
-    def _embed(self, batch: Any, device: Any) -> dict[str, Any]:
-        """The regime's embeddings of this process's slice of `batch`, gathered from all."""
+    def _embed(self, batch: Any, device: Any, shared: bool = True) -> dict[str, Any]:
+        """The regime's embeddings of `batch`: with `shared`, this process's slice of it,
+        gathered from all; else the whole batch in this process (validation)."""
         w, t, regime = self.world, self.towers, self.c.regime
-        mine = w.local(len(batch.captions))
+        mine = w.local(len(batch.captions)) if shared else slice(None)
+        gather = w.gather if shared else (lambda x: x)
 
         def images(px: Any) -> Any:
-            return w.gather(t.embed_images(px[mine].to(device)))
+            return gather(t.embed_images(px[mine].to(device)))
 
         def texts(xs: list[str]) -> Any:
-            return w.gather(t.embed_texts(_to(t.tokens(xs[mine]), device)))
+            return gather(t.embed_texts(_to(t.tokens(xs[mine]), device)))
 
         out = {"img": images(batch.pixels), "txt": texts(batch.captions)}
-        negs = [n[0] for n in batch.negatives] if regime in ("trohn_text", "negclip") else None
-        if negs is not None:
-            out["neg_txt"] = texts(negs)
+        if regime in ("trohn_text", "negclip"):
+            out["neg_txt"] = texts(batch.negatives)
         if regime == "trohn_img":
             out["neg_img"], out["neg_txt"] = images(batch.neg_pixels), texts(batch.neg_captions)
         if regime == "negclip":
@@ -404,6 +495,10 @@ class _Loop:
             evaluation = self._evaluate(f"epoch-{p.epoch + 1}")
             p.evaluations.append(evaluation)
             self._select(evaluation)
+        if self.world.main and self.val_data is not None:
+            validation = self._validate(f"epoch-{p.epoch + 1}")
+            p.validations.append(validation)
+            self._select_on_validation(validation)
         p.epoch += 1
         p.batch = 0
         self._save_state()

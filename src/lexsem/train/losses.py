@@ -55,6 +55,7 @@ __all__ = [
     "Batch",
     "batch_loss",
     "clip_loss",
+    "contrastive_layout",
     "loss_for",
     "negclip_loss",
     "paired_negatives_loss",
@@ -311,6 +312,23 @@ class Batch:
         """The regime's fields by name (checked), as keywords for `loss_for(regime)`."""
         self.check(regime)
         return {name: getattr(self, name) for name in REGIME_FIELDS[_regime_key(regime)]}
+
+
+def contrastive_layout(regime: str, batch: Batch) -> tuple[Tensor, Tensor]:
+    """The (images, texts) of the regime's contrastive loss on `batch` (checked): the B
+    images, then B positive texts (row i's is text i) and the extra negative columns, in the
+    order its loss concatenates them."""
+    f = batch.inputs(regime)
+    key = _regime_key(regime)
+    if key == "clip_coco":
+        return f["img"], f["txt"]
+    if key == "trohn_text":
+        return f["img"], torch.cat([f["txt"], _negatives(f["neg_txt"], f["img"].shape[0])])
+    if key == "trohn_img":
+        return torch.cat([f["img"], f["neg_img"]]), torch.cat([f["txt"], f["neg_txt"]])
+    images = torch.cat([f["img"], f["hard_img"]])
+    texts = torch.cat([f["txt"], f["hard_txt"], f["neg_txt"], f["hard_neg_txt"]])
+    return images, texts
 
 
 def batch_loss(regime: str, batch: Batch, scale: Scale) -> Tensor:

@@ -1,8 +1,13 @@
 """The optimizer and schedule of CLIP fine-tuning, as open_clip's training code sets them and
 BiVLC (App. E) uses them: AdamW with two parameter groups (no weight decay on gains, biases,
 embeddings' scales and the logit scale: every parameter with fewer than two dimensions, and
-any whose name says `logit_scale`), a cosine schedule after a linear warm-up, and the logit
-scale clamped to [0, ln 100] after every step (a temperature of at most 100, as CLIP)."""
+any whose name says `logit_scale`) and a cosine schedule after a linear warm-up.
+
+`clamp_logit_scale` keeps the logit scale in [0, ln 100] (a temperature of at most 100), as
+open_clip's training loop and NegCLIP's copy of it do after every step ("we clamp to 4.6052 =
+ln(100), as in the original paper", NegCLIP's src/training/train.py). BiVLC's fine-tuning
+script (src/CLIP_fine_tuning/CLIP_fine_tuning.py) does not clamp it: the training loop applies
+the clamp only where `TrainConfig.clamp_logit_scale` says so."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ class Progress:
     step: int = 0  # optimizer steps done
     losses: list[dict[str, float]] = field(default_factory=list)  # per optimizer step
     evaluations: list[dict[str, Any]] = field(default_factory=list)  # per epoch
+    validations: list[dict[str, Any]] = field(default_factory=list)  # per epoch: in-batch acc
     best: dict[str, Any] | None = None  # the selected epoch
 
 

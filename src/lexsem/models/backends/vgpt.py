@@ -2,7 +2,8 @@
 ("Revisiting the Role of Language Priors in Vision-Language Models"; SugarCrepe++ App. G.2,
 Table 19).
 
-Spec: `vgpt:NAME?score=sum|mean|tokens|blind|debiased|t2v&prompt=...&alpha=1&noise_images=3&seed=0`.
+Spec: `vgpt:NAME?score=sum|mean|tokens|blind|debiased|t2v&prompt=...&alpha=1&noise_images=3
+&seed=0&noise=input|pixels`.
 
 The caption is the assistant's reply to a user turn of the image and `prompt` (default
 `Describe the image.`), teacher-forced, with the generative-VLM primitive
@@ -14,10 +15,14 @@ prefix; the image and the user turn computed once for all the captions of an ima
 - `tokens`: that token count (so that a run of each of `sum`, `mean` and `tokens` records the
   three numbers of one computation);
 - `blind`: the image replaced by `noise_images` Gaussian-noise images, averaged in probability
-  space: log((1/K) Σ_j P(t | noise_j)). Noise image j (seeded with `seed + j`, the size of the
-  real image, so dynamic-resolution models give it as many tokens) is a standard normal draw
-  in the model's normalised input space, mapped back through the image processor's
-  `image_mean` / `image_std` to 8-bit pixels (clipped to 0..255);
+  space: log((1/K) Σ_j P(t | noise_j)). Noise image j is seeded with `seed + j`. `noise=input`
+  (default): the processor makes the model's inputs from the real image (so dynamic-resolution
+  models give the noise as many tokens), then its `pixel_values` are replaced by a standard
+  normal draw of their shape — mean 0, standard deviation 1, uncorrelated, in the model's
+  input space (`lexsem.models.vlm.noise.input_noise`). `noise=pixels`: an 8-bit image of the
+  real image's size, standard normal in the normalised space mapped back through the image
+  processor's `image_mean` / `image_std`, which the processor then resizes (smoothed: see
+  docs/fidelity.md, "Blind VGPTScore noise");
 - `debiased`: log P(t | image) − `alpha` · log P(t), with P(t) the blind estimate above;
 - `t2v`: t2v_metrics' published VGPTScore setting (its README: `question_template=""`,
   `answer_template="{}"` through the VQAScore code of the model's family,
@@ -41,27 +46,13 @@ import numpy as np
 from lexsem.errors import ModelError
 from lexsem.models.options import Option, choice, positive_int
 from lexsem.models.vlm.generative import VLM_OPTIONS, VLMPairScorer
+from lexsem.models.vlm.noise import NOISE_KINDS, input_noise, pixel_noise_images
 from lexsem.models.vlm.reference import RECIPES_VERSION, recipe_for
 from lexsem.models.vlm.reference_images import prepare_image
 
-__all__ = ["VGPTScorer", "noise_images"]
+__all__ = ["VGPTScorer"]
 
 SCORES = ("sum", "mean", "tokens", "blind", "debiased", "t2v")
-
-
-def noise_images(size: tuple[int, int], k: int, seed: int, mean: Any, std: Any) -> list[Any]:
-    """`k` Gaussian-noise RGB images of `size` (width, height): standard normal in the input
-    space normalised by `mean` / `std` (per channel, 0..1 scale), as 8-bit pixels; seeded."""
-    from PIL import Image
-
-    mean = np.broadcast_to(np.asarray(mean, dtype=np.float64), (3,))
-    std = np.broadcast_to(np.asarray(std, dtype=np.float64), (3,))
-    out = []
-    for j in range(k):
-        z = np.random.default_rng(seed + j).standard_normal((size[1], size[0], 3))
-        pixels = np.clip(np.rint((mean + std * z) * 255.0), 0, 255).astype(np.uint8)
-        out.append(Image.fromarray(pixels, "RGB"))
-    return out
 
 
 class VGPTScorer(VLMPairScorer):
@@ -76,6 +67,7 @@ class VGPTScorer(VLMPairScorer):
         "alpha": Option(float, 1.0),
         "noise_images": positive_int(3),
         "seed": Option(int, 0),
+        "noise": choice(*NOISE_KINDS, default="input"),
     }
 
     def __init__(self, spec: Any, **kwargs: Any) -> None:
@@ -86,6 +78,7 @@ class VGPTScorer(VLMPairScorer):
         self.alpha = 1.0 if alpha is None else float(alpha)
         self.noise_images = int(k or 3)
         self.seed = int(seed or 0)
+        self.noise = self.spec.get("noise") or "input"
 
     def _fingerprint_options(self) -> dict[str, Any]:
         out = {
@@ -95,6 +88,7 @@ class VGPTScorer(VLMPairScorer):
             "alpha": self.alpha,
             "noise_images": self.noise_images,
             "seed": self.seed,
+            "noise": self.noise,
         }
         if self.score_mode == "t2v":
             out["prompt"] = None  # the family's recipe's
@@ -117,25 +111,33 @@ class VGPTScorer(VLMPairScorer):
         lps = self.logprobs(image, [(prompt, t + end) for t in texts])
         return np.array([lp.mean() for lp in lps])
 
-    def caption_logprob(self, image: Any, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(Σ log P(t_k | t_<k, image), token count) of each caption with one image."""
+    def caption_logprob(
+        self, image: Any, texts: Sequence[str], transform: Any = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(Σ log P(t_k | t_<k, image), token count) of each caption with one image (its
+        processed inputs changed by `transform`, if given)."""
         turn = self.user_turn(self.user_prompt)
-        lps = self.logprobs(image, [(turn, t) for t in texts])
+        lps = self.logprobs(image, [(turn, t) for t in texts], transform=transform)
         return np.array([lp.sum() for lp in lps]), np.array([len(lp) for lp in lps])
 
-    def noise_for(self, image: Any) -> list[Any]:
-        """The blind variant's noise images for an image of `image`'s size."""
+    def noise_for(self, image: Any) -> list[tuple[Any, Any]]:
+        """The blind variant's K (image, input transform) pairs for `image`: `noise=input`,
+        the real image with its pixel_values replaced by noise seeded `seed + j`;
+        `noise=pixels`, 8-bit noise images of its size."""
+        if self.noise == "input":
+            return [(image, input_noise(self.seed + j)) for j in range(self.noise_images)]
         self._ensure_loaded()
         proc = getattr(self._processor, "image_processor", None)
         mean = getattr(proc, "image_mean", None) or [0.5, 0.5, 0.5]
         std = getattr(proc, "image_std", None) or [0.5, 0.5, 0.5]
-        return noise_images(image.size, self.noise_images, self.seed, mean, std)
+        noise = pixel_noise_images(image.size, self.noise_images, self.seed, mean, std)
+        return [(im, None) for im in noise]
 
     def blind_logprob(self, image: Any, texts: Sequence[str]) -> np.ndarray:
         """log((1/K) Σ_j P(t | noise_j)) of each caption."""
         from scipy.special import logsumexp
 
-        sums = np.stack([self.caption_logprob(noise, texts)[0] for noise in self.noise_for(image)])
+        sums = np.stack([self.caption_logprob(im, texts, t)[0] for im, t in self.noise_for(image)])
         return logsumexp(sums, axis=0) - np.log(self.noise_images)
 
     def _scores(self, image: Any, texts: list[str]) -> np.ndarray:

@@ -28,7 +28,12 @@ from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, flag, parse_template
 from lexsem.models.vlm.layout import Layout, layout_of, user_turn
 from lexsem.models.vlm.next_token import first_token_logprobs
-from lexsem.models.vlm.sequences import continuation_ids, model_inputs, special_tokens
+from lexsem.models.vlm.sequences import (
+    InputTransform,
+    continuation_ids,
+    model_inputs,
+    special_tokens,
+)
 from lexsem.models.vlm.teacher import continuation_logprobs
 
 __all__ = ["GenerativeVLM", "VLMPairScorer", "group_rows", "passthrough"]
@@ -86,14 +91,21 @@ class GenerativeVLM(LazyModel):
         """The prompt of a user turn of the image and `text`, up to where the reply starts."""
         return user_turn(self.layout, self._processor, text)
 
-    def logprobs(self, image: Any, rows: Sequence[tuple[str, str]]) -> list[Any]:
+    def logprobs(
+        self,
+        image: Any,
+        rows: Sequence[tuple[str, str]],
+        *,
+        transform: InputTransform | None = None,
+    ) -> list[Any]:
         """Per (prompt, continuation) row, the continuation's per-token log-probabilities after
-        the prompt with `image` (float64 arrays)."""
+        the prompt with `image` (float64 arrays); `transform` changes the processor's outputs
+        (the image's `pixel_values`) before the model sees them."""
         model = self._ensure_loaded()
         try:
             return continuation_logprobs(
                 model, self._processor, self.layout, image, rows, reuse=self.reuse,
-                device=self.device,
+                device=self.device, transform=transform,
             )  # fmt: skip
         except ModelError as exc:
             raise ModelError(f"{self.name}: {exc}") from exc

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lexsem.models.vlm.layout import Layout
-from lexsem.models.vlm.sequences import Read, model_inputs, special_tokens
+from lexsem.models.vlm.sequences import InputTransform, Read, model_inputs, special_tokens
 
 __all__ = ["shared_prefix_logits"]
 
@@ -105,6 +105,7 @@ def shared_prefix_logits(
     texts: list[str],
     reads: Sequence[Read],
     device: Any,
+    transform: InputTransform | None = None,
 ) -> tuple[Any, list[int], Any] | None:
     """(logits, sequence ends, ids) as if every text had been run whole, in the coordinates of
     each text's remainder after the start; None when the start cannot be shared (see the
@@ -127,7 +128,7 @@ def shared_prefix_logits(
     fill = _suffix_fill(_per_token(enc, len(full)), start)
     if fill is None:
         return None
-    inputs = model_inputs(enc, model, device)
+    inputs = model_inputs(enc, model, device, transform)
     for key in (*_SEQUENCE_KEYS, *fill):
         inputs[key] = inputs[key][:, :start]
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0

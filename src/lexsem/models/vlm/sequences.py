@@ -1,13 +1,15 @@
 """The token sequences of (prompt, continuation) rows and where each row's log-probabilities are
 read: the continuation's own tokens (the prompt's encoding must be a prefix of prompt +
 continuation), the unique texts to run, the processor's outputs as model inputs, and the
-float64 log-probabilities read out of a batch's logits. Shared by the whole-sequence path
+float64 log-probabilities read out of a batch's logits (an `InputTransform` may replace the
+processor's outputs in place before they become model inputs: the blind VGPTScore's noise,
+`lexsem.models.vlm.noise`). Shared by the whole-sequence path
 (`lexsem.models.vlm.teacher`) and the shared-prompt-start path (`lexsem.models.vlm.prefix`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +19,7 @@ from lexsem.errors import ModelError
 from lexsem.models.vlm.layout import Layout
 
 __all__ = [
+    "InputTransform",
     "Read",
     "continuation_ids",
     "model_inputs",
@@ -24,6 +27,10 @@ __all__ = [
     "read_out",
     "special_tokens",
 ]
+
+
+#: Changes a processor's outputs in place before they become model inputs.
+InputTransform = Callable[[MutableMapping[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -83,9 +90,14 @@ def plan_sequences(
     return list(texts), prompts, reads
 
 
-def model_inputs(enc: Any, model: Any, device: Any) -> dict[str, Any]:
-    """The processor's outputs as model inputs: floating tensors in the model's dtype (bf16 /
-    fp16 weights get bf16 / fp16 pixels), everything on the model's device."""
+def model_inputs(
+    enc: Any, model: Any, device: Any, transform: InputTransform | None = None
+) -> dict[str, Any]:
+    """The processor's outputs as model inputs: `transform` applied to them first (if any),
+    floating tensors in the model's dtype (bf16 / fp16 weights get bf16 / fp16 pixels),
+    everything on the model's device."""
+    if transform is not None:
+        transform(enc)
     dtype = next(model.parameters()).dtype
     out = {}
     for key, value in dict(enc).items():

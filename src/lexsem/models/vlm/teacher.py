@@ -13,7 +13,8 @@ Qwen-VL, ``image_sizes``, ``image_grid_thw``, ``pixel_attention_mask``), and onl
 needed positions are turned into log-probabilities. A continuation of one token is read from
 its prompt's last position, so rows that share a prompt (an answer and its variants) share one
 sequence. For causal models the image and the part of the prompt every row shares are computed
-once (`lexsem.models.vlm.prefix`).
+once (`lexsem.models.vlm.prefix`). `transform` changes the processor's outputs before the
+model sees them (the blind VGPTScore's noise in the model's input space).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lexsem.errors import ModelError
 from lexsem.models.vlm import prefix
 from lexsem.models.vlm.layout import Layout
 from lexsem.models.vlm.sequences import (
+    InputTransform,
     Read,
     model_inputs,
     plan_sequences,
@@ -43,6 +45,7 @@ def _causal_full(
     texts: list[str],
     prompts: list[str],
     device: Any,
+    transform: InputTransform | None = None,
 ) -> Any:
     import torch
 
@@ -52,7 +55,7 @@ def _causal_full(
     if any(k.startswith("qformer") for k in enc):  # InstructBLIP: its Q-Former reads the
         asked = processor(text=prompts, images=images, return_tensors="pt", padding=True, **kw)
         enc.update({k: v for k, v in asked.items() if k.startswith("qformer")})  # prompt only
-    inputs = model_inputs(enc, model, device)
+    inputs = model_inputs(enc, model, device, transform)
     with torch.inference_mode():
         logits = model(**inputs).logits
     ends = inputs["attention_mask"].sum(dim=1).tolist()
@@ -68,26 +71,34 @@ def continuation_logprobs(
     *,
     reuse: bool = True,
     device: Any = "cpu",
+    transform: InputTransform | None = None,
 ) -> list[Any]:
     """Per row (prompt, continuation), the continuation's per-token log-probabilities (float64
     arrays) after the prompt with `image` (see the module doc)."""
     if not rows:
         return []
     if layout.kind == "prefix_lm":
-        return _prefix_lm(model, processor, image, rows, device)
+        return _prefix_lm(model, processor, image, rows, device, transform)
     if layout.kind == "seq2seq":
-        return _seq2seq(model, processor, image, rows, device)
+        return _seq2seq(model, processor, image, rows, device, transform)
     texts, prompts, reads = plan_sequences(processor.tokenizer, layout, rows)
     if reuse:
-        shared = prefix.shared_prefix_logits(model, processor, layout, image, texts, reads, device)
+        shared = prefix.shared_prefix_logits(
+            model, processor, layout, image, texts, reads, device, transform
+        )
         if shared is not None:
             return read_out(*shared, reads)
-    full = _causal_full(model, processor, layout, image, texts, prompts, device)
+    full = _causal_full(model, processor, layout, image, texts, prompts, device, transform)
     return read_out(*full, reads)
 
 
 def _prefix_lm(
-    model: Any, processor: Any, image: Any, rows: Sequence[tuple[str, str]], device: Any
+    model: Any,
+    processor: Any,
+    image: Any,
+    rows: Sequence[tuple[str, str]],
+    device: Any,
+    transform: InputTransform | None = None,
 ) -> list[Any]:
     """PaliGemma: the continuation is the processor's `suffix` (token type 1, causal); the end
     token the processor appends to a suffix is not part of it."""
@@ -98,7 +109,7 @@ def _prefix_lm(
         text=prompts, images=[image] * len(rows), suffix=conts, return_tensors="pt", padding=True
     )
     enc.pop("labels", None)
-    inputs = model_inputs(enc, model, device)
+    inputs = model_inputs(enc, model, device, transform)
     with torch.inference_mode():
         logits = model(**inputs).logits
     tok = processor.tokenizer
@@ -115,7 +126,12 @@ def _prefix_lm(
 
 
 def _seq2seq(
-    model: Any, processor: Any, image: Any, rows: Sequence[tuple[str, str]], device: Any
+    model: Any,
+    processor: Any,
+    image: Any,
+    rows: Sequence[tuple[str, str]],
+    device: Any,
+    transform: InputTransform | None = None,
 ) -> list[Any]:
     """Encoder-decoder LMs: the prompt is the encoder's input, the continuation's own tokens
     (no end-of-sequence token) the decoder's labels."""
@@ -131,7 +147,7 @@ def _seq2seq(
     labels = torch.full((len(ids), width), -100, dtype=torch.long)
     for i, x in enumerate(ids):
         labels[i, : len(x)] = torch.as_tensor(x)
-    inputs = model_inputs(enc, model, device)
+    inputs = model_inputs(enc, model, device, transform)
     with torch.inference_mode():
         logits = model(**inputs, labels=labels.to(device)).logits
     out = []
