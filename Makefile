@@ -41,7 +41,14 @@ endif
 KERNEL_PATHS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_INSTRUCTIONS=SSE4_2 \
 	MKL_CBWR=COMPATIBLE OPENBLAS_CORETYPE=$(OPENBLAS_OLDEST) OMP_NUM_THREADS=1
 
-test: $(STAMP)
+# The VQAScore reference's own code (t2v_metrics), installed with --no-deps into a folder of its
+# own, never into the venv: tests/test_vqa_reference.py runs it on tiny models as an oracle.
+T2V_METRICS ?= t2v-metrics==3.0 qwen-vl-utils==0.0.14
+PEER_T2V := .bench-peer-t2v
+$(PEER_T2V)/t2v_metrics: $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps --target $(PEER_T2V) $(T2V_METRICS)
+
+test: $(STAMP) $(PEER_T2V)/t2v_metrics
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
