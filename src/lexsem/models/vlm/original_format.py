@@ -68,11 +68,19 @@ def tower_tokens(config: dict[str, Any], vision_config: Any) -> tuple[int, str]:
 
 
 def tower_image_processor(tower: Path) -> Any:
-    """The vision tower's CLIP image processor (PIL backend, as the code base's)."""
-    from lexsem.models.backends.clip import _load_image_processor
+    """The vision tower's CLIP image processor, the PIL backend (the code base's runs on PIL
+    images)."""
+    from transformers import AutoImageProcessor
+    from transformers.models.auto import image_processing_auto
 
+    # transformers ≥ 5 chooses a backend by name; older versions by use_fast
+    kwargs: dict[str, Any] = (
+        {"backend": "pil"}
+        if hasattr(image_processing_auto, "_resolve_backend")
+        else {"use_fast": False}
+    )
     try:
-        return _load_image_processor(str(tower), trust_remote_code=False)
+        return AutoImageProcessor.from_pretrained(str(tower), local_files_only=True, **kwargs)
     except (OSError, ValueError) as exc:
         raise ModelError(f"the vision tower {tower} has no image processor: {exc}") from exc
 
