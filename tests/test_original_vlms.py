@@ -337,3 +337,19 @@ def test_bad_checkpoints_are_one_line_errors(sharegpt4v: T.Tiny, tmp_path: Path)
     (copy / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelError, match=r"vision tower .*no-such-tower"):
         load(f"vqa:{copy}")._ensure_loaded()
+
+
+@pytest.mark.parametrize("which", ["clip_t5", "sharegpt4v"])
+def test_bf16_loads_every_part_in_bf16(which: str, request: pytest.FixtureRequest) -> None:
+    """The tower, the projector, the language model and the placeholder's embedding row all
+    take the spec's dtype; the scores stay near fp32's."""
+    from builders.numeric import BF16_RTOL, assert_close_to_reference
+
+    tiny: T.Tiny = request.getfixturevalue(which)
+    images, texts = pictures(), T.CAPTIONS[:2]
+    fp32 = load(f"vqa:{tiny.folder}").score(images, texts)
+    model = load(f"vqa:{tiny.folder}?dtype=bf16")
+    bf16 = model.score(images, texts)
+    assert {p.dtype for p in model._ensure_loaded().parameters()} == {torch.bfloat16}
+    assert np.isfinite(bf16).all()
+    assert_close_to_reference(bf16, fp32, rtol=BF16_RTOL)
