@@ -353,3 +353,30 @@ def test_bf16_loads_every_part_in_bf16(which: str, request: pytest.FixtureReques
     assert {p.dtype for p in model._ensure_loaded().parameters()} == {torch.bfloat16}
     assert np.isfinite(bf16).all()
     assert_close_to_reference(bf16, fp32, rtol=BF16_RTOL)
+
+
+@pytest.mark.parametrize("which", ["clip_t5", "sharegpt4v"])
+def test_a_conversation_with_two_images_renders_as_the_code_base_and_answers(
+    which: str, request: pytest.FixtureRequest
+) -> None:
+    tiny: T.Tiny = request.getfixturevalue(which)
+    model = load(f"vlm:{tiny.folder}")
+    turn = [{"type": "image"}, {"type": "text", "text": "Describe the image."}]
+    prompt = model.conversation([
+        {"role": "user", "content": turn},
+        {"role": "assistant", "content": [{"type": "text", "text": "a dog"}]},
+        {"role": "user", "content": turn},
+    ])  # fmt: skip
+    end = "ASSISTANT: " if which == "clip_t5" else "ASSISTANT:"
+    ask = "USER: <image>\nDescribe the image."
+    assert prompt == f"{T.SYSTEM} {ask} ASSISTANT: a dog</s>{ask} {end}"  # LLaVA's vicuna_v1
+    ims = pictures()
+    enc = model._processor(text=[prompt], images=[ims], return_tensors="pt")
+    placeholder = model._processor.tokenizer.placeholder
+    assert int((enc["input_ids"] == placeholder).sum()) == 2 * model._processor.image_tokens
+    assert enc["pixel_values"].shape[0] == 2
+    assert isinstance(model.generate(ims, prompt, max_new_tokens=2), str)
+    from lexsem.errors import ModelError
+
+    with pytest.raises(ModelError, match="1 <image> comes with 2 images"):
+        model._processor(text=[model.user_turn("hi")], images=[ims], return_tensors="pt")

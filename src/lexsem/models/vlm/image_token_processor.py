@@ -12,7 +12,8 @@ base does it.
   ``… USER: </s> <image> \\n … </s>``).
   `ImageTokenTokenizer` gives these ids with one placeholder per image (what lexsem's
   prompt-sharing code compares); the processor repeats the placeholder once per image feature.
-  A text without ``<image>`` gets the image first (the code base's ``plain`` layout).
+  A text without ``<image>`` gets the image first (the code base's ``plain`` layout); a text
+  may show several images, one ``<image>`` each (a conversation with several turns).
 - **Images**: padded to a square filled with the image processor's mean colour, the image
   centred (``expand2square``), then the vision tower's CLIP image processor (resize, crop,
   normalise).
@@ -124,8 +125,8 @@ class ImageTokenTokenizer:
 class ImageTokenProcessor:
     """A transformers-like processor: `__call__(text=, images=, return_tensors="pt",
     padding=True)` gives right-padded ``input_ids`` (each image placeholder repeated
-    `image_tokens` times), ``attention_mask`` and ``pixel_values``; `apply_chat_template`
-    renders a `Conversation`."""
+    `image_tokens` times), ``attention_mask`` and ``pixel_values`` (every row's images in
+    order); `apply_chat_template` renders a `Conversation`."""
 
     def __init__(
         self,
@@ -166,16 +167,17 @@ class ImageTokenProcessor:
         import torch
 
         texts = [text] if isinstance(text, str) else list(text)
-        flat = _flatten(images)
-        if flat and len(flat) != len(texts):
-            raise ModelError(f"{len(flat)} images for {len(texts)} texts (one each)")
+        per_row = _per_row(images, len(texts))
         tok, rows = self.tokenizer, []
-        for t in texts:
-            if flat and IMAGE not in t:
+        for t, row_images in zip(texts, per_row, strict=True):
+            if row_images and IMAGE not in t:
                 t = IMAGE + t
             ids = tok.encode_text(t, add_special_tokens)
-            if ids.count(tok.placeholder) != (1 if flat else 0):
-                raise ModelError(f"a prompt needs exactly one {IMAGE}: {t[-80:]!r}")
+            if ids.count(tok.placeholder) != len(row_images):
+                raise ModelError(
+                    f"a prompt with {ids.count(tok.placeholder)} {IMAGE} comes with "
+                    f"{len(row_images)} images: {t[-80:]!r}"
+                )
             wide: list[int] = []
             for i in ids:
                 wide += [i] * self.image_tokens if i == tok.placeholder else [i]
@@ -188,15 +190,18 @@ class ImageTokenProcessor:
             input_ids[i, : len(r)] = torch.as_tensor(r)
             mask[i, : len(r)] = 1
         out: dict[str, Any] = {"input_ids": input_ids, "attention_mask": mask}
+        flat = [im for row in per_row for im in row]
         if flat:
             out["pixel_values"] = self.pixel_values(flat)
         return out
 
 
-def _flatten(images: Any) -> list[Any]:
+def _per_row(images: Any, n: int) -> list[list[Any]]:
+    """Each text's images: `images` holds one image per text, or one list per text (a
+    conversation with several images, in the order of its ``<image>`` tokens)."""
     if images is None:
-        return []
-    out = []
-    for im in images if isinstance(images, (list, tuple)) else [images]:
-        out.extend(im if isinstance(im, (list, tuple)) else [im])
-    return out
+        return [[] for _ in range(n)]
+    given = list(images) if isinstance(images, (list, tuple)) else [images]
+    if len(given) != n:
+        raise ModelError(f"{len(given)} images (or image lists) for {n} texts")
+    return [list(im) if isinstance(im, (list, tuple)) else [im] for im in given]
