@@ -101,7 +101,9 @@ class ClipT5Config:
     model_type = MODEL_TYPE
     is_encoder_decoder = True
 
-    def __init__(self, text_config: Any, image_token_id: int, feature_layer: int, strategy: str):
+    def __init__(
+        self, text_config: Any, image_token_id: int, feature_layer: int, strategy: str
+    ) -> None:
         self.text_config = text_config
         self.image_token_id = image_token_id
         self.vision_feature_layer = feature_layer

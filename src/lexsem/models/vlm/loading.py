@@ -51,8 +51,10 @@ def _load_transformers(folder: Path, dtype: Any, offline: bool | None) -> tuple[
     return model, processor
 
 
-def _clip_t5_companions(folder: Path, config: dict[str, Any], offline: bool | None) -> dict:
-    out = {"vision_tower": tower_source(config, folder, offline)}
+def _clip_t5_companions(
+    folder: Path, config: dict[str, Any], offline: bool | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"vision_tower": tower_source(config, folder, offline)}
     if not clip_t5.tokenizer_folder(folder):
         out["tokenizer"] = companion(clip_t5.TOKENIZER, "tokenizer", folder, offline)
     return out
