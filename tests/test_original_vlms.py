@@ -143,6 +143,23 @@ def load(spec: str) -> Any:
     return load_model(spec, device="cpu")
 
 
+def table_recipe(model: Any) -> Any:
+    """The `vqa:` recipe table's entry for the model's family (`lexsem.models.vlm.reference`,
+    where the tree has that table), else None."""
+    try:
+        from lexsem.models.vlm.reference import recipe_for
+    except ImportError:
+        return None
+    return recipe_for(model.layout.model_type, model.layout.kind)
+
+
+def reference_vqa(folder: Path, options: str = "") -> Any:
+    """`vqa:` computing the reference's VQAScore: the default score where the recipe table
+    has the family, else lexsem's own score with the reference's label ``Yes</s>``."""
+    label = "" if table_recipe(load(f"vqa:{folder}")) else f"answer={quote('Yes</s>')}&"
+    return load(f"vqa:{folder}?{label}{options}")
+
+
 def test_the_loader_picks_each_family_from_config_json(
     clip_t5: T.Tiny, sharegpt4v: T.Tiny, tmp_path: Path
 ) -> None:
@@ -169,6 +186,25 @@ def test_the_reference_recipes_are_the_conversations_lexsem_renders(
         assert recipe["system"] == T.SYSTEM and recipe["answer"] == "Yes</s>"
 
 
+def test_the_recipe_table_holds_these_families_recipes(clip_t5: T.Tiny, sharegpt4v: T.Tiny) -> None:
+    """Where the tree has the `vqa:` recipe table, it holds each family's `REFERENCE_RECIPE`
+    (CLIP-FlanT5 under ``clip_t5``; ShareGPT4V loads as transformers' ``llava``)."""
+    pytest.importorskip("lexsem.models.vlm.reference")
+    from lexsem.models.vlm import clip_t5 as ct5
+    from lexsem.models.vlm import llava_original as lo
+
+    for tiny, mine in ((clip_t5, ct5.REFERENCE_RECIPE), (sharegpt4v, lo.REFERENCE_RECIPE)):
+        model = load(f"vqa:{tiny.folder}")
+        recipe = table_recipe(model)
+        assert recipe is not None, f"no recipe for {model.layout.model_type}"
+        whole = mine["prompt"].format(system=mine["system"], question="{text}")
+        assert recipe.prompt == whole.rstrip(" ") or recipe.prompt == whole
+        assert recipe.question.replace("{text}", "{}") == mine["question"].replace("{text}", "{}")
+        eos = model._processor.tokenizer.eos_token
+        assert recipe.answer + (eos if recipe.end else "") == mine["answer"]
+        assert (recipe.image, recipe.read) == ("pad", "mean")
+
+
 @pytest.mark.parametrize("which", ["clip_t5", "sharegpt4v"])
 def test_vqascore_with_the_reference_recipe_equals_the_reference(
     which: str, request: pytest.FixtureRequest
@@ -181,9 +217,11 @@ def test_vqascore_with_the_reference_recipe_equals_the_reference(
     texts = [T.CAPTIONS[0], T.CAPTIONS[1], T.CAPTIONS[2], T.CAPTIONS[0]]
     want = np.array([oracle(tiny, tok, im, t)[1] for im, t in zip(images, texts, strict=True)])
     for reuse in ("true", "false"):
-        model = load(f"vqa:{tiny.folder}?answer={quote('Yes</s>')}&reuse={reuse}")
+        model = reference_vqa(tiny.folder, f"reuse={reuse}")
         got = model.score(images, texts)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+        first = model.logprobs(images[0], [(model.user_turn(question(texts[0])), "Yes</s>")])
+        assert float(np.exp(first[0].mean())) == pytest.approx(want[0], rel=1e-5)  # primitive
     assert len(set(np.round(want, 9))) == len(want)  # the scores tell the pairs apart
 
 
@@ -286,7 +324,7 @@ def test_clip_t5_without_the_tower_in_the_checkpoint_reads_the_tower_folder(
     tiny = T.write_clip_t5(tmp_path / "clip-flant5-xl", tower_in_checkpoint=False)
     image, text = pictures()[1], T.CAPTIONS[2]
     _, want = clip_t5_reference(tiny, tokenizer(tiny), image, text)
-    got = load(f"vqa:{tiny.folder}?answer={quote('Yes</s>')}").score([image], [text])
+    got = reference_vqa(tiny.folder).score([image], [text])
     assert float(got[0]) == pytest.approx(want, rel=1e-5)
 
 
@@ -304,7 +342,7 @@ def test_clip_t5_without_a_tokenizer_reads_the_flan_t5_tokenizer(
     assert model.fingerprint["companions"]["tokenizer"]["source"] == "local"
     image, text = pictures()[0], T.CAPTIONS[0]
     _, want = clip_t5_reference(tiny, tok, image, text)
-    model = load(f"vqa:{tiny.folder}?answer={quote('Yes</s>')}")
+    model = reference_vqa(tiny.folder)
     assert float(model.score([image], [text])[0]) == pytest.approx(want, rel=1e-5)
 
 
