@@ -1,11 +1,13 @@
 """`GenerativeVLM`: the lazy base of the generative-VLM backends (`vqa:`, `vgpt:`, `vlm:`).
 
-It loads a transformers ``AutoModelForImageTextToText`` with its ``AutoProcessor`` from the
-model's folder, finds the family's layout (`lexsem.models.vlm.layout`), and gives the backends
-three primitives: `logprobs` (teacher-forced log-probabilities of continuations after prompts,
-with one image; `lexsem.models.vlm.teacher`), `first_token_logprobs` (the first reply token's
-probability as greedy generation scores it; `lexsem.models.vlm.next_token`) and `generate` (a
-greedy free-form answer).
+It loads the model and its processor from the model's folder (a transformers
+``AutoModelForImageTextToText`` with its ``AutoProcessor``, or a checkpoint in the LLaVA code
+base's own format: `lexsem.models.vlm.loading`), finds the family's layout
+(`lexsem.models.vlm.layout`), and gives the backends three primitives: `logprobs`
+(teacher-forced log-probabilities of continuations after prompts, with one image;
+`lexsem.models.vlm.teacher`), `first_token_logprobs` (the first reply token's probability as
+greedy generation scores it; `lexsem.models.vlm.next_token`) and `generate` (a greedy free-form
+answer).
 
 Images reach it whole: `preprocess` hands the decoded RGB image through, and the processor
 makes the model's inputs from it, so dynamic-resolution families (Qwen-VL, LLaVA-NeXT /
@@ -27,6 +29,7 @@ from lexsem.models.device import torch_dtype
 from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, flag, parse_template
 from lexsem.models.vlm.layout import Layout, layout_of, user_turn
+from lexsem.models.vlm.loading import companions, load_vlm
 from lexsem.models.vlm.next_token import first_token_logprobs
 from lexsem.models.vlm.sequences import (
     InputTransform,
@@ -74,7 +77,11 @@ class GenerativeVLM(LazyModel):
         self._layout: Layout | None = None
 
     def _vlm_fingerprint(self) -> dict[str, Any]:
-        return {"format": self.user_format}  # `reuse` changes no number
+        out: dict[str, Any] = {"format": self.user_format}  # `reuse` changes no number
+        parts = companions(self.source.path, self._offline)
+        if parts:  # a vision tower or tokenizer of its own hub id or folder
+            out["companions"] = parts
+        return out
 
     @property
     def preprocess(self) -> Any:
@@ -158,14 +165,9 @@ class GenerativeVLM(LazyModel):
 
     # -- loading ----------------------------------------------------------------------------------
     def _load(self) -> Any:
-        from transformers import AutoModelForImageTextToText, AutoProcessor
-
-        path = str(self.source.path)
+        path = self.source.path
         try:
-            processor = AutoProcessor.from_pretrained(path, local_files_only=True)
-            model = AutoModelForImageTextToText.from_pretrained(
-                path, dtype=torch_dtype(self.dtype), local_files_only=True
-            )
+            model, processor = load_vlm(path, torch_dtype(self.dtype), self._offline)
         except (OSError, ValueError, KeyError, ImportError) as exc:
             raise self._load_error(exc) from exc
         tok = getattr(processor, "tokenizer", None)

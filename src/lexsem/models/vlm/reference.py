@@ -109,6 +109,11 @@ RECIPES: Mapping[str, Recipe] = {
         "llava-onevision", _DIR + "llavaov_model.py", IMAGE_QUESTION_YN, "Yes", "first",
         prompt=_QWEN_1_5,
     ),
+    "clip_t5": Recipe(  # CLIP-FlanT5 (`vlm/clip_t5.py`); `format_question(.., 't5_chat')`
+        "clip-flant5", _DIR + "clip_t5_model.py", FIGURE_QUESTION, "Yes", "mean",
+        prompt=SYSTEM_MSG + " USER: <image>\n{text} ASSISTANT: ", end=True, image="pad",
+        kinds=frozenset({"seq2seq"}),
+    ),
     "paligemma": Recipe(
         "paligemma", _DIR + "paligemma_model.py", FIGURE_QUESTION, "Yes", "first",
         prompt="{text}", kinds=frozenset({"prefix_lm"}),
