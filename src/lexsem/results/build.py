@@ -89,10 +89,7 @@ def run_record(
     timings: Timings,
 ) -> RunRecord:
     # the run id: what was evaluated, on what data, how (not when, nor how long it took)
-    # (the answer rule where the run has multiple-choice tasks)
-    settings = config.model_dump_json(
-        exclude={"evaluation"} | ({"answer_rule"} if config.answer_rule is None else set())
-    )
+    settings = config.model_dump_json(exclude={"evaluation"})  # answer_rule where it has one
     ident = hashlib.sha256(
         (model.fingerprint_key + repr([b.model_dump() for b in benchmarks]) + settings).encode()
     ).hexdigest()[:16]

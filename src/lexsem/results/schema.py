@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 SCHEMA_VERSION = 1
 
@@ -85,7 +91,7 @@ class MetricResult(_Model):
 class Config(_Model):
     tasks: list[str]
     # how multiple-choice answers were read ("authors" / "strict", `lexsem.tasks.answer_rules`);
-    # None in runs with no multiple-choice task
+    # None (and not written) in runs with no multiple-choice task
     answer_rule: str | None = None
     images: dict[str, Any] = Field(default_factory=dict)  # image roots, skip policy, EXIF
     tie_policy: str
@@ -94,6 +100,15 @@ class Config(_Model):
     confidence: float
     # the full evaluation settings (`lexsem.config.EvalConfig`), as given
     evaluation: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_no_rule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`answer_rule` only where the run has one: other runs' records (and ids) as they
+        are without it."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("answer_rule", "") is None:
+            del out["answer_rule"]
+        return out
 
 
 class Timings(_Model):
