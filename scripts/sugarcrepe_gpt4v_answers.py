@@ -1,6 +1,6 @@
 """Convert SugarCrepe's published GPT-4V answers (its repository's `gpt-4v-results` folder) into
 lexsem's recorded-answers format, to be scored by `lexsem score-answers --prompt sc_gpt4v`
-(`lexsem.sugarcrepe_gpt4v`; docs/generative.md, "Published answers").
+(`lexsem.benchmarks.sugarcrepe_gpt4v`; docs/generative.md, "Published answers").
 
     python scripts/sugarcrepe_gpt4v_answers.py FOLDER OUT.jsonl [--data-dir DIR] [--subset S]
 
@@ -25,8 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from lexsem.benchmarks.load import load_benchmark
+    from lexsem.benchmarks.sugarcrepe_gpt4v import write_gpt4v_answers
     from lexsem.errors import LexsemError
-    from lexsem.sugarcrepe_gpt4v import write_gpt4v_answers
 
     selector = "sugarcrepe" + (f"/{args.subset}" if args.subset else "")
     try:

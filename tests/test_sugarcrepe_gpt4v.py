@@ -1,8 +1,8 @@
 """SugarCrepe's published GPT-4V answers into lexsem's answers format
-(`lexsem.sugarcrepe_gpt4v`, `scripts/sugarcrepe_gpt4v_answers.py`), on a folder fabricated in
-the published shape; and, where LEXSEM_GPT4V_RESULTS names the published folder (an optional
-test, skipped without it, in CI too: the folder is not part of the test data), the replay of
-every published answer: the readme's 14 counts and every record's `correct` flag."""
+(`lexsem.benchmarks.sugarcrepe_gpt4v`, `scripts/sugarcrepe_gpt4v_answers.py`), on a folder
+fabricated in the published shape; and, where LEXSEM_GPT4V_RESULTS names the published folder
+(an optional test, skipped without it, in CI too: the folder is not part of the test data), the
+replay of every published answer: the readme's 14 counts and every record's `correct` flag."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 
 from builders.pair_answers import PAIRS, pair_files
 from lexsem.benchmarks.items import PairItem
+from lexsem.benchmarks.sugarcrepe_gpt4v import convert_gpt4v_answers, write_gpt4v_answers
 from lexsem.errors import DataError
-from lexsem.sugarcrepe_gpt4v import convert_gpt4v_answers, write_gpt4v_answers
 
 ITEMS = [PairItem(str(i), "swap_obj", f"{i}.jpg", p, n) for i, (p, n) in enumerate(PAIRS)]
 

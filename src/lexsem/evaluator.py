@@ -48,7 +48,7 @@ from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results import build
 from lexsem.results.run import Run
 from lexsem.results.run_folder import check_out_dir
-from lexsem.results.schema import MetricResult, RuleComparison, Timings
+from lexsem.results.schema import MetricResult, RecordedCoverage, RuleComparison, Timings
 from lexsem.stats.bootstrap import ci_memo
 from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
@@ -365,11 +365,11 @@ def _compare_readings(
             )
 
 
-def recorded_coverage(model: Any, benchmarks: list[LoadedBenchmark]) -> Any:
+def recorded_coverage(model: Any, benchmarks: list[LoadedBenchmark]) -> RecordedCoverage | None:
     """What a model of recorded answers covers of `benchmarks` (`coverage` of the
     `recorded:` backend), for the run record; None for any other model."""
     coverage = getattr(model, "coverage", None)
-    return coverage(benchmarks) if callable(coverage) else None
+    return RecordedCoverage(**coverage(benchmarks)) if callable(coverage) else None
 
 
 def _score_metric(

@@ -12,10 +12,10 @@ and the column's ordering), never by sending anything, and is shown no image (`b
 has no request store (nothing to save). An item without a recorded answer (or with `null`) is
 left out of the run and reported in the coverage. Before answering, `expect` checks the file
 against the run's requests: an answer about an item the benchmark selection lacks is left out
-and named in the run's coverage (`coverage`: `RunRecord.recorded`), or with `strict_items` an
-error naming the file and the record (a file with no answer about an item of the selection is
-an error, naming its first record); an answer in an ordering its item kind lacks is an
-error; a record without a subset takes the selection's one subset.
+and named in the run's coverage (`coverage`, the run's `RunRecord.recorded`), or with
+`strict_items` an error naming the file and the record (a file with no answer about an item of
+the selection is an error, naming its first record); an answer in an ordering its item kind
+lacks is an error; a record without a subset takes the selection's one subset.
 
 Its fingerprint: the file's name and sha256, its prompts and the k-shot settings the records
 give (`shots`, `shot_seed`, as `lexsem ask -o` writes them), so two files never share a run id.
@@ -33,7 +33,6 @@ from lexsem.models.answers_file import read_answer_records, recorded_settings
 from lexsem.models.chat import ChatRequest
 from lexsem.models.options import Option, parse_bool
 from lexsem.models.spec import ModelSpec, parse_model_spec
-from lexsem.results.schema import RecordedCoverage, UnknownAnswer
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
 
 __all__ = ["RecordedChat"]
@@ -157,9 +156,10 @@ class RecordedChat:
                a["column"].removeprefix("answer_"))  # fmt: skip
         return self._by.get(key), {"recorded": self.path.name}
 
-    def coverage(self, benchmarks: Sequence[Any]) -> RecordedCoverage:
-        """What the file covers of the loaded `benchmarks` (after `expect`): per subset the
-        items with an answer and the items loaded, and the answers about unknown items."""
+    def coverage(self, benchmarks: Sequence[Any]) -> dict[str, Any]:
+        """What the file covers of the loaded `benchmarks` (after `expect`), in the fields of
+        `lexsem.results.schema.RecordedCoverage`: per subset the items with an answer and the
+        items loaded, and the answers about unknown items."""
         answered = {(sub, item) for (sub, item, _, _), text in self._by.items() if text is not None}
         items: dict[str, int] = {}
         total: dict[str, int] = {}
@@ -167,13 +167,13 @@ class RecordedChat:
             for it in bench.items:
                 total[it.subset] = total.get(it.subset, 0) + 1
                 items[it.subset] = items.get(it.subset, 0) + ((it.subset, str(it.id)) in answered)
-        return RecordedCoverage(
-            file=self.path.name,
-            answers=len(self.records),
-            items_answered=items,
-            items_total=total,
-            unknown=[UnknownAnswer(where=w, subset=s, item_id=i) for w, s, i in self.unknown],
-        )
+        return {
+            "file": self.path.name,
+            "answers": len(self.records),
+            "items_answered": items,
+            "items_total": total,
+            "unknown": [{"where": w, "subset": s, "item_id": i} for w, s, i in self.unknown],
+        }
 
     def answers(self) -> list[Answer]:
         """The answers of the file, as read."""
