@@ -5,7 +5,9 @@
 - `ask`: the papers' multiple-choice prompts (`choice_<prompt>`), or with `vqascore` the
   benchmark's image-text tasks by VQAScore from the model's log-probabilities; recorded answers
   imported first (`import_recorded`) are stored under the keys of the requests the run makes.
-- `score_answers`: the run of `recorded:FILE?prompt=...`.
+- `score_answers`: the run of `recorded:FILE?prompt=...`: the items of the benchmark the file
+  answers are scored, answers about items it does not have are left out and named in the run
+  (`RunRecord.recorded`; `strict_items`: an error instead).
 - `write_answers` / `write_scores`: the raw answers (the recorded-answers format
   `score-answers` reads) or every VQAScore, from the run's item table.
 """
@@ -161,17 +163,21 @@ def import_recorded(
 
 def score_answers(
     path: Path, benchmark: str, *, prompt: str | None = None, name: str | None = None,
-    run_out: Path | None = None, force: bool = False, **config: Any,
+    run_out: Path | None = None, force: bool = False, strict_items: bool = False,
+    **config: Any,
 ) -> Run:  # fmt: skip
     """The run of the recorded answers of `path` (`recorded:` backend) on `benchmark`: one
-    multiple-choice task per prompt the file answers."""
+    multiple-choice task per prompt the file answers, read by `config`'s `answer_rule`. An
+    answer about an item the benchmark lacks is left out and named in `run.record.recorded`
+    (with `strict_items`, a `DataError` naming the file and line)."""
     from lexsem.models.factory import load_model
 
     if run_out is not None:
         from lexsem.results.run_folder import check_out_dir
 
         check_out_dir(run_out, force=force)  # before any work
-    spec = f"recorded:{path}" + (f"?prompt={prompt}" if prompt else "")
+    options = [f"prompt={prompt}"] * bool(prompt) + ["strict_items=true"] * strict_items
+    spec = f"recorded:{path}" + ("?" + "&".join(options) if options else "")
     model = load_model(spec)
     evaluator = Evaluator(
         EvalConfig(benchmarks=[benchmark], tasks=model.tasks, name=name or path.stem, **config)

@@ -118,6 +118,13 @@ class EvalConfig(BaseModel):
     concurrency: int = Field(
         4, ge=1, le=64, description="Requests at a time (at most the model's own limit)."
     )
+    # multiple choice (`lexsem.tasks.answer_rules`)
+    answer_rule: Literal["authors", "strict"] = Field(
+        "authors",
+        description="How multiple-choice answers are read: authors (each prompt's authors' "
+        "rule; sc_gpt4v: exactly one of the markers (1)/(2), as SugarCrepe counted GPT-4V's "
+        "answers) or strict (lexsem's parser for every prompt).",
+    )
 
     @field_validator("benchmarks", mode="before")
     @classmethod

@@ -48,13 +48,14 @@ from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results import build
 from lexsem.results.run import Run
 from lexsem.results.run_folder import check_out_dir
-from lexsem.results.schema import MetricResult, Timings
+from lexsem.results.schema import MetricResult, RecordedCoverage, RuleComparison, Timings
 from lexsem.stats.bootstrap import ci_memo
 from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
 from lexsem.tasks.base import Task
 from lexsem.tasks.blind import BLIND_TRIPLET, blind_task
 from lexsem.tasks.catalog import BLIND, SYNONYMS, find_task, get_task
+from lexsem.tasks.choice_task import read_by
 
 CI_STORE = "bootstrap-intervals"  # the request store of bootstrap intervals, beside the models'
 
@@ -175,7 +176,12 @@ class Evaluator:
                 build.benchmark_info(b, s.skipped)
                 for b, s in zip(self.benchmarks(), scored, strict=True)
             ],
-            build.run_config(cfg, [t.name for w in works for t in w.tasks], self._image_cfg(plan)),
+            build.run_config(
+                cfg,
+                [t.name for w in works for t in w.tasks],
+                self._image_cfg(plan),
+                choice=any(t.answer_rule is not None for w in works for t in w.tasks),
+            ),
             [r for s in scored for r in s.results],
             Timings(
                 total_s=time.perf_counter() - t_start,
@@ -186,6 +192,8 @@ class Evaluator:
         )
         tables = [t for s in scored for t in s.tables]
         table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
+        record.answer_rules = [r for s in scored for r in s.rule_checks]
+        record.recorded = recorded_coverage(model, self.benchmarks())
         run = Run(record, table)
         if out is not None:
             run.save(out, force=force)
@@ -238,7 +246,8 @@ class Evaluator:
 
     def _work(self, bench: LoadedBenchmark, caps: set[str]) -> Work:
         names = select_tasks(bench, self.config.tasks, caps)
-        tasks = [_blind(bench) if t == BLIND else get_task(t) for t in names]
+        rule = self.config.answer_rule
+        tasks = [_blind(bench) if t == BLIND else read_by(get_task(t), rule) for t in names]
         return Work(bench.spec.name, bench.items, tasks, bench.spec.decode)
 
     def _score(self, b_i: int, work: Work, scores: Scores) -> _Scored:
@@ -255,6 +264,7 @@ class _Scored:
         self.results: list[MetricResult] = []
         self.tables: list[pa.Table] = []
         self.skipped: dict[str, list[str]] = {}
+        self.rule_checks: list[RuleComparison] = []
 
 
 def _check_files(model: Any) -> None:
@@ -312,6 +322,54 @@ def _score_task(
     for metric, hits in hits_of.items():
         mask = masks.get(metric, valid)
         _score_metric(bench, task, metric, hits, work, mask, cols, texts, cfg, out)
+    if task.other_reading is not None:
+        _compare_readings(task, work, scores, cfg, masks, valid, hits_of, out)
+
+
+def _compare_readings(
+    task: Task,
+    work: Work,
+    scores: Scores,
+    cfg: EvalConfig,
+    masks: dict[str, np.ndarray],
+    valid: np.ndarray,
+    hits_of: dict[str, Hits],
+    out: _Scored,
+) -> None:
+    """The hits of `task` read by its other answer rule (`Task.other_reading`), beside the
+    run's, per metric and subset: the rows of `RunRecord.answer_rules`."""
+    other = task.other_reading
+    assert other is not None and task.metric_columns  # multiple choice: one mask per metric
+    cols = {c.name: scores.column(c, work, task.name) for c in other.columns}
+    other_hits = other.compute(cols, cfg.tie_policy)
+    subset_of = np.array([it.subset for it in work.items])
+    for metric, hits in hits_of.items():
+        mask = masks.get(metric, valid)
+        theirs = other_hits[metric].hits[mask]
+        for subset in dict.fromkeys(subset_of[mask].tolist()):
+            in_subset = subset_of[mask] == subset
+            mine_s, theirs_s = hits.hits[in_subset], theirs[in_subset]
+            out.rule_checks.append(
+                RuleComparison(
+                    benchmark=work.benchmark,
+                    task=task.name,
+                    metric=metric,
+                    subset=subset,
+                    n=int(in_subset.sum()),
+                    rule=str(task.answer_rule),
+                    hits=int(mine_s.sum()),
+                    other_rule=str(other.answer_rule),
+                    other_hits=int(theirs_s.sum()),
+                    disagree=int((mine_s != theirs_s).sum()),
+                )
+            )
+
+
+def recorded_coverage(model: Any, benchmarks: list[LoadedBenchmark]) -> RecordedCoverage | None:
+    """What a model of recorded answers covers of `benchmarks` (`coverage` of the
+    `recorded:` backend), for the run record; None for any other model."""
+    coverage = getattr(model, "coverage", None)
+    return RecordedCoverage(**coverage(benchmarks)) if callable(coverage) else None
 
 
 def _score_metric(

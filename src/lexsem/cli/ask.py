@@ -9,7 +9,15 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import EVAL, CacheDir, CocoVal, DataDir, ImageRoot, config_option
+from lexsem.cli.options import (
+    EVAL,
+    AnswerRule,
+    CacheDir,
+    CocoVal,
+    DataDir,
+    ImageRoot,
+    config_option,
+)
 from lexsem.config import EvalConfig
 
 __all__ = ["ask"]
@@ -111,6 +119,7 @@ def ask(
     replay_only: ReplayOnly = EVAL.replay_only,
     max_requests: MaxRequests = EVAL.max_requests,
     concurrency: Concurrency = EVAL.concurrency,
+    answer_rule: AnswerRule = EVAL.answer_rule,
     data_dir: DataDir = EVAL.data_dir,
     cache_dir: CacheDir = EVAL.cache_dir,
     coco_val2017: CocoVal = EVAL.coco_val2017,
@@ -129,7 +138,8 @@ def ask(
         model, benchmark, prompt=prompt, vqascore=vqascore, vqa=vqa, import_file=import_file,
         force=force, run_out=run_out, name=name, shots=shots, shot_seed=shot_seed,
         replay_only=replay_only, max_requests=max_requests, concurrency=concurrency,
-        data_dir=data_dir, cache_dir=cache_dir, coco_val2017=coco_val2017, image_root=image_root,
+        answer_rule=answer_rule, data_dir=data_dir, cache_dir=cache_dir,
+        coco_val2017=coco_val2017, image_root=image_root,
     )  # fmt: skip
     run, st = result.run, result.imported
     if st is not None:

@@ -12,6 +12,7 @@ import typer
 
 from lexsem.cli.options import (
     EVAL,
+    AnswerRule,
     CacheDir,
     CocoTrain,
     CocoVal,
@@ -68,6 +69,7 @@ def eval_cmd(
     max_image_pixels: MaxPixels = EVAL.max_image_pixels,
     exif_transpose: Exif = EVAL.exif_transpose,
     num_workers: Workers = EVAL.num_workers,
+    answer_rule: AnswerRule = EVAL.answer_rule,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No table nor progress: errors and warnings only.")
@@ -105,6 +107,7 @@ def eval_cmd(
         max_image_pixels=max_image_pixels,
         exif_transpose=exif_transpose,
         num_workers=num_workers,
+        answer_rule=answer_rule,
         # the two settings where the CLI differs from the config's defaults:
         keep_decoded_mb=0,  # one run per command: decoded images would never be used again
         progress=not quiet,  # a bar on a terminal, periodic lines when piped

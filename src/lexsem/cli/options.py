@@ -23,8 +23,8 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "LORA", "TRAIN", "CacheDir", "CocoTrain", "CocoVal", "DataDir", "Device",
-           "ImageRoot", "NBoot", "config_option", "defaults", "one_of"]  # fmt: skip
+__all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "CacheDir", "CocoTrain", "CocoVal", "DataDir",
+           "Device", "ImageRoot", "NBoot", "config_option", "defaults", "one_of"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -116,3 +116,4 @@ CocoTrain = config_option(
 ImageRoot = config_option(EvalConfig, "image_root", "--image-root", envvar="LEXSEM_IMAGE_ROOT")
 Device = config_option(EvalConfig, "device", "--device")
 NBoot = config_option(EvalConfig, "n_boot", "--n-boot")
+AnswerRule = config_option(EvalConfig, "answer_rule", "--answer-rule")

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import EVAL, CacheDir, DataDir
+from lexsem.cli.options import EVAL, AnswerRule, CacheDir, DataDir
 
 __all__ = ["score_answers"]
 
@@ -41,16 +41,29 @@ def score_answers(
         str | None, typer.Option(help="The model's name in the run (default: the file's stem).")
     ] = None,
     force: Annotated[bool, typer.Option(help="Replace a run already in --run.")] = False,
+    answer_rule: AnswerRule = EVAL.answer_rule,
+    strict_items: Annotated[
+        bool,
+        typer.Option(
+            "--strict-items",
+            help="An answer about an item the benchmark does not have is an error (default: "
+            "it is left out and named).",
+        ),
+    ] = False,
 ) -> None:
     """Score recorded free-form answers to multiple-choice prompts (a model run elsewhere, a
     benchmark's published answers): accuracy per prompt and option ordering, circular accuracy,
-    the positions chosen, and the answers that name no single option."""
+    the positions chosen, and the answers that name no single option; first, the items the
+    file answers and the answers about items the benchmark does not have."""
     from lexsem.ask import score_answers as score_file
-    from lexsem.report.choice import choice_markdown, choice_record, choice_scores
+    from lexsem.report.choice import choice_markdown, choice_record, choice_scores, coverage_lines
 
     run = score_file(answers, benchmark, prompt=prompt, name=name, run_out=run_out, force=force,
-                     data_dir=data_dir, cache_dir=cache_dir)  # fmt: skip
+                     strict_items=strict_items, data_dir=data_dir, cache_dir=cache_dir,
+                     answer_rule=answer_rule)  # fmt: skip
     scores = choice_scores(run)
+    for line in coverage_lines(run):
+        typer.echo(line)
     typer.echo(choice_markdown(scores))
     if run_out is not None:
         tasks = ", ".join(run.record.config.tasks)

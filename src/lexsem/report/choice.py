@@ -1,7 +1,9 @@
 """The tables `lexsem ask` and `lexsem score-answers` print, read from a `Run`: multiple-choice
 scores (accuracy per prompt and ordering, circular accuracy, the positions chosen, the kinds of
-answers; SugarCrepe++ §3.3 and App. G.1) and VQAScore accuracies per subset (with ties and the
-answers below an API's top log-probabilities)."""
+answers; SugarCrepe++ §3.3 and App. G.1; the accuracy by the other answer rule where the two
+differ, `lexsem.tasks.answer_rules`), what a file of recorded answers covers
+(`coverage_lines`), and VQAScore accuracies per subset (with ties and the answers below an
+API's top log-probabilities)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from lexsem.tasks.catalog import get_task
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, ChoiceScores
 from lexsem.tasks.choice_task import CHOICE_TASKS, CODES
 
-__all__ = ["choice_markdown", "choice_record", "choice_scores", "vqa_markdown"]
+__all__ = ["choice_markdown", "choice_record", "choice_scores", "coverage_lines", "vqa_markdown"]
 
 _KINDS = {code: kind for kind, code in CODES.items()}
 
@@ -59,13 +61,34 @@ def choice_scores(run: Run) -> ChoiceScores:
         out.positions[prompt] = {
             k: 100.0 * v / n_chosen if n_chosen else 0.0 for k, v in chosen.items()
         }
+        if run.record.config.answer_rule is not None:
+            out.rule[prompt] = run.record.config.answer_rule
+        _other_rule(run, task, prompt, out)
     return out
+
+
+def _other_rule(run: Run, task: str, prompt: str, out: ChoiceScores) -> None:
+    """The accuracy of `task` by the other answer rule, summed over subsets
+    (`RunRecord.answer_rules`)."""
+    rows = [r for r in run.record.answer_rules if r.task == task]
+    for metric in dict.fromkeys(r.metric for r in rows):
+        mine = [r for r in rows if r.metric == metric]
+        n = sum(r.n for r in mine)
+        acc = 100.0 * sum(r.other_hits for r in mine) / max(1, n)
+        out.other[(prompt, metric)] = (mine[0].other_rule, acc, sum(r.disagree for r in mine))
 
 
 def choice_markdown(s: ChoiceScores) -> str:
     lines = ["| prompt | ordering | answers | accuracy (%) |", "|---|---|---:|---:|"]
     for (prompt, ordering), acc in s.accuracy.items():
         lines.append(f"| {prompt} | {ordering} | {s.n[(prompt, ordering)]} | {acc:.2f} |")
+    if s.other:
+        lines += ["", "| prompt | metric | answer rule | accuracy (%) | other rule | accuracy (%) "
+                  "| answers they disagree on |", "|---|---|---|---:|---|---:|---:|"]  # fmt: skip
+        for (prompt, metric), (other, other_acc, disagree) in s.other.items():
+            acc = s.accuracy.get((prompt, metric), s.circular.get(prompt, 0.0))
+            lines.append(f"| {prompt} | {metric} | {s.rule.get(prompt, '')} | {acc:.2f} | "
+                         f"{other} | {other_acc:.2f} | {disagree} |")  # fmt: skip
     lines += ["", "| prompt | items | circular (%) | positions chosen (%) | answers (%) |",
               "|---|---:|---:|---|---|"]  # fmt: skip
     for prompt, circ in s.circular.items():
@@ -76,8 +99,14 @@ def choice_markdown(s: ChoiceScores) -> str:
         "",
         "circular: items right under every ordering they were asked in; positions: the share "
         "of parsed answers naming each position; answers: option / none / multiple / refusal "
-        "/ unparseable (lexsem.tasks.answers). Prompts: "
-        + "; ".join(f"{p}: {PROMPTS[p].source}" for p in s.circular),
+        "/ unparseable. Prompts: "
+        + "; ".join(f"{p}: {PROMPTS[p].source}" for p in s.circular)
+        + ". Answers read by: "
+        + "; ".join(
+            f"{p}: {s.rule[p]}, {PROMPTS[p].reading(s.rule[p]).describe()}"  # type: ignore[arg-type]
+            for p in s.circular
+            if p in s.rule
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -95,6 +124,11 @@ def choice_record(s: ChoiceScores) -> dict[str, Any]:
         ],
         "positions": s.positions,
         "kinds": s.kinds,
+        "answer_rule": s.rule,
+        "other_rule": [
+            {"prompt": p, "metric": m, "rule": other, "accuracy": acc, "disagree": disagree}
+            for (p, m), (other, acc, disagree) in s.other.items()
+        ],
         "answers": [
             {
                 "item": item,
@@ -108,6 +142,28 @@ def choice_record(s: ChoiceScores) -> dict[str, Any]:
             for (item, p, o), parsed in s.parsed.items()
         ],
     }
+
+
+def coverage_lines(run: Run, *, most: int = 10) -> list[str]:
+    """What a file of recorded answers covers (`RunRecord.recorded`), one line per subset
+    (`swap_obj: 245 of 245 items`) and the answers about items the benchmark lacks, named
+    (at most `most` items, then how many more); none for a run of another model."""
+    cov = run.record.recorded
+    if cov is None:
+        return []
+    lines = [f"{sub}: {cov.items_answered.get(sub, 0)} of {n} items answered"
+             for sub, n in cov.items_total.items()]  # fmt: skip
+    if cov.unknown:
+        by_item: dict[str, list[str]] = {}
+        for u in cov.unknown:
+            by_item.setdefault(f"{u.subset}/{u.item_id}", []).append(u.where)
+        named = [f"{item} ({', '.join(where)})" for item, where in list(by_item.items())[:most]]
+        more = f", and {len(by_item) - most} more" if len(by_item) > most else ""
+        answers = f"{len(cov.unknown)} answer{'s' * (len(cov.unknown) != 1)}"
+        items = "an item" if len(by_item) == 1 else f"{len(by_item)} items"
+        lines.append(f"{cov.file}: {answers} about {items} not in the benchmark, not scored: "
+                     f"{'; '.join(named)}{more}")  # fmt: skip
+    return lines
 
 
 _HITS = {

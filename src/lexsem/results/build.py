@@ -49,9 +49,14 @@ def benchmark_info(bench: LoadedBenchmark, skipped: dict[str, list[str]]) -> Ben
     )
 
 
-def run_config(cfg: EvalConfig, tasks: list[str], images: dict[str, Any]) -> Config:
+def run_config(
+    cfg: EvalConfig, tasks: list[str], images: dict[str, Any], *, choice: bool = False
+) -> Config:
+    """The run's settings; `choice`: it has multiple-choice tasks (their answer rule is
+    recorded)."""
     return Config(
         tasks=sorted(set(tasks)),
+        answer_rule=cfg.answer_rule if choice else None,
         images=images,
         tie_policy=cfg.tie_policy,
         seed=cfg.seed,
@@ -84,7 +89,7 @@ def run_record(
     timings: Timings,
 ) -> RunRecord:
     # the run id: what was evaluated, on what data, how (not when, nor how long it took)
-    settings = config.model_dump_json(exclude={"evaluation"})
+    settings = config.model_dump_json(exclude={"evaluation"})  # answer_rule where it has one
     ident = hashlib.sha256(
         (model.fingerprint_key + repr([b.model_dump() for b in benchmarks]) + settings).encode()
     ).hexdigest()[:16]

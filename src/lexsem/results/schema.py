@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 SCHEMA_VERSION = 1
 
@@ -84,6 +90,9 @@ class MetricResult(_Model):
 
 class Config(_Model):
     tasks: list[str]
+    # how multiple-choice answers were read ("authors" / "strict", `lexsem.tasks.answer_rules`);
+    # None (and not written) in runs with no multiple-choice task
+    answer_rule: str | None = None
     images: dict[str, Any] = Field(default_factory=dict)  # image roots, skip policy, EXIF
     tie_policy: str
     seed: int
@@ -91,6 +100,15 @@ class Config(_Model):
     confidence: float
     # the full evaluation settings (`lexsem.config.EvalConfig`), as given
     evaluation: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_no_rule(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`answer_rule` only where the run has one: other runs' records (and ids) as they
+        are without it."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("answer_rule", "") is None:
+            del out["answer_rule"]
+        return out
 
 
 class Timings(_Model):
@@ -122,6 +140,42 @@ class Timings(_Model):
     n_request_attempts: int = 0
 
 
+class RuleComparison(_Model):
+    """One metric of a multiple-choice task on one subset read by the run's answer rule and
+    by the other (`lexsem.tasks.answer_rules`), where the two rules differ: the hits of each
+    and the items whose hit the two rules disagree on."""
+
+    benchmark: str
+    task: str
+    metric: str
+    subset: str
+    n: int
+    rule: str  # the run's ("authors" / "strict")
+    hits: int
+    other_rule: str
+    other_hits: int
+    disagree: int
+
+
+class UnknownAnswer(_Model):
+    """A recorded answer about an item the benchmark selection does not have."""
+
+    where: str  # "line 3" / "record 3"
+    subset: str
+    item_id: str
+
+
+class RecordedCoverage(_Model):
+    """Recorded answers (`lexsem score-answers`) against the benchmark: per subset the items
+    with an answer and the items loaded, and the answers about items it does not have."""
+
+    file: str
+    answers: int
+    items_answered: dict[str, int]
+    items_total: dict[str, int]
+    unknown: list[UnknownAnswer] = Field(default_factory=list)
+
+
 class RunRecord(_Model):
     schema_version: int = SCHEMA_VERSION
     lexsem_version: str
@@ -133,6 +187,10 @@ class RunRecord(_Model):
     results: list[MetricResult]
     timings: Timings
     environment: dict[str, str] = Field(default_factory=dict)
+    # multiple choice read by both answer rules where they differ (absent in older runs: none)
+    answer_rules: list[RuleComparison] = Field(default_factory=list)
+    # a run of recorded answers: what the file covers (None for any other model)
+    recorded: RecordedCoverage | None = None
 
     def result(
         self, benchmark: str, metric: str, subset: str, task: str | None = None

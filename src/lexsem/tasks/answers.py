@@ -1,5 +1,7 @@
 """Free-form answers to a multiple-choice prompt, read as the option they name: deterministic
-rules, never a guess.
+rules, never a guess. This is lexsem's strict parser: the rule of the SugarCrepe++ presets and
+of every preset with `--answer-rule strict`; a preset's authors' rule where they counted
+otherwise is in `lexsem.tasks.answer_rules`.
 
 The prompts of SugarCrepe++ (§3.3, App. G.1) and SugarCrepe's GPT-4V evaluation list numbered
 options `(1) ...; (2) ...; (3) ...` and ask for `(1)`, `(2)`, `(3)` (or `none`). Models answer

@@ -66,6 +66,11 @@ class Task:
     # a metric when those columns have values (multiple choice: the accuracy under one
     # ordering needs that ordering's answer only); metrics not named read every column
     metric_columns: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # multiple choice: the rule its answer columns are read by ("authors" or "strict",
+    # `lexsem.tasks.answer_rules`), and the same task read by the other rule where the two
+    # rules differ (the run reports both and the answers on which they disagree)
+    answer_rule: str | None = None
+    other_reading: Task | None = field(default=None, repr=False)
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -15,8 +15,12 @@ Orderings (`orderings`): for a triplet the position of the negative N among (P1,
 = (N, P1, P2), `PNP` = (P1, N, P2), `PPN` = (P1, P2, N), as App. G.1 names them; the paper's
 Prompts 1-3 list N first (`NPP`). For a pair, `pos_first` = (C+, C-) and `neg_first` =
 (C-, C+). The hit of a "does not match" prompt is the answer naming N's position; of a "best
-describes" prompt, the positive's. Answers are read by `lexsem.tasks.answers.parse_answer`: an
-answer naming no option, several, `none`, or refusing is never a hit and is counted by kind.
+describes" prompt, the positive's. Answers are read by the preset's authors' rule
+(`ChoicePrompt.rule`; `lexsem.tasks.answer_rules`: for `sc_gpt4v`, SugarCrepe's count of the
+`(1)`/`(2)` markers; for the SugarCrepe++ prompts, lexsem's strict parser
+`lexsem.tasks.answers.parse_answer`), or with `answer_rule="strict"` by the strict parser for
+every preset: an answer naming no option, several, `none`, or refusing is never a hit and is
+counted by kind.
 
 Scores (`score_choices`): accuracy per (prompt, ordering); circular accuracy (an item counts
 when it is a hit under every ordering it was asked in, as in MMBench's CircularEval); the
@@ -32,7 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lexsem.tasks.answers import ParsedAnswer, parse_answer
+from lexsem.tasks.answer_rules import STRICT, AnswerRule, AnswerRuleChoice, marker_rule, read_answer
+from lexsem.tasks.answers import ParsedAnswer
 
 __all__ = [
     "ORDERINGS",
@@ -51,13 +56,21 @@ __all__ = [
 class ChoicePrompt:
     """A prompt template with `{1}`, `{2}` (and `{3}`) for the options in order; `target` is
     what the right answer names: `negative` (which caption does not match) or `positive`
-    (which caption describes the image). `source`: where it is from (paper and section)."""
+    (which caption describes the image). `source`: where it is from (paper and section).
+    `rule`: how its authors read the answers (`lexsem.tasks.answer_rules`)."""
 
     name: str
     template: str
     n_options: int
     target: str  # "negative" | "positive"
     source: str
+    rule: AnswerRule = STRICT
+
+    def reading(self, choice: AnswerRuleChoice) -> AnswerRule:
+        """The rule answers are read by: the authors' (`rule`) or the strict parser."""
+        if choice not in ("authors", "strict"):
+            raise ValueError(f"unknown answer rule {choice!r} (authors or strict)")
+        return self.rule if choice == "authors" else STRICT
 
     def render(self, options: Sequence[str]) -> str:
         if len(options) != self.n_options:
@@ -66,6 +79,8 @@ class ChoicePrompt:
 
 
 _P3 = "(1) {1}; (2) {2}; (3) {3}"
+# the SugarCrepe++ prompts keep the default rule, lexsem's strict parser: neither the paper nor
+# its repository says how the answers were read (`lexsem.tasks.answer_rules`)
 PROMPTS: dict[str, ChoicePrompt] = {
     p.name: p
     for p in (
@@ -107,6 +122,7 @@ PROMPTS: dict[str, ChoicePrompt] = {
             2,
             "positive",
             "SugarCrepe, GPT-4V evaluation (its published gpt-4v-results)",
+            marker_rule(("(1)", "(2)"), "SugarCrepe, GPT-4V evaluation (gpt-4v-results readme)"),
         ),
     )
 }
@@ -168,18 +184,30 @@ class ChoiceScores:
     kinds: dict[str, dict[str, float]] = field(default_factory=dict)  # share of each kind, %
     parsed: dict[tuple[str, str, str], ParsedAnswer] = field(default_factory=dict)
     hits: dict[tuple[str, str, str], bool] = field(default_factory=dict)  # (item, prompt, order)
+    rule: dict[str, str] = field(default_factory=dict)  # prompt -> the answer rule that read it
+    # where the two answer rules differ, (prompt, metric) -> (the other rule, its accuracy %,
+    # the answers whose hit the two rules disagree on)
+    other: dict[tuple[str, str], tuple[str, float, int]] = field(default_factory=dict)
 
 
-def score_choices(answers: Iterable[Answer], items: Mapping[str, Any]) -> ChoiceScores:
-    """Score recorded `answers` against `items` (by `"subset/item_id"` or `item_id`).
-    ValueError for an ordering the item kind does not have, a prompt whose number of options
-    is not the item's, or two answers to the same (item, prompt, ordering)."""
+def score_choices(
+    answers: Iterable[Answer],
+    items: Mapping[str, Any],
+    *,
+    answer_rule: AnswerRuleChoice = "authors",
+) -> ChoiceScores:
+    """Score recorded `answers` against `items` (by `"subset/item_id"` or `item_id`), each
+    read by its prompt's `answer_rule` (`ChoicePrompt.reading`). ValueError for an ordering
+    the item kind does not have, a prompt whose number of options is not the item's, or two
+    answers to the same (item, prompt, ordering)."""
     out = ChoiceScores()
     by_prompt: dict[str, list[Answer]] = {}
     for a in answers:
         by_prompt.setdefault(a.prompt, []).append(a)
     for prompt, given in by_prompt.items():
         p = PROMPTS[prompt]
+        rule = p.reading(answer_rule)
+        out.rule[prompt] = answer_rule
         per_item: dict[str, list[bool]] = {}
         chosen: Counter[int] = Counter()
         kinds: Counter[str] = Counter()
@@ -196,7 +224,7 @@ def score_choices(answers: Iterable[Answer], items: Mapping[str, Any]) -> Choice
                     f"item {a.subset}/{a.item_id}: prompt {prompt!r} lists {p.n_options} "
                     f"options, the item has {len(texts)} captions"
                 )
-            parsed = parse_answer(a.text, texts)
+            parsed = read_answer(rule, a.text, texts)
             hit = parsed.kind == "option" and parsed.option == (
                 neg if p.target == "negative" else pos
             )

@@ -4,14 +4,18 @@ model run elsewhere (an API, a benchmark's published answers) is scored by the s
 multiple-choice tasks as lexsem's own runs and gives a run like any other
 (`lexsem score-answers FILE`).
 
-Spec: `recorded:FILE?prompt=scpp1` (`prompt`: of the records that name none). It answers a
+Spec: `recorded:FILE?prompt=scpp1&strict_items=true` (`prompt`: of the records that name
+none; `strict_items`: an answer about an item the benchmark selection lacks is an error). It
+answers a
 request by what the request is about (`ChatRequest.about`: subset, item id, the task's prompt
 and the column's ordering), never by sending anything, and is shown no image (`by_item`); it
 has no request store (nothing to save). An item without a recorded answer (or with `null`) is
 left out of the run and reported in the coverage. Before answering, `expect` checks the file
-against the run's requests: an answer about an item the benchmark selection lacks, or in an
-ordering its item kind lacks, is an error naming the file and the record; a record without a
-subset takes the selection's one subset.
+against the run's requests: an answer about an item the benchmark selection lacks is left out
+and named in the run's coverage (`coverage`, the run's `RunRecord.recorded`), or with
+`strict_items` an error naming the file and the record (a file with no answer about an item of
+the selection is an error, naming its first record); an answer in an ordering its item kind
+lacks is an error; a record without a subset takes the selection's one subset.
 
 Its fingerprint: the file's name and sha256, its prompts and the k-shot settings the records
 give (`shots`, `shot_seed`, as `lexsem ask -o` writes them), so two files never share a run id.
@@ -27,7 +31,7 @@ from typing import Any, ClassVar
 from lexsem.errors import DataError, ModelError
 from lexsem.models.answers_file import read_answer_records, recorded_settings
 from lexsem.models.chat import ChatRequest
-from lexsem.models.options import Option
+from lexsem.models.options import Option, parse_bool
 from lexsem.models.spec import ModelSpec, parse_model_spec
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
 
@@ -52,7 +56,10 @@ class RecordedChat:
 
     backend: ClassVar[str] = "recorded"
     description = "answers recorded in a file (JSONL / JSON list): chat, by item"
-    options: ClassVar[Mapping[str, Option]] = {"prompt": Option(_prompt, None)}
+    options: ClassVar[Mapping[str, Option]] = {
+        "prompt": Option(_prompt, None),
+        "strict_items": Option(parse_bool, False),
+    }
     by_item = True  # answers from `ChatRequest.about`: no images, no store
     concurrency = 1
 
@@ -66,7 +73,9 @@ class RecordedChat:
             self.path, prompt=parsed.get("prompt"), subset=None, require_subset=False
         )
         self.prompts = sorted({a.prompt for _, a in self.records})
+        self.strict_items = bool(parsed.get("strict_items"))
         self._by: dict[Key, str | None] = {}
+        self.unknown: list[tuple[str, str, str]] = []  # (where, subset, item id)
         try:
             sha = hashlib.sha256(self.path.read_bytes()).hexdigest()
         except OSError as exc:
@@ -97,15 +106,18 @@ class RecordedChat:
                 a["column"].removeprefix("answer_")
             )
         subsets = sorted({s for s, _ in asked})
-        self._by = {}
+        self._by, self.unknown = {}, []
         for where, a in self.records:
             sub = a.subset or self._one_subset(subsets, where)
             known = asked.get((sub, a.item_id))
             if known is None:
-                raise DataError(
-                    f"{self.path}, {where}: an answer about item {sub}/{a.item_id}, which the "
-                    "benchmark selection does not have"
-                )
+                if self.strict_items:
+                    raise DataError(
+                        f"{self.path}, {where}: an answer about item {sub}/{a.item_id}, which "
+                        "the benchmark selection does not have (strict items)"
+                    )
+                self.unknown.append((where, sub, a.item_id))
+                continue
             orderings = known.get(a.prompt, set())
             if a.ordering not in orderings:
                 every = set().union(*known.values())
@@ -122,6 +134,12 @@ class RecordedChat:
                     f"{a.prompt!r}, {a.ordering}"
                 )
             self._by[key] = a.text
+        if self.unknown and not self._by:
+            where, sub, item = self.unknown[0]
+            raise DataError(
+                f"{self.path}, {where}: an answer about item {sub}/{item}, which the benchmark "
+                "selection does not have; no answer of the file is about an item it has"
+            )
 
     def _one_subset(self, subsets: list[str], where: str) -> str:
         if len(subsets) != 1:
@@ -137,6 +155,25 @@ class RecordedChat:
         key = (a["subset"], a["item"], a["task"].removeprefix("choice_"),
                a["column"].removeprefix("answer_"))  # fmt: skip
         return self._by.get(key), {"recorded": self.path.name}
+
+    def coverage(self, benchmarks: Sequence[Any]) -> dict[str, Any]:
+        """What the file covers of the loaded `benchmarks` (after `expect`), in the fields of
+        `lexsem.results.schema.RecordedCoverage`: per subset the items with an answer and the
+        items loaded, and the answers about unknown items."""
+        answered = {(sub, item) for (sub, item, _, _), text in self._by.items() if text is not None}
+        items: dict[str, int] = {}
+        total: dict[str, int] = {}
+        for bench in benchmarks:
+            for it in bench.items:
+                total[it.subset] = total.get(it.subset, 0) + 1
+                items[it.subset] = items.get(it.subset, 0) + ((it.subset, str(it.id)) in answered)
+        return {
+            "file": self.path.name,
+            "answers": len(self.records),
+            "items_answered": items,
+            "items_total": total,
+            "unknown": [{"where": w, "subset": s, "item_id": i} for w, s, i in self.unknown],
+        }
 
     def answers(self) -> list[Answer]:
         """The answers of the file, as read."""
