@@ -1,5 +1,5 @@
 """SugarCrepe's published GPT-4V answers into lexsem's answers format
-(`lexsem.benchmarks.sugarcrepe_gpt4v`, `scripts/sugarcrepe_gpt4v_answers.py`), on a folder
+(`lexsem.benchmarks.sugarcrepe_gpt4v`, `lexsem convert-answers`), on a folder
 fabricated in the published shape; and, where LEXSEM_GPT4V_RESULTS names the published folder
 (an optional test, skipped without it, in CI too: the folder is not part of the test data), the
 replay of every published answer: the readme's 14 counts and every record's `correct` flag."""
@@ -85,10 +85,14 @@ def test_the_converted_answers_replay_as_the_authors_counted(tmp_path: Path) -> 
     assert {u.item_id for u in run.record.recorded.unknown} == {"7"}
 
 
-def test_the_script_converts_a_folder(tmp_path: Path, test_data_dir: Path) -> None:
-    """On the public swap_obj file: two of its items and one it lacks, in the published shape."""
-    import subprocess
-    import sys
+def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
+    tmp_path: Path, test_data_dir: Path
+) -> None:
+    """On the public swap_obj file: two of its items and one it lacks, in the published shape;
+    an existing output is kept unless --force, and an output inside the folder is refused."""
+    from typer.testing import CliRunner
+
+    from lexsem.cli.app import app
 
     public = json.loads((test_data_dir / "sugarcrepe" / "swap_obj.json").read_text("utf-8"))
     folder = tmp_path / "gpt-4v-results" / "positive-first"
@@ -98,13 +102,11 @@ def test_the_script_converts_a_folder(tmp_path: Path, test_data_dir: Path) -> No
     recs["999"] = {"answer": {"free_form_answer": "(2)"}, "caption": "x", "negative_caption": "y",
                    "filename": "z.jpg", "correct": False}  # fmt: skip
     (folder / "gpt4v-swap_obj.json").write_text(json.dumps(recs), encoding="utf-8")
-    script = Path(__file__).parents[1] / "scripts" / "sugarcrepe_gpt4v_answers.py"
     out = tmp_path / "out.jsonl"
-    res = subprocess.run([sys.executable, str(script), str(folder.parent), str(out),
-                          "--data-dir", str(test_data_dir), "--subset", "swap_obj"],
-                         capture_output=True, text=True,
-                         env={**os.environ, "LEXSEM_OFFLINE": "1"})  # fmt: skip
-    assert res.returncode == 0, res.stderr
+    args = ["convert-answers", str(folder.parent), str(out), "--data-dir", str(test_data_dir),
+            "--subset", "swap_obj"]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
     assert [(r["id"], r["ordering"], r["answer"]) for r in rows] == [
         ("0", "pos_first", "(1)"),
@@ -113,6 +115,15 @@ def test_the_script_converts_a_folder(tmp_path: Path, test_data_dir: Path) -> No
     ]
     assert "pos_first swap_obj: 3 answers" in res.stdout
     assert "item 999 is about no public item (kept)" in res.stdout
+    before = out.read_bytes()
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 2 and "exists; pass --force" in again.output
+    assert out.read_bytes() == before
+    assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+    inside = [*args[:2], str(folder / "out.jsonl"), *args[3:]]
+    res = CliRunner().invoke(app, inside)
+    assert res.exit_code == 2 and "must not be inside the published folder" in res.output
+    assert not (folder / "out.jsonl").exists()
 
 
 # -- the published folder -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ file and key). A record whose key the public file lacks (swap_obj's `108`: the a
 246 items, the public file 245) is kept, under its key, so that `score-answers` names it as an
 answer about an item not in the benchmark.
 
-    python scripts/sugarcrepe_gpt4v_answers.py FOLDER OUT.jsonl [--data-dir DIR]
+    lexsem convert-answers FOLDER OUT.jsonl [--data-dir DIR]
 """
 
 from __future__ import annotations

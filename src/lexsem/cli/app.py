@@ -12,6 +12,7 @@ import typer
 
 from lexsem.cli.ask import ask
 from lexsem.cli.compare import compare
+from lexsem.cli.convert_answers import convert_answers
 from lexsem.cli.download import download
 from lexsem.cli.eval import eval_cmd
 from lexsem.cli.list import list_cmd
@@ -55,6 +56,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "eval": eval_cmd,
     "download": download,
     "score-answers": score_answers,
+    "convert-answers": convert_answers,
     "validate": validate,
     "report": report,
     "compare": compare,
