@@ -42,7 +42,8 @@ KERNEL_PATHS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_
 	MKL_CBWR=COMPATIBLE OPENBLAS_CORETYPE=$(OPENBLAS_OLDEST) OMP_NUM_THREADS=1
 
 # The VQAScore reference's own code (t2v_metrics), installed with --no-deps into a folder of its
-# own, never into the venv: tests/test_vqa_reference.py runs it on tiny models as an oracle.
+# own, never into the venv: tests/test_vqa_reference.py and tests/test_vqa_reference_code.py run
+# it on tiny models as an oracle (tests/builders/t2v_reference.py finds it).
 T2V_METRICS ?= t2v-metrics==3.0 qwen-vl-utils==0.0.14
 PEER_T2V := .bench-peer-t2v
 $(PEER_T2V)/t2v_metrics: $(STAMP)

@@ -7,7 +7,8 @@ with both models: ``clip_t5_model.py``, ``llava_model.py``, ``mm_utils.py``), re
 here from its source: the prompt with the system message, the pieces around ``<image>``
 tokenized on their own, the image padded to a square of the processor's mean colour, the
 image features (layer -2, patch tokens, the MLP projector) put in by hand into the language
-model the builder saved, CrossEntropy(mean) over the label tokens, exp(-loss)."""
+model the builder saved, CrossEntropy(mean) over the label tokens, exp(-loss). The
+reference's own classes run on the same checkpoints in `tests/test_vqa_reference_code.py`."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pytest
@@ -144,20 +144,10 @@ def load(spec: str) -> Any:
 
 
 def table_recipe(model: Any) -> Any:
-    """The `vqa:` recipe table's entry for the model's family (`lexsem.models.vlm.reference`,
-    where the tree has that table), else None."""
-    try:
-        from lexsem.models.vlm.reference import recipe_for
-    except ImportError:
-        return None
+    """The `vqa:` recipe table's entry for the model's family (`lexsem.models.vlm.reference`)."""
+    from lexsem.models.vlm.reference import recipe_for
+
     return recipe_for(model.layout.model_type, model.layout.kind)
-
-
-def reference_vqa(folder: Path, options: str = "") -> Any:
-    """`vqa:` computing the reference's VQAScore: the default score where the recipe table
-    has the family, else lexsem's own score with the reference's label ``Yes</s>``."""
-    label = "" if table_recipe(load(f"vqa:{folder}")) else f"answer={quote('Yes</s>')}&"
-    return load(f"vqa:{folder}?{label}{options}")
 
 
 def test_the_loader_picks_each_family_from_config_json(
@@ -171,42 +161,37 @@ def test_the_loader_picks_each_family_from_config_json(
     assert family_of(write_tiny_llava(tmp_path / "hf")).name == "transformers"
 
 
-def test_the_reference_recipes_are_the_conversations_lexsem_renders(
+def test_the_conversation_lexsem_renders_is_the_references_prompt(
     clip_t5: T.Tiny, sharegpt4v: T.Tiny
 ) -> None:
-    from lexsem.models.vlm import clip_t5 as ct5
-    from lexsem.models.vlm import llava_original as lo
-
-    cases = ((clip_t5, ct5.REFERENCE_RECIPE, ""), (sharegpt4v, lo.REFERENCE_RECIPE, " "))
-    for tiny, recipe, gap in cases:
+    """The user turn `vqa:` renders and the recipe table's prompt are the reference's
+    `format_question(.., 't5_chat' / 'chat')` string; a causal prompt's trailing space goes
+    before the answer."""
+    want = T.SYSTEM + " USER: <image>\n" + question("a dog") + " ASSISTANT: "
+    for tiny, gap in ((clip_t5, ""), (sharegpt4v, " ")):
         model = load(f"vqa:{tiny.folder}")
-        q = recipe["question"].format(text="a dog")
-        ref = recipe["prompt"].format(system=recipe["system"], question=q)
-        assert model.prompt("a dog") + gap == ref  # a causal prompt's space goes before the answer
-        assert recipe["system"] == T.SYSTEM and recipe["answer"] == "Yes</s>"
+        assert model.prompt("a dog") + gap == want
+        recipe = table_recipe(model)
+        assert recipe.prompt.format(text=recipe.question.format(text="a dog")) + gap == want
 
 
 def test_the_recipe_table_holds_these_families_recipes(clip_t5: T.Tiny, sharegpt4v: T.Tiny) -> None:
-    """Where the tree has the `vqa:` recipe table, it holds each family's `REFERENCE_RECIPE`
-    (CLIP-FlanT5 under ``clip_t5``; ShareGPT4V loads as transformers' ``llava``)."""
-    pytest.importorskip("lexsem.models.vlm.reference")
-    from lexsem.models.vlm import clip_t5 as ct5
-    from lexsem.models.vlm import llava_original as lo
-
-    for tiny, mine in ((clip_t5, ct5.REFERENCE_RECIPE), (sharegpt4v, lo.REFERENCE_RECIPE)):
+    """The `vqa:` recipe table has each family's reference recipe (CLIP-FlanT5 under
+    ``clip_t5``; ShareGPT4V loads as transformers' ``llava``): the label ``Yes</s>``, square
+    padding, exp(-mean CE)."""
+    for tiny, family in ((clip_t5, "clip_t5"), (sharegpt4v, "llava")):
         model = load(f"vqa:{tiny.folder}")
+        assert model.layout.model_type == family
         recipe = table_recipe(model)
-        assert recipe is not None, f"no recipe for {model.layout.model_type}"
-        whole = mine["prompt"].format(system=mine["system"], question="{text}")
-        assert recipe.prompt == whole.rstrip(" ") or recipe.prompt == whole
-        assert recipe.question.replace("{text}", "{}") == mine["question"].replace("{text}", "{}")
+        assert recipe is not None, f"no recipe for {family}"
+        assert recipe.question.replace("{text}", "{}") == T.QUESTION
         eos = model._processor.tokenizer.eos_token
-        assert recipe.answer + (eos if recipe.end else "") == mine["answer"]
+        assert recipe.answer + (eos if recipe.end else "") == "Yes</s>"
         assert (recipe.image, recipe.read) == ("pad", "mean")
 
 
 @pytest.mark.parametrize("which", ["clip_t5", "sharegpt4v"])
-def test_vqascore_with_the_reference_recipe_equals_the_reference(
+def test_vqa_equals_the_reference_formula_per_item(
     which: str, request: pytest.FixtureRequest
 ) -> None:
     tiny: T.Tiny = request.getfixturevalue(which)
@@ -217,7 +202,7 @@ def test_vqascore_with_the_reference_recipe_equals_the_reference(
     texts = [T.CAPTIONS[0], T.CAPTIONS[1], T.CAPTIONS[2], T.CAPTIONS[0]]
     want = np.array([oracle(tiny, tok, im, t)[1] for im, t in zip(images, texts, strict=True)])
     for reuse in ("true", "false"):
-        model = reference_vqa(tiny.folder, f"reuse={reuse}")
+        model = load(f"vqa:{tiny.folder}?reuse={reuse}")
         got = model.score(images, texts)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
         first = model.logprobs(images[0], [(model.user_turn(question(texts[0])), "Yes</s>")])
@@ -324,7 +309,7 @@ def test_clip_t5_without_the_tower_in_the_checkpoint_reads_the_tower_folder(
     tiny = T.write_clip_t5(tmp_path / "clip-flant5-xl", tower_in_checkpoint=False)
     image, text = pictures()[1], T.CAPTIONS[2]
     _, want = clip_t5_reference(tiny, tokenizer(tiny), image, text)
-    got = reference_vqa(tiny.folder).score([image], [text])
+    got = load(f"vqa:{tiny.folder}").score([image], [text])
     assert float(got[0]) == pytest.approx(want, rel=1e-5)
 
 
@@ -342,7 +327,7 @@ def test_clip_t5_without_a_tokenizer_reads_the_flan_t5_tokenizer(
     assert model.fingerprint["companions"]["tokenizer"]["source"] == "local"
     image, text = pictures()[0], T.CAPTIONS[0]
     _, want = clip_t5_reference(tiny, tok, image, text)
-    model = reference_vqa(tiny.folder)
+    model = load(f"vqa:{tiny.folder}")
     assert float(model.score([image], [text])[0]) == pytest.approx(want, rel=1e-5)
 
 

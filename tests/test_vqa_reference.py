@@ -6,9 +6,8 @@ Two kinds of oracle:
 - the reference's own code (`t2v_metrics/models/vqascore_models/qwen2vl_model.py`'s
   `Qwen2VLModel.forward`, with `qwen_vl_utils`), run on the tiny model where it can be: the
   `t2v-metrics` wheel installed with `--no-deps` into a folder outside the venv
-  (`pip install --no-deps --target .bench-peer-t2v t2v-metrics==3.0 qwen-vl-utils`), named by
-  LEXSEM_T2V_SITE (default: `.bench-peer-t2v` in the repository; `make test` installs it); in CI
-  its absence fails, elsewhere it skips;
+  (`builders.t2v_reference`); in CI its absence fails, elsewhere it skips
+  (`tests/test_vqa_reference_code.py` runs the reference's own CLIP-FlanT5 and LLaVA code);
 - the reference's formula re-implemented here from its source, for the families whose model
   classes load their own model code from hub ids (LLaVA-1.5 / 1.6 with LLaVA's repository code,
   InstructBLIP with LAVIS) or need packages the tests lack (LLaVA-OneVision: LLaVA-NeXT's
@@ -25,11 +24,7 @@ span is counted here from the texts.
 
 from __future__ import annotations
 
-import importlib
-import os
 import shutil
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +34,7 @@ import torch
 from PIL import Image
 
 from builders.numeric import assert_close_to_reference
+from builders.t2v_reference import QWEN_VL_UTILS, T2V, reference_module, require_t2v_site
 from builders.tiny_llava import write_tiny_llava
 from builders.tiny_vlms_dynamic import (
     write_tiny_llava_next,
@@ -56,7 +52,6 @@ SYSTEM = (
 )
 TEXTS = ["a dog runs", "a cat sleeps", "a dog sleeps"]
 CAPTIONS = ["a dog runs on the bed", "a red cat sleeps"]
-REPO = Path(__file__).resolve().parents[1]
 
 
 def images() -> list[Image.Image]:
@@ -232,32 +227,6 @@ def test_vgpt_t2v_refuses_a_family_without_a_teacher_forced_recipe(
 # -- the reference's own code (Qwen2-VL / Qwen2.5-VL) -------------------------------------------
 
 
-def t2v_site() -> Path | None:
-    site = Path(os.environ.get("LEXSEM_T2V_SITE") or REPO / ".bench-peer-t2v")
-    ok = (site / "t2v_metrics").is_dir() and (site / "qwen_vl_utils").is_dir()
-    return site if ok else None
-
-
-def reference_module(site: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """`t2v_metrics.models.vqascore_models.<name>` from the wheel, without running the
-    package's `__init__` files (they import every model family and its dependencies); `decord`
-    (videos only) stubbed."""
-    monkeypatch.syspath_prepend(str(site))
-    base = site / "t2v_metrics"
-    for pkg, path in [("t2v_metrics", base), ("t2v_metrics.models", base / "models"),
-                      ("t2v_metrics.models.vqascore_models",
-                       base / "models" / "vqascore_models")]:  # fmt: skip
-        module = types.ModuleType(pkg)
-        module.__path__ = [str(path)]
-        monkeypatch.setitem(sys.modules, pkg, module)
-    decord = types.ModuleType("decord")
-    decord.VideoReader, decord.cpu = object, (lambda *a: None)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "decord", decord)
-    for mod in [m for m in sys.modules if m.startswith("t2v_metrics.models.vqascore_models.")]:
-        monkeypatch.delitem(sys.modules, mod)
-    return importlib.import_module(f"t2v_metrics.models.vqascore_models.{name}")
-
-
 @pytest.mark.parametrize("builder", [write_tiny_qwen2_vl, write_tiny_qwen2_5_vl])
 def test_qwen_vqa_equals_the_references_own_code_per_item(
     builder: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -267,12 +236,7 @@ def test_qwen_vqa_equals_the_references_own_code_per_item(
     Instruct's repetition penalty 1.05, against `vqa:`."""
     from transformers import GenerationConfig
 
-    site = t2v_site()
-    if site is None:
-        why = "t2v-metrics and qwen-vl-utils are not installed (LEXSEM_T2V_SITE; `make test`)"
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
+    site = require_t2v_site(T2V, QWEN_VL_UTILS)
     folder = builder(tmp_path / "qwen")
     config = GenerationConfig.from_pretrained(folder)
     config.repetition_penalty = 1.05

@@ -15,9 +15,8 @@ built), else from the tower's own folder.
 The tokenizer is the checkpoint folder's when it has one, else ``google/flan-t5-xxl`` (the
 reference's tokenizer of both sizes: every Flan-T5 size shares one SentencePiece vocabulary).
 The processor is `lexsem.models.vlm.image_token_processor`'s, in its T5 form (every piece of
-the prompt ends in ``</s>``), with the ``t5_chat`` conversation.
-
-`REFERENCE_RECIPE` is the t2v_metrics definition of VQAScore for this family, as plain data.
+the prompt ends in ``</s>``), with the ``t5_chat`` conversation. The reference's VQAScore for
+this family is the ``clip_t5`` entry of the recipe table (`lexsem.models.vlm.reference`).
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from lexsem.models.vlm.original_format import (
     tower_tokens,
 )
 
-__all__ = ["CONVERSATION", "MODEL_TYPE", "REFERENCE_RECIPE", "load_clip_t5", "tokenizer_folder"]
+__all__ = ["CONVERSATION", "MODEL_TYPE", "load_clip_t5", "tokenizer_folder"]
 
 MODEL_TYPE = "clip_t5"
 SYSTEM = (
@@ -54,22 +53,6 @@ SYSTEM = (
 CONVERSATION = Conversation(system=SYSTEM, generation="ASSISTANT: ")
 TOKENIZER = "google/flan-t5-xxl"
 _TOKENIZER_FILES = ("tokenizer.json", "spiece.model", "tokenizer_config.json")
-
-REFERENCE_RECIPE: dict[str, Any] = {
-    "family": MODEL_TYPE,
-    "question": 'Does this figure show "{text}"? Please answer yes or no.',
-    "system": SYSTEM,
-    "prompt": "{system} USER: <image>\n{question} ASSISTANT: ",
-    "answer": "Yes</s>",
-    "image_padding": "expand2square",
-    "score": "exp(-mean cross-entropy over the answer's tokens)",
-}
-"""VQAScore as t2v_metrics computes it for CLIP-FlanT5 (``clip_t5_model.py``, at commit
-10d549b3 of linzhiqiu/t2v_metrics, the last with the model): the encoder reads `prompt` (the
-``t5_chat`` conversation, system message included; every piece around ``<image>`` tokenized
-with its own ``</s>``), the decoder's labels are the T5 tokens of ``Yes`` with the ``</s>`` the
-tokenizer appends (so `answer` is ``Yes</s>``), the image is padded to a square of the image
-processor's mean colour, and the score is exp(-CrossEntropy(mean over the label tokens))."""
 
 
 def tokenizer_folder(folder: Path) -> bool:

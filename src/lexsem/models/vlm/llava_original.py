@@ -22,9 +22,9 @@ replaced by the image's features before the language model reads it); the LM hea
 checkpoint's vocabulary, so every softmax is over the reference's tokens. The tokenizer is the
 checkpoint folder's (its pad token the unknown token, as the reference sets it); the processor
 is `lexsem.models.vlm.image_token_processor`'s in its LLaMA form, with the ``vicuna_v1``
-conversation (system message included).
-
-`REFERENCE_RECIPE` is the t2v_metrics definition of VQAScore for this family, as plain data.
+conversation (system message included). Such a checkpoint loads as transformers' ``llava``:
+the reference's VQAScore for it is the ``llava`` entry of the recipe table
+(`lexsem.models.vlm.reference`).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from lexsem.models.vlm.original_format import (
     tower_tokens,
 )
 
-__all__ = ["CONVERSATION", "MODEL_TYPES", "REFERENCE_RECIPE", "load_llava_original", "rename"]
+__all__ = ["CONVERSATION", "MODEL_TYPES", "load_llava_original", "rename"]
 
 MODEL_TYPES = ("llava", "share4v", "llava_llama")
 SYSTEM = (
@@ -55,22 +55,6 @@ SYSTEM = (
     "gives helpful, detailed, and polite answers to the user's questions."
 )
 CONVERSATION = Conversation(system=SYSTEM)  # LLaVA's conv_vicuna_v1
-
-REFERENCE_RECIPE: dict[str, Any] = {
-    "family": "llava_original",
-    "question": 'Does this figure show "{text}"? Please answer yes or no.',
-    "system": SYSTEM,
-    "prompt": "{system} USER: <image>\n{question} ASSISTANT: ",
-    "answer": "Yes</s>",
-    "image_padding": "expand2square",
-    "score": "exp(-mean cross-entropy over the answer's tokens)",
-}
-"""VQAScore as t2v_metrics computes it for ShareGPT4V and LLaVA-1.5 (``llava_model.py``,
-conversation ``chat``, at commit 10d549b3 of linzhiqiu/t2v_metrics): the sequence is `prompt`
-+ `answer` (``… ASSISTANT: Yes</s>``, tokenized around ``<image>`` with one begin-of-text
-token), the labels are the tokens after the prompt (its trailing space merges into ``▁Yes``,
-so they are ``▁Yes``, ``</s>``), the image is padded to a square of the image processor's
-mean colour, and the score is exp(-CrossEntropy(mean over the label tokens))."""
 
 _RENAMES = (
     ("model.mm_projector.0.", "model.multi_modal_projector.linear_1."),
