@@ -80,6 +80,7 @@ details>summary{cursor:pointer;color:#0b5cad;font-size:.9em}
 pre{background:#f6f7f9;border:1px solid #e3e5e8;border-radius:4px;padding:.6em;
  overflow-x:auto;font-size:.82em}
 code{font-size:.9em}
+@media (max-width:900px){tr>:first-child{min-width:6em;max-width:11em}}
 """.strip()
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -402,7 +403,9 @@ def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
              ", ".join(r.config.tasks), r.config.tie_policy, str(r.config.seed),
              str(r.config.n_boot), r.lexsem_version, _when(r.created_at)]
         )  # fmt: skip
-    data_table = Table("Data files", ["benchmark", "subset", "items", "file", "sha256", "runs"])
+    data_table = Table(
+        "Data files", ["benchmark", "subset", "items", "file", "sha256 (first 16)", "runs"]
+    )
     seen: dict[tuple[str, str], dict[str, list[int]]] = {}
     info: dict[tuple[str, str], tuple[int, str]] = {}
     for k, r in enumerate(runs):
@@ -414,7 +417,7 @@ def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
     for (bench, sub), by_sha in seen.items():
         n, file = info[(bench, sub)]
         for sha, ks in by_sha.items():
-            data_table.rows.append([bench, sub, str(n), file, sha, str(len(ks))])
+            data_table.rows.append([bench, sub, str(n), file, sha[:16], str(len(ks))])
         if len(by_sha) > 1:
             conflicts.append(f"{bench}/{sub}")
     if conflicts:
