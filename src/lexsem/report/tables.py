@@ -14,7 +14,7 @@ Extra aggregates (subsets named `_<name>`, e.g. SugarCrepe's `_replace`) are col
 subsets. One whose results carry a `label` (what it is, in words: ARO's paper preset) gets a
 readable header with a marker, `vg_relation macro [1]`, and its label as a footnote `[1] ...` in
 Markdown, LaTeX and HTML (there also as the header's tooltip); in CSV the label is appended to the
-column name. Unlabelled aggregates are shown as before.
+column name. Unlabelled aggregates keep their plain name (`_replace` -> `replace`).
 """
 
 from __future__ import annotations
