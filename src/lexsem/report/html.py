@@ -80,7 +80,7 @@ details>summary{cursor:pointer;color:#0b5cad;font-size:.9em}
 pre{background:#f6f7f9;border:1px solid #e3e5e8;border-radius:4px;padding:.6em;
  overflow-x:auto;font-size:.82em}
 code{font-size:.9em}
-@media (max-width:900px){tr>:first-child{min-width:6em;max-width:11em}}
+@media (max-width:900px){tr>:first-child{min-width:8em;max-width:11em}}
 """.strip()
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
