@@ -37,6 +37,7 @@ from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.errors import LexsemError
 from lexsem.report.generative import generative_sections
 from lexsem.report.html import Section, render_html, runs_metadata, runs_overview_sections
+from lexsem.report.labels import run_labels
 from lexsem.report.tables import Table, label
 from lexsem.results.run import Run
 
@@ -65,6 +66,13 @@ class ReportOptions:
     prior_min_items: int = 10
     qualitative_rows: int = 8  # example items shown per case
     max_prior_maps: int = 8  # prior-map figures per benchmark (one per model)
+
+
+Names = dict[str, str]  # run id -> the run's label in the report (`lexsem.report.labels`)
+
+
+def _labels(runs: Sequence[Run]) -> Names:
+    return run_labels([r.record for r in runs])
 
 
 def is_blind(run: Run) -> bool:
@@ -110,7 +118,7 @@ def _plots() -> Any:
 
 
 def _blind_accuracy_table(
-    blind: Sequence[Run], bench: str, avg: priors.BlindScores | None
+    blind: Sequence[Run], bench: str, avg: priors.BlindScores | None, names: Names
 ) -> Table:
     t = Table(
         f"{bench}: blind text scorers (the caption judged alone, no image)",
@@ -122,14 +130,14 @@ def _blind_accuracy_table(
         for r in run.record.results:
             if r.benchmark == bench and r.metric == BLIND:
                 t.rows.append(
-                    [run.record.model.name, direction, label(r.subset), str(r.n),
+                    [names[run.record.run_id], direction, label(r.subset), str(r.n),
                      _fmt(r.accuracy) + _ci(r.ci_low, r.ci_high), str(r.ties)]
                 )  # fmt: skip
     if avg is not None and len(avg.scorers) > 1:
         h = avg.hits()
         acc = 100.0 * float(np.mean(h.hits)) if len(avg) else float("nan")
         t.rows.append(
-            [f"AVG ({', '.join(avg.scorers)})", "mean of oriented scores", "micro",
+            [f"AVG ({_scorers(blind, names)})", "mean of oriented scores", "micro",
              str(len(avg)), _fmt(acc), str(int(np.sum(h.ties)))]
         )  # fmt: skip
     t.notes.append(
@@ -139,8 +147,12 @@ def _blind_accuracy_table(
     return t
 
 
+def _scorers(blind: Sequence[Run], names: Names) -> str:
+    return ", ".join(names[r.record.run_id] for r in blind)
+
+
 def _priors_for(
-    bench: str, blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions
+    bench: str, blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions, names: Names
 ) -> Section:
     plots = _plots()
     sec = Section(bench)
@@ -150,12 +162,12 @@ def _priors_for(
     except LexsemError as exc:
         avg = None
         notes.append(f"- The blind runs cannot be averaged: {exc}")
-    sec.tables.append(_blind_accuracy_table(blind, bench, avg))
+    sec.tables.append(_blind_accuracy_table(blind, bench, avg, names))
     if avg is None:
         sec.text = "\n".join(notes)
         return sec
     hard = priors.hard_items(avg, bench)
-    scorers = ", ".join(avg.scorers)
+    scorers = _scorers(blind, names)
     gap_table = Table(
         f"{bench}: hard-test accuracy and linguistic gap (hard items: the {len(hard)} of "
         f"{len(avg)} items the blind predictor [{scorers}] gets wrong)",
@@ -170,15 +182,15 @@ def _priors_for(
                     run, hard, bench, metric, n_boot=opt.n_boot, seed=opt.seed
                 )
             except LexsemError as exc:
-                notes.append(f"- {run.record.model.name} / {label(metric)}: {exc}")
+                notes.append(f"- {names[run.record.run_id]} / {label(metric)}: {exc}")
                 continue
             row, ht = gap.overall, gap.hard
             gap_table.rows.append(
-                [run.record.model.name, label(metric), _fmt(row.accuracy),
+                [names[run.record.run_id], label(metric), _fmt(row.accuracy),
                  _fmt(ht.accuracy) + _ci(ht.ci_low, ht.ci_high),
                  _fmt(row.gap) + _ci(row.ci_low, row.ci_high), str(row.n_hard)]
             )  # fmt: skip
-            maps.append((run.record.model.name, run, metric))
+            maps.append((names[run.record.run_id], run, metric))
     gap_table.notes.append(
         f"Linguistic gap = accuracy on all items − accuracy on the hard items ({PRIORS}, §5.2); "
         "brackets: bootstrap confidence intervals."
@@ -189,7 +201,7 @@ def _priors_for(
         notes.append("- No model run covers these items: no hard-test accuracy.")
     if plots is not None:
         _prior_maps(sec, notes, plots, avg, bench, maps, blind, scorers, opt)
-        _score_gap_figure(sec, notes, plots, bench, blind)
+        _score_gap_figure(sec, notes, plots, bench, blind, names)
     sec.text = "\n".join(notes)
     return sec
 
@@ -217,6 +229,7 @@ def _prior_maps(
             title=f"{name} — {bench} {label(metric)}: prior map",
             xlabel=f"true-caption {axis}",
             ylabel=f"false-caption {axis}",
+            grey=f"fewer than {opt.prior_min_items} items",
         )
         sec.figures.append(
             (
@@ -232,15 +245,15 @@ def _prior_maps(
 
 
 def _score_gap_figure(
-    sec: Section, notes: list[str], plots: Any, bench: str, blind: Sequence[Run]
+    sec: Section, notes: list[str], plots: Any, bench: str, blind: Sequence[Run], names: Names
 ) -> None:
     """The histogram of each blind scorer's per-item score gap."""
     series = {}
     for run in blind:
         try:
-            series[run.record.model.name] = priors.score_gaps(run, bench).gap
+            series[names[run.record.run_id]] = priors.score_gaps(run, bench).gap
         except LexsemError as exc:
-            notes.append(f"- score gap of {run.record.model.name}: {exc}")
+            notes.append(f"- score gap of {names[run.record.run_id]}: {exc}")
     if series:
         png = plots.histograms(
             series,
@@ -258,12 +271,15 @@ def _score_gap_figure(
         )
 
 
-def priors_section(blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions) -> Section:
+def priors_section(
+    blind: Sequence[Run], models: Sequence[Run], opt: ReportOptions, names: Names | None = None
+) -> Section:
+    names = names or _labels([*blind, *models])
     sec = Section("Linguistic priors")
     if not blind:
         sec.text = (
             "No blind run given. Add one or more runs of a text scorer (e.g. "
-            "`lexsem eval -m lm:gpt2 -b ...`) to see blind accuracy, hard-test accuracy, the "
+            "lexsem eval -m lm:gpt2 -b ...) to see blind accuracy, hard-test accuracy, the "
             "linguistic gap, prior maps and score gaps."
         )
         return sec
@@ -277,7 +293,7 @@ def priors_section(blind: Sequence[Run], models: Sequence[Run], opt: ReportOptio
     benches = [b for b in _benchmarks(blind) if all(b in _benchmarks([r]) for r in blind)]
     for bench in benches:
         with_bench = [r for r in models if bench in _benchmarks([r])]
-        sec.subsections.append(_priors_for(bench, blind, with_bench, opt))
+        sec.subsections.append(_priors_for(bench, blind, with_bench, opt, names))
     return sec
 
 
@@ -375,7 +391,7 @@ def _similarity_for(bench: str, items: list[Any], opt: ReportOptions) -> Section
             notes.append(f"- Syntactic similarity left out: {exc}")
     else:
         notes.append(
-            "- Syntactic similarity and SLS need a constituency parser: `--parser stanza` (or "
+            "- Syntactic similarity and SLS need a constituency parser: --parser stanza (or "
             "benepar / corenlp)."
         )
     if syn is not None:
@@ -432,7 +448,7 @@ def similarity_section(
         except LexsemError as exc:
             notes.append(
                 f"- {bench}: benchmark files not at hand ({exc}); give their folder with "
-                "`lexsem report --data-dir DIR`"
+                "lexsem report --data-dir DIR"
             )
             continue
         sub = _similarity_for(bench, items, opt)
@@ -457,7 +473,32 @@ def _models_by_metric(models: Sequence[Run]) -> dict[tuple[str, str], list[Run]]
     return out
 
 
-def comparison_section(models: Sequence[Run], opt: ReportOptions) -> Section:
+def _cross_labels(
+    models: Sequence[Run], refs: Sequence[tuple[str, str]], names: Names
+) -> dict[str, str]:
+    """The cross-benchmark table's model labels (one per model fingerprint, which may pool two
+    runs) -> the report's labels: the label of the model's runs, or with several runs the
+    model's name and their run ids."""
+    by_key = compare.model_labels(models)
+    runs: dict[str, list[Run]] = {}
+    for run in models:
+        if any(compare.has_metric(run, b, m) for b, m in refs):
+            runs.setdefault(run.record.model.fingerprint_key, []).append(run)
+    out = {}
+    for key, group in runs.items():
+        shown = list(dict.fromkeys(names[r.record.run_id] for r in group))
+        if len(shown) == 1:
+            out[by_key[key]] = shown[0]
+        else:
+            ids = ", ".join(r.record.run_id[:8] for r in group)
+            out[by_key[key]] = f"{group[0].record.model.name} ({ids})"
+    return out
+
+
+def comparison_section(
+    models: Sequence[Run], opt: ReportOptions, names: Names | None = None
+) -> Section:
+    names = names or _labels(models)
     plots = _plots()
     sec = Section("Comparing runs")
     by = _models_by_metric(models)
@@ -472,11 +513,13 @@ def comparison_section(models: Sequence[Run], opt: ReportOptions) -> Section:
             try:
                 r = compare.mcnemar(a, b, bench, metric)
             except LexsemError as exc:
-                notes.append(f"- McNemar {a.record.model.name} vs {b.record.model.name}: {exc}")
+                notes.append(
+                    f"- McNemar {names[a.record.run_id]} vs {names[b.record.run_id]}: {exc}"
+                )
                 continue
             mc.rows.append(
-                [bench, label(metric), r.model_a, r.model_b, str(r.n), _fmt(r.accuracy_a),
-                 _fmt(r.accuracy_b), str(r.b), str(r.c), f"{r.p_value:.3g}"]
+                [bench, label(metric), names[a.record.run_id], names[b.record.run_id], str(r.n),
+                 _fmt(r.accuracy_a), _fmt(r.accuracy_b), str(r.b), str(r.c), f"{r.p_value:.3g}"]
             )  # fmt: skip
     mc.notes.append(
         "A only / B only: items one model gets right and the other wrong; p: two-sided exact "
@@ -493,9 +536,12 @@ def comparison_section(models: Sequence[Run], opt: ReportOptions) -> Section:
             continue
         if len(cb.table) < 2:
             continue
+        shown = _cross_labels(models, (ra, rb), names)
+        cb.table["model"] = [shown.get(m, m) for m in cb.table["model"]]
         name_a, name_b = f"{ra[0]} {label(ra[1])}", f"{rb[0]} {label(rb[1])}"
+        base = shown.get(cb.baseline, cb.baseline)
         t = Table(
-            f"Cross-benchmark: {name_a} vs {name_b} (baseline: {cb.baseline})",
+            f"Cross-benchmark: {name_a} vs {name_b} (baseline: {base})",
             ["model", f"{name_a} (%)", "rank", "vs baseline", f"{name_b} (%)", "rank",
              "vs baseline"],
         )  # fmt: skip
@@ -537,9 +583,34 @@ def _case_pair(models: Sequence[Run], bench: str) -> tuple[str, str] | None:
     return None
 
 
+def _one_run_per_model(
+    runs: Sequence[Run], bench: str, metrics: Sequence[str]
+) -> tuple[list[Run], list[Run]]:
+    """(the runs kept, the runs left out): a run is left out when an earlier run of the same
+    model (fingerprint) already has one of `metrics` on `bench` that it has too."""
+    kept: list[Run] = []
+    left: list[Run] = []
+    for run in runs:
+        has = {m for m in metrics if compare.has_metric(run, bench, m)}
+        key = run.record.model.fingerprint_key
+        if any(
+            k.record.model.fingerprint_key == key
+            and any(compare.has_metric(k, bench, m) for m in has)
+            for k in kept
+        ):
+            left.append(run)
+        else:
+            kept.append(run)
+    return kept, left
+
+
 def qualitative_section(
-    models: Sequence[Run], opt: ReportOptions, items_of: _Items | None = None
+    models: Sequence[Run],
+    opt: ReportOptions,
+    items_of: _Items | None = None,
+    names: Names | None = None,
 ) -> Section:
+    names = names or _labels(models)
     sec = Section(
         "Qualitative cases",
         "Items grouped by what most models do on two metrics of the same item (SugarCrepe++ "
@@ -552,7 +623,14 @@ def qualitative_section(
         if pair is None:
             continue
         a, b = pair
-        runs = [r for r in models if bench in _benchmarks([r])]
+        runs, twice = _one_run_per_model(
+            [r for r in models if bench in _benchmarks([r])], bench, (a, b)
+        )
+        if twice:
+            notes.append(
+                f"- {bench}: left out of the cases, a second run of one model: "
+                + ", ".join(names[r.record.run_id] for r in twice)
+            )
         try:
             df = qualitative.qualitative_cases(
                 runs, bench, metric_a=a, metric_b=b, items=items_of(bench), allow_partial=True
@@ -566,9 +644,11 @@ def qualitative_section(
             except LexsemError as exc2:
                 notes.append(f"- {bench}: {exc2}")
                 continue
+        n_models = len(df.attrs.get("models", []))
         counts = Table(
-            f"{bench}: items per case ({label(a)} vs {label(b)}, {len(df.attrs.get('models', []))} "
-            "models)",
+            f"{bench}: items per case ({label(a)} vs {label(b)}, {n_models} "
+            f"model{'' if n_models == 1 else 's'}: "
+            f"{', '.join(names[r.record.run_id] for r in runs)})",
             ["case", "items", "share (%)"],
         )
         for case, n in df["case"].value_counts().items():
@@ -581,7 +661,12 @@ def qualitative_section(
                 continue
             ex = Table(
                 f"{bench}: examples — {case}",
-                ["subset", "item", *text_cols, f"pass {label(a)}", f"pass {label(b)}"],
+                ["subset", "item", *text_cols, f"models passing {label(a)}",
+                 f"models passing {label(b)}"],
+            )  # fmt: skip
+            ex.notes.append(
+                f"models passing {label(a)} / {label(b)}: the share of the models that get the "
+                f"item right on {label(a)} / on {label(b)}."
             )
             for r in rows.to_dict("records"):
                 ex.rows.append(
@@ -614,13 +699,14 @@ def analysis_sections(runs: Sequence[Run], opt: ReportOptions | None = None) -> 
     """Linguistic priors, similarity, comparisons and qualitative cases for these runs (a run
     given twice counts once)."""
     opt = opt or ReportOptions()
+    names = _labels(unique(runs))
     models, blind = split_runs(unique(runs))
     items_of = _Items(opt, unique(runs))
     return [
-        priors_section(blind, models, opt),
+        priors_section(blind, models, opt, names),
         similarity_section(runs, opt, items_of),
-        comparison_section(models, opt),
-        qualitative_section(models, opt, items_of),
+        comparison_section(models, opt, names),
+        qualitative_section(models, opt, items_of, names),
     ]
 
 

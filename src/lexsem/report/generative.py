@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from lexsem.report.html import Section
-from lexsem.report.tables import Table, _cell, _row_labels, label, subset_order, unique_runs
+from lexsem.report.labels import run_labels
+from lexsem.report.tables import Table, _cell, label, subset_order, unique_runs
 from lexsem.results.schema import MetricResult, ModelInfo, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks.choice import ORDERINGS, PROMPTS
@@ -268,8 +269,8 @@ def _fill(title: str, headers: list[str], rows: Sequence[_Row], ci: bool) -> Tab
 
 
 def _names(records: Sequence[RunRecord]) -> dict[str, str]:
-    """run id -> its label (the model's name; the run id added where names repeat)."""
-    return dict(zip((r.run_id for r in records), _row_labels(records), strict=True))
+    """run id -> its label (`lexsem.report.labels.run_labels`)."""
+    return run_labels(records)
 
 
 # -- SugarCrepe++ Tables 8, 14, 17, 18 -------------------------------------------------------
@@ -567,9 +568,10 @@ def _shares(ordering: str, right: int | None, values: np.ndarray, n_options: int
     return OrderingShares(ordering, right, n, positions, kinds)
 
 
-def position_bias(run: Any) -> list[PositionBias]:
+def position_bias(run: Any, name: str | None = None) -> list[PositionBias]:
     """The position bias of each (benchmark, multiple-choice task) of a `Run`, read from its
-    per-item answers (one row per item: the answers repeat on every metric's row)."""
+    per-item answers (one row per item: the answers repeat on every metric's row); shown under
+    `name` (default: the model's name)."""
     record = run.record
     tasks = [t for t in dict.fromkeys(r.task for r in record.results) if t in CHOICE_TASKS]
     if not tasks:
@@ -586,7 +588,7 @@ def position_bias(run: Any) -> list[PositionBias]:
         if len(orders) > 1:
             pooled = np.concatenate([cols[o] for o in orders])
             rows.append(_shares("all", None, pooled, prompt.n_options))
-        out.append(PositionBias(record.model.name, str(bench), str(task), rows))
+        out.append(PositionBias(name or record.model.name, str(bench), str(task), rows))
     return out
 
 
@@ -650,7 +652,8 @@ def generative_sections(runs: Sequence[Any], *, ci: bool = True) -> list[Section
     """The HTML report's "Generative models" section (paper tables, position bias); none when
     no run is generative."""
     tables = paper_tables(runs, ci=ci)
-    biases = [b for run in unique_by_id(runs) for b in position_bias(run)]
+    names = run_labels([getattr(r, "record", r) for r in runs])
+    biases = [b for run in unique_by_id(runs) for b in position_bias(run, names[run.record.run_id])]
     if not tables and not biases:
         return []
     sec = Section(

@@ -20,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lexsem._version import __version__
+from lexsem.errors import LexsemError
+from lexsem.report.labels import LABEL_RULE, labels_for
 from lexsem.report.tables import (
     QUAD_MAIN,
     Table,
-    _row_labels,
     aggregate_header,
     aggregate_labels,
     coverage_summary,
@@ -36,6 +37,7 @@ from lexsem.report.tables import (
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks import quad
+from lexsem.tasks.catalog import BLIND
 
 
 @dataclass
@@ -74,9 +76,11 @@ figure{margin:1.2em 0}figure img{max-width:100%;height:auto;border:1px solid #ee
  box-sizing:border-box}
 figcaption{font-size:.88em;color:#444;margin-top:.3em}
 dl.meta dt{font-weight:600;margin-top:.6em}dl.meta dd{margin-left:1.2em}
+details>summary{cursor:pointer;color:#0b5cad;font-size:.9em}
 pre{background:#f6f7f9;border:1px solid #e3e5e8;border-radius:4px;padding:.6em;
  overflow-x:auto;font-size:.82em}
 code{font-size:.9em}
+@media (max-width:900px){tr>:first-child{min-width:8em;max-width:11em}}
 """.strip()
 
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -98,6 +102,18 @@ def _breakable(text: Any) -> str:
     return re.sub(r"[^\s&;]{17,}", lambda m: re.sub(r"([/_.:])", r"\1<wbr>", m.group(0)), _e(text))
 
 
+def _inline(text: Any, plain: Any = None) -> str:
+    """Escaped text whose `backticked` spans are inline code (`<code>`); `plain` renders the
+    rest (default: escaped). A lone backtick is kept as a character."""
+    render = plain or _e
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one is text
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return "".join(
+        f"<code>{_e(p)}</code>" if k % 2 else render(p) for k, p in enumerate(parts) if p or not k
+    )
+
+
 def _is_num(cell: str) -> bool:
     """A number, with its coverage `(5/245)` and interval `[lo, hi]` when shown."""
     return bool(
@@ -112,9 +128,9 @@ def _text_html(text: str) -> str:
         if not lines:
             continue
         if all(ln.startswith("- ") for ln in lines):
-            out.append("<ul>" + "".join(f"<li>{_e(ln[2:])}</li>" for ln in lines) + "</ul>")
+            out.append("<ul>" + "".join(f"<li>{_inline(ln[2:])}</li>" for ln in lines) + "</ul>")
         else:
-            out.append(f"<p>{_e(' '.join(lines))}</p>")
+            out.append(f"<p>{_inline(' '.join(lines))}</p>")
     return "\n".join(out)
 
 
@@ -140,7 +156,7 @@ def _table_html(t: Table, number: int) -> str:
             for j, c in enumerate(row)
         ]
         body.append("<tr>" + "".join(cells) + "</tr>")
-    notes = "".join(f'<p class="note">{_breakable(n)}</p>' for n in [*footnotes, *t.notes])
+    notes = "".join(f'<p class="note">{_inline(n, _breakable)}</p>' for n in [*footnotes, *t.notes])
     return (
         f'<div class="table-wrap"><table>\n<caption><span class="cap">Table {number}. '
         f"{_e(t.title)}</span></caption>\n"
@@ -162,7 +178,7 @@ def _figure_html(caption: str, png: bytes, number: int) -> str:
     data = base64.b64encode(png).decode("ascii")
     return (
         f'<figure><img src="data:image/png;base64,{data}" alt="{_e(caption)}">'
-        f"<figcaption>Figure {number}. {_e(caption)}</figcaption></figure>"
+        f"<figcaption>Figure {number}. {_inline(caption)}</figcaption></figure>"
     )
 
 
@@ -183,9 +199,19 @@ def _json(value: Any, indent: int = 0, width: int = 96) -> str:
 
 
 def _meta_value(value: Any) -> str:
+    """A scalar as code; a mapping or list as indented JSON, collapsed (`<details>`) under a
+    line saying what it holds."""
     if isinstance(value, (Mapping, list, tuple)):
         text = _json(value)
-        return f"<pre>{_e(text)}</pre>"
+        if isinstance(value, Mapping):
+            what = (
+                f"{len(value)} field{'' if len(value) == 1 else 's'}: "
+                + ", ".join(str(k) for k in list(value)[:6])
+                + (", ..." if len(value) > 6 else "")
+            )
+        else:
+            what = f"{len(value)} value{'' if len(value) == 1 else 's'}"
+        return f"<details><summary>{_e(what)} (JSON)</summary><pre>{_e(text)}</pre></details>"
     return f"<code>{_e(value)}</code>" if value is not None else "<code>null</code>"
 
 
@@ -279,6 +305,23 @@ _CHANCE: dict[tuple[str, str], float] = {
 }
 
 
+def chance_of(bench: str, task: str, metric: str) -> float | None:
+    """Chance (%) of a metric for random, tie-free scores; a blind scorer's chance depends on
+    its benchmark's items (triplet 1/3, pair 1/2, multi-caption 1 / captions); None when not
+    known (a user's file)."""
+    if task != BLIND:
+        return _CHANCE.get((task, metric))
+    from lexsem.benchmarks import catalog as registry
+
+    try:
+        kind = registry.get(bench).item_kind
+    except LexsemError:
+        return None
+    if kind == "multi":
+        return _CHANCE.get((bench, "acc"))
+    return {"triplet": 100.0 / 3.0, "pair": 50.0}.get(kind)
+
+
 def _records(runs: Sequence[Any]) -> list[RunRecord]:
     return [getattr(r, "record", r) for r in runs]  # a `Run` or its `RunRecord`
 
@@ -303,7 +346,7 @@ def _bars(
         values[lab] = [idx[s].accuracy if s in idx else None for s in order]
         lows[lab] = [idx[s].ci_low if s in idx else None for s in order]
         highs[lab] = [idx[s].ci_high if s in idx else None for s in order]
-    chance = _CHANCE.get((task, metric))
+    chance = chance_of(bench, task, metric)
     title = table_title(bench, task, metric)
     labelled = {
         s: text
@@ -360,7 +403,9 @@ def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
              ", ".join(r.config.tasks), r.config.tie_policy, str(r.config.seed),
              str(r.config.n_boot), r.lexsem_version, _when(r.created_at)]
         )  # fmt: skip
-    data_table = Table("Data files", ["benchmark", "subset", "items", "file", "sha256", "runs"])
+    data_table = Table(
+        "Data files", ["benchmark", "subset", "items", "file", "sha256 (first 16)", "runs"]
+    )
     seen: dict[tuple[str, str], dict[str, list[int]]] = {}
     info: dict[tuple[str, str], tuple[int, str]] = {}
     for k, r in enumerate(runs):
@@ -372,7 +417,7 @@ def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
     for (bench, sub), by_sha in seen.items():
         n, file = info[(bench, sub)]
         for sha, ks in by_sha.items():
-            data_table.rows.append([bench, sub, str(n), file, sha, str(len(ks))])
+            data_table.rows.append([bench, sub, str(n), file, sha[:16], str(len(ks))])
         if len(by_sha) > 1:
             conflicts.append(f"{bench}/{sub}")
     if conflicts:
@@ -387,7 +432,7 @@ def _runs_section(runs: Sequence[RunRecord], row_labels: list[str]) -> Section:
             notes.append(f"- The runs differ in {what}: {', '.join(sorted(values))}.")
     text = (
         "One row per run; the full model fingerprints, configurations and environments are in "
-        "the metadata block at the end."
+        "the metadata block at the end. " + LABEL_RULE
     )
     if notes:
         text += "\n\n" + "\n".join(notes)
@@ -442,7 +487,7 @@ def runs_overview_sections(runs: Sequence[RunRecord]) -> list[Section]:
     Figures need matplotlib (the `web` extra); without it the tables come alone, with a note.
     """
     recs = unique_runs(_records(runs))
-    row_labels = _row_labels(recs)
+    row_labels = labels_for(recs)
     plots = _plots_available()
     confs = {r.config.confidence for r in recs}
     conf = f"{next(iter(confs)) * 100:g}% " if len(confs) == 1 else ""

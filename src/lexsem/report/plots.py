@@ -11,6 +11,7 @@ Needs matplotlib (the `web` extra: `pip install lexsem[web]`).
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import re
 import warnings
@@ -37,6 +38,7 @@ _RC = {
     "savefig.dpi": DPI,
 }
 _COLORS = list(colormaps["tab10"].colors) + list(colormaps["tab20b"].colors)
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "p", "h", "*")
 
 
 def _figure(width: float, height: float, rows: int = 1, cols: int = 1, **kw: Any):
@@ -199,8 +201,17 @@ def _luminance(rgba: Sequence[float]) -> float:
     return 0.299 * r + 0.587 * g + 0.114 * b
 
 
-def _edge_labels(edges: np.ndarray) -> list[str]:
-    return [f"{e:.3g}" for e in edges]
+def edge_labels(edges: Sequence[float]) -> list[str]:
+    """Tick labels for bin edges with as few decimals (0-6) as keep every two neighbours
+    distinct: `10.15 10.18 10.21`, never `10.2 10.2 10.2` on a narrow range."""
+    values = [float(e) for e in edges]
+    labels: list[str] = []
+    for digits in range(7):
+        labels = [f"{e:.{digits}f}".replace("-0.", "0.").lstrip("-") if round(e, digits) == 0
+                  else f"{e:.{digits}f}" for e in values]  # fmt: skip
+        if all(a != b for a, b in itertools.pairwise(labels)):
+            break
+    return labels
 
 
 def heatmap(
@@ -216,12 +227,14 @@ def heatmap(
     vmax: float = 100.0,
     cbar_label: str = "accuracy (%)",
     cmap: str = "viridis",
+    grey: str = "no items",
 ) -> bytes:
     """Accuracy per block of a 2-D binning (the prior map of "The Role of Linguistic Priors in
     Measuring Compositional Generalization of Vision-Language Models", §5.1, Fig. 1).
 
     `matrix[i, j]` is the value of y bin i (row 0 = lowest y, drawn at the bottom) and x bin j;
-    NaN blocks (no items) are grey and unlabelled. `x_edges` / `y_edges` are the bin edges
+    NaN blocks are grey and unlabelled, the colour bar saying what they are (`grey`, e.g.
+    "fewer than 10 items"). `x_edges` / `y_edges` are the bin edges
     (len = columns + 1 / rows + 1, may be uneven, e.g. quantiles); `counts` (same shape, optional)
     is written under each value as `n=...`. Colour bar from `vmin` to `vmax` (default 0-100).
     """
@@ -275,17 +288,17 @@ def heatmap(
         ax.set_xlim(xe[0], xe[-1])
         ax.set_ylim(ye[0], ye[-1])
         if len(xe) <= 21:
-            xl = _edge_labels(xe)
+            xl = edge_labels(xe)
             long = max(map(len, xl)) > 4
             ax.set_xticks(xe, xl, rotation=45 if long else 0, ha="right" if long else "center")
             ax.tick_params(axis="x", labelsize=7)
         if len(ye) <= 21:
-            ax.set_yticks(ye, _edge_labels(ye), fontsize=7)
+            ax.set_yticks(ye, edge_labels(ye), fontsize=7)
         ax.set_xlabel(wrap(xlabel, 60))
         ax.set_ylabel(wrap(ylabel, 50))
         ax.set_title(wrap(title, 60))
         cb = fig.colorbar(mesh, ax=ax, shrink=0.9)
-        cb.set_label(cbar_label + ("  (grey: no items)" if np.isnan(m).any() else ""))
+        cb.set_label(cbar_label + (f"  (grey: {grey})" if np.isnan(m).any() else ""))
         return _png(fig)
 
 
@@ -426,40 +439,35 @@ def rank_scatter(
     diagonal: bool = True,
     invert: bool = False,
 ) -> bytes:
-    """Labelled scatter of two per-model quantities (ranks or accuracies on two benchmarks),
-    with the y = x diagonal and Spearman's rho (n >= 3). `invert` flips both axes (rank 1 top
-    right)."""
+    """Scatter of two per-model quantities (ranks or accuracies on two benchmarks), with the
+    y = x diagonal and Spearman's rho (n >= 3). Each model is a point of its own colour and
+    marker, named in a legend beside the axes (names written next to the points would overlap
+    where models score alike). `invert` flips both axes (rank 1 top right)."""
     xv, yv = _floats(x), _floats(y)
     if not (len(xv) == len(yv) == len(labels)):
         raise ValueError(f"x, y and labels differ in length: {len(xv)}, {len(yv)}, {len(labels)}")
     ok = np.isfinite(xv) & np.isfinite(yv)
     with mpl_style.context("default"), matplotlib.rc_context(_RC):
-        fig, axes = _figure(6.0, 5.4)
+        names = [wrap(s, 28) for s, good in zip(labels, ok, strict=True) if good]
+        height = max(5.4, 1.4 + 0.17 * (_lines(names) + len(names)))
+        fig, axes = _figure(8.4, height)
         ax = axes[0, 0]
         if not ok.any():
             _empty(ax)
         else:
             xs, ys = xv[ok], yv[ok]
-            labs = [wrap(s, 22) for s, good in zip(labels, ok, strict=True) if good]
             lo, hi = float(min(xs.min(), ys.min())), float(max(xs.max(), ys.max()))
             pad = 0.06 * (hi - lo) if hi > lo else 1.0
             lo, hi = lo - pad, hi + pad
             if diagonal:
                 ax.plot([lo, hi], [lo, hi], color="0.6", ls="--", lw=1.0, zorder=1)
-            ax.scatter(xs, ys, s=28, color=_COLORS[0], zorder=3, edgecolors="white", lw=0.5)
-            for k, (px, py, lab) in enumerate(zip(xs, ys, labs, strict=True)):
-                dy = 4 if k % 2 == 0 else -9  # alternate above / below against overlaps
-                frac = (px - lo) / (hi - lo)
-                right = (1 - frac if invert else frac) > 0.75  # near the right edge: text left
-                ax.annotate(
-                    lab,
-                    (px, py),
-                    xytext=(-4 if right else 4, dy),
-                    textcoords="offset points",
-                    ha="right" if right else "left",
-                    fontsize=7.5,
-                    zorder=4,
-                )
+            for k, (px, py, name) in enumerate(zip(xs, ys, names, strict=True)):
+                ax.scatter(
+                    [px], [py], s=46, color=_COLORS[k % len(_COLORS)],
+                    marker=_MARKERS[k % len(_MARKERS)], zorder=3, edgecolors="white", lw=0.5,
+                    label=name,
+                )  # fmt: skip
+            ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
             ax.set_xlim(lo, hi)
             ax.set_ylim(lo, hi)
             if invert:

@@ -14,7 +14,7 @@ Extra aggregates (subsets named `_<name>`, e.g. SugarCrepe's `_replace`) are col
 subsets. One whose results carry a `label` (what it is, in words: ARO's paper preset) gets a
 readable header with a marker, `vg_relation macro [1]`, and its label as a footnote `[1] ...` in
 Markdown, LaTeX and HTML (there also as the header's tooltip); in CSV the label is appended to the
-column name. Unlabelled aggregates are shown as before.
+column name. Unlabelled aggregates keep their plain name (`_replace` -> `replace`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lexsem.errors import LexsemError
+from lexsem.report.labels import labels_for
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks.catalog import find_task
@@ -112,14 +113,6 @@ def unique_runs(runs: Sequence[RunRecord]) -> list[RunRecord]:
             seen.add(r.run_id)
             out.append(r)
     return out
-
-
-def _row_labels(runs: Sequence[RunRecord]) -> list[str]:
-    names = [r.model.name for r in runs]
-    return [
-        n if names.count(n) == 1 else f"{n} ({r.run_id[:8]})"
-        for n, r in zip(names, runs, strict=True)
-    ]
 
 
 def result_groups(runs: Sequence[RunRecord]) -> dict[tuple[str, str], dict[str, list[str]]]:
@@ -388,7 +381,7 @@ def table_groups(runs: Sequence[RunRecord], *, ci: bool = False) -> list[TableGr
     metrics. A run given twice counts once; a run is a row only of the tables it has results
     in."""
     runs = unique_runs(runs)
-    labels = _row_labels(runs)
+    labels = labels_for(runs)
     agg = aggregate_labels(runs)
     groups = result_groups(runs)
     quads = [k for k in groups if _is_quad(k[1])]
