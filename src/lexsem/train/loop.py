@@ -191,10 +191,14 @@ class Trainer:
         from lexsem.train.distributed import world_from_env
         from lexsem.train.manifest import read_manifest
         from lexsem.train.optim import adamw, cosine_with_warmup
+        from lexsem.train.state import read_state
         from lexsem.train.towers import towers_of
 
         c = self.config
         self._check_out(resume)
+        # a resumed run's record and state are read (and a damaged or unsafe one refused)
+        # before anything is loaded
+        saved = (_read_record(self.out), read_state(self.out / "state.pt")) if resume else None
         images = self._images()
         manifest = read_manifest(c.manifest, images)
         train, val = self._validation_split(manifest, manifest.split("train"))
@@ -229,8 +233,8 @@ class Trainer:
             raise LexsemError(f"batch {c.batch_size} does not split over {world.size} processes")
         schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * steps_per_epoch)
         loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator, val)
-        if resume:
-            loop.resume()
+        if saved is not None:
+            loop.resume(*saved)
         else:
             self.out.mkdir(parents=True, exist_ok=True)
             loop.start(manifest, leakage)
@@ -288,13 +292,20 @@ class _Loop:
             "validation_rows": len(self.val_data) if self.val_data is not None else 0,
         }
 
-    def resume(self) -> None:
-        from lexsem.train.state import load_state
+    def resume(self, record: dict[str, Any], state: dict[str, Any]) -> None:
+        """Continue from `train.json`'s `record` and `state.pt`'s `state` (`read_state`)."""
+        from lexsem.train.state import restore_state
 
-        self.record = json.loads((self.out / "train.json").read_text(encoding="utf-8"))
+        self.record = record
         _same_settings(self.record["config"], json.loads(self.c.model_dump_json()), self.out)
-        self.progress = load_state(self.out / "state.pt", self.towers.module, self.optimizer,
-                                   self.schedule, self.scaler)  # fmt: skip
+        try:
+            self.progress = restore_state(state, self.towers.module, self.optimizer,
+                                          self.schedule, self.scaler)  # fmt: skip
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(
+                f"{self.out / 'state.pt'}: does not fit this run's model and optimizer ({first})"
+            ) from None
 
     def _write_record(self) -> None:
         from lexsem.atomic import atomic_open
@@ -515,6 +526,21 @@ class _Loop:
         self._save_state()
         best = (self.progress.best or {}).get("spec")
         return TrainResult(self.out, self.progress.step, final, best, stopped=False)
+
+
+def _read_record(out: Path) -> dict[str, Any]:
+    """The `train.json` of the run in `out` that is resumed; a `DataError` naming it when it
+    is missing or damaged."""
+    path = out / "train.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"nothing to resume in {out}: no train.json") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable training record ({exc})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
+        raise DataError(f"{path}: not a training record (no config)")
+    return record
 
 
 RESUME_MAY_CHANGE = {"max_steps", "num_workers", "checkpoint_every"}
