@@ -101,8 +101,8 @@ def test_bounds_are_said_in_the_help_and_checked_by_the_config() -> None:
     out = runner.invoke(app, ["train", "--manifest", "m", "-o", "o", "-m", "x", "--epochs", "0"])
     assert out.exit_code == 2, out.output
     assert (
-        "error: invalid training settings: epochs: Input should be greater than or equal to 1"
-        in (out.output)
+        "error: invalid training settings: --epochs 0: must be greater than or equal to 1 "
+        "(allowed: at least 1)" in out.output
     )
 
 
