@@ -108,10 +108,21 @@ def train(
     device: Device = TRAIN.device,
     num_workers: Workers = TRAIN.num_workers,
     n_boot: NBoot = TRAIN.n_boot,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress (loss, learning rate, evaluations): the result only."
+        ),
+    ] = False,
 ) -> None:
     """Fine-tune a CLIP model with in-batch and hard negatives, judged by lexsem's evaluation
-    every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`)."""
+    every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`). Shows
+    the loss and learning rate as it trains and each epoch's evaluation; `lexsem report RUN
+    --html` draws them."""
+    from lexsem.cli.quiet import quiet_libraries
     from lexsem.train.loop import Trainer
+
+    quiet_libraries(quiet)
 
     fields: dict[str, Any] = {
         "model": model, "regime": regime, "epochs": epochs, "batch_size": batch_size, "lr": lr,
@@ -139,7 +150,7 @@ def train(
     if settings.get("model") is None:
         raise typer.BadParameter("give --model (or a --preset that names one)")
     cfg = _settings(TrainConfig, manifest=manifest, out=out, **settings)
-    res = Trainer(cfg).run(resume=resume)
+    res = Trainer(cfg, progress=not quiet).run(resume=resume)
     state = "stopped (resume with --resume)" if res.stopped else "done"
     typer.echo(f"{state}: {res.steps} steps in {res.folder}")
     if res.final:
