@@ -38,6 +38,7 @@ TRAIN_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "preset": None,
     "lora": None,
     "resume": None,
+    "quiet": None,  # Trainer's progress, the other way round
     "manifest": None,  # required: no default
     "out": None,
 }
@@ -114,7 +115,7 @@ def trained(monkeypatch: pytest.MonkeyPatch) -> list[TrainConfig]:
     seen: list[TrainConfig] = []
 
     class Capture:
-        def __init__(self, cfg: TrainConfig) -> None:
+        def __init__(self, cfg: TrainConfig, *, progress: bool = False) -> None:
             seen.append(cfg)
 
         def run(self, resume: bool) -> Any:
