@@ -38,6 +38,7 @@ TRAIN_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "preset": None,
     "lora": None,
     "resume": None,
+    "quiet": None,  # Trainer's progress, the other way round
     "manifest": None,  # required: no default
     "out": None,
 }
@@ -101,8 +102,8 @@ def test_bounds_are_said_in_the_help_and_checked_by_the_config() -> None:
     out = runner.invoke(app, ["train", "--manifest", "m", "-o", "o", "-m", "x", "--epochs", "0"])
     assert out.exit_code == 2, out.output
     assert (
-        "error: invalid training settings: epochs: Input should be greater than or equal to 1"
-        in (out.output)
+        "error: invalid training settings: --epochs 0: must be greater than or equal to 1 "
+        "(allowed: at least 1)" in out.output
     )
 
 
@@ -114,7 +115,7 @@ def trained(monkeypatch: pytest.MonkeyPatch) -> list[TrainConfig]:
     seen: list[TrainConfig] = []
 
     class Capture:
-        def __init__(self, cfg: TrainConfig) -> None:
+        def __init__(self, cfg: TrainConfig, *, progress: bool = False) -> None:
             seen.append(cfg)
 
         def run(self, resume: bool) -> Any:

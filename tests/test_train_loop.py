@@ -429,3 +429,68 @@ def test_the_logit_scale_is_clamped_only_when_the_setting_says(
     record = json.loads((tmp_path / "run" / "train.json").read_text())
     assert record["settings"]["clamp_logit_scale"] is clamp
     assert [PRESETS[p]["clamp_logit_scale"] for p in PRESETS] == [False, False, False, True]
+
+
+def test_the_cli_shows_loss_lr_and_evaluations_and_the_report_draws_them(
+    tiny: str, rendered: Path, tmp_path: Path
+) -> None:
+    """`lexsem train` (not a terminal) prints a line per optimizer step interval and epoch
+    with loss and learning rate, and each evaluation; `--quiet` prints the result only;
+    `lexsem report RUN --html` has the training section (curves, evaluation table)."""
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+
+    common = ["train", "--manifest", str(rendered), "-m", tiny, "--batch-size", "8",
+              "--epochs", "2", "--lr", "1e-3", "--warmup", "1", "--device", "cpu",
+              "--cache-dir", str(tmp_path / "c"), "--n-boot", "0"]  # fmt: skip
+    res = CliRunner().invoke(app, [*common, "-o", str(tmp_path / "run"), "--judge-on", "synthetic"])
+    assert res.exit_code == 0, res.output
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    for r in record["progress"]["losses"]:
+        if r["step"] % 3 == 0:  # the end of each epoch of 3 steps
+            line = f"step {r['step']}/6 (epoch {r['epoch'] + 1}/2): loss {r['loss']:.4f}, "
+            assert line + f"lr {r['lr']:.2e}" in res.output
+    for e in record["progress"]["evaluations"]:
+        tot = e["accuracy"]["synthetic/tot"]
+        assert f"{e['label']} evaluation: synthetic/tot {tot:.1f}%" in res.output
+    quiet = CliRunner().invoke(app, [*common, "-o", str(tmp_path / "quiet"), "-q"])
+    assert quiet.exit_code == 0 and "step " not in quiet.output and "done: 6 steps" in quiet.output
+    html = tmp_path / "r.html"
+    rep = CliRunner().invoke(app, ["report", str(tmp_path / "run"), "--html", str(html),
+                                   "--n-boot", "0"])  # fmt: skip
+    assert rep.exit_code == 0, rep.output
+    page = html.read_text()
+    assert "Training: run" in page and "training loss (left) and learning rate" in page
+    assert "Accuracy (%) of each evaluation" in page and "accuracy (%) of each evaluation" in page
+    alone = tmp_path / "q.html"  # no evaluation: the curves alone
+    rep = CliRunner().invoke(app, ["report", str(tmp_path / "quiet"), "--html", str(alone)])
+    assert rep.exit_code == 0 and "Training: quiet" in alone.read_text(), rep.output
+
+
+def test_ctrl_c_mid_epoch_saves_the_state_and_resumes_to_the_same_weights(
+    tiny: str, rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KeyboardInterrupt between two optimizer steps of epoch 1 saves the state there; the
+    message says so; `--resume` ends at the weights of an uninterrupted run."""
+    from lexsem.train import batches
+    from lexsem.train.loop import Trainer, TrainingInterrupted
+
+    whole = Trainer(config(tiny, rendered, tmp_path / "whole")).run()
+    real = batches.epoch_batches
+
+    def interrupted(*args: Any, **kw: Any) -> Any:
+        for k, batch in enumerate(real(*args, **kw)):
+            if k == 2:
+                raise KeyboardInterrupt
+            yield batch
+
+    monkeypatch.setattr(batches, "epoch_batches", interrupted)
+    with pytest.raises(TrainingInterrupted) as err:
+        Trainer(config(tiny, rendered, tmp_path / "cut")).run()
+    assert err.value.step == 2 and err.value.saved and "--resume continues" in err.value.message()
+    monkeypatch.setattr(batches, "epoch_batches", real)
+    resumed = Trainer(config(tiny, rendered, tmp_path / "cut")).run(resume=True)
+    assert resumed.steps == whole.steps
+    a, b = weights(whole.final), weights(resumed.final)
+    assert all(torch.equal(a[k], b[k]) for k in a)

@@ -76,7 +76,7 @@ def config_option(
         cli_type = cli_type | None
     if choices and "callback" not in option:
         option["callback"] = one_of(choices)
-    text = " ".join(t for t in (info.description or "", more, _bounds(info)) if t)
+    text = " ".join(t for t in (info.description or "", more, field_bounds(info)) if t)
     return Annotated[cli_type, typer.Option(*decls, help=text, **option)]
 
 
@@ -93,7 +93,7 @@ def _cli_type(annotation: Any) -> tuple[Any, tuple[str, ...]]:
     return (inner | None if optional else inner), choices
 
 
-def _bounds(info: FieldInfo) -> str:
+def field_bounds(info: FieldInfo) -> str:
     """The field's bounds in words, `(at least 1)`, `(more than 0.0, less than 1.0)`; '' for
     none. (Not click's `[x>=1]`: the help's markup would take it for a tag.)"""
     words = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.cli.options import EVAL, CacheDir, DataDir, one_of
+from lexsem.errors import DataError
 
 __all__ = ["report"]
 
@@ -51,10 +52,18 @@ def report(
     from lexsem.atomic import atomic_open
     from lexsem.report.all_tables import build_tables
     from lexsem.report.tables import to_csv, to_latex, to_markdown
+    from lexsem.report.training import is_training_run, training_page, training_sections
     from lexsem.results.run import Run
     from lexsem.results.run_folder import load_run
 
-    runs = _expand_training_runs(runs)
+    trained = [p for p in runs if is_training_run(p)]
+    runs = _expand_training_runs(runs, untabulated=html is not None)
+    if not runs and html is not None:  # training runs with no evaluation: their curves only
+        with atomic_open(html, "w", encoding="utf-8") as fh:
+            fh.write(training_page(trained, title))
+        typer.echo("note: no evaluation to tabulate (the training runs judge on nothing)", err=True)
+        typer.echo(f"HTML report written to {html}", err=True)
+        return
     records = [load_run(r) for r in runs]
     # with --html the per-item files are read too: a damaged one fails before any output
     loaded = [Run.load(r) for r in runs] if html is not None else None
@@ -78,21 +87,32 @@ def report(
             n_boot=n_boot,
             seed=seed,
         )
-        page = build_report(loaded, opt, title=title)  # per-item tables
+        extra = training_sections(trained)  # loss and learning-rate curves, epochs
+        page = build_report(loaded, opt, title=title, extra=extra)  # per-item tables
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
 
 
-def _expand_training_runs(paths: list[Path]) -> list[Path]:
+def _expand_training_runs(paths: list[Path], *, untabulated: bool = False) -> list[Path]:
     """A training run's folder stands for its evaluations (before training, each epoch), in
     order: before/after tables, McNemar against the base model, hard-test accuracy per
-    checkpoint."""
+    checkpoint. With `untabulated` (the HTML page, which shows its curves anyway) a training
+    run with no evaluation stands for none; else it is an error."""
     from lexsem.train.record import evaluation_folders
 
     out: list[Path] = []
     for p in paths:
-        out += evaluation_folders(p) if (Path(p) / "train.json").is_file() else [p]
+        if not (Path(p) / "train.json").is_file():
+            out.append(p)
+        elif not untabulated:
+            out += evaluation_folders(p)
+        else:
+            try:
+                out += evaluation_folders(p)
+            except DataError as exc:
+                if "no evaluation yet" not in str(exc):
+                    raise
     return out
 
 

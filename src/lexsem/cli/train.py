@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 
 from lexsem.cli.options import (
     LORA,
@@ -24,6 +25,8 @@ from lexsem.errors import LexsemError
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
 
 __all__ = ["train", "train_data"]
+
+T = TypeVar("T", bound=BaseModel)
 
 Manifest = config_option(TrainConfig, "manifest", "--manifest")
 Out = config_option(TrainConfig, "out", "--out", "-o")
@@ -105,10 +108,21 @@ def train(
     device: Device = TRAIN.device,
     num_workers: Workers = TRAIN.num_workers,
     n_boot: NBoot = TRAIN.n_boot,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress (loss, learning rate, evaluations): the result only."
+        ),
+    ] = False,
 ) -> None:
     """Fine-tune a CLIP model with in-batch and hard negatives, judged by lexsem's evaluation
-    every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`)."""
+    every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`). Shows
+    the loss and learning rate as it trains and each epoch's evaluation; `lexsem report RUN
+    --html` draws them."""
+    from lexsem.cli.quiet import quiet_libraries
     from lexsem.train.loop import Trainer
+
+    quiet_libraries(quiet)
 
     fields: dict[str, Any] = {
         "model": model, "regime": regime, "epochs": epochs, "batch_size": batch_size, "lr": lr,
@@ -127,14 +141,16 @@ def train(
     # the preset's, else TrainConfig's default (the option's)
     given = {k: v for k, v in fields.items() if _given(ctx, k)}
     if lora:
-        given["lora"] = LoraConfig(targets=tuple(lora.split(",")), r=lora_r, alpha=lora_alpha)
+        given["lora"] = _settings(
+            LoraConfig, targets=tuple(lora.split(",")), r=lora_r, alpha=lora_alpha
+        )
     if preset and preset not in PRESETS:
         raise typer.BadParameter(f"unknown preset {preset!r} ({', '.join(PRESETS)})")
     settings = {**(PRESETS[preset] if preset else {}), **given}
     if settings.get("model") is None:
         raise typer.BadParameter("give --model (or a --preset that names one)")
-    cfg = _train_config(manifest=manifest, out=out, **settings)
-    res = Trainer(cfg).run(resume=resume)
+    cfg = _settings(TrainConfig, manifest=manifest, out=out, **settings)
+    res = Trainer(cfg, progress=not quiet).run(resume=resume)
     state = "stopped (resume with --resume)" if res.stopped else "done"
     typer.echo(f"{state}: {res.steps} steps in {res.folder}")
     if res.final:
@@ -150,26 +166,46 @@ def _given(ctx: typer.Context, param: str) -> bool:
     return source is not None and getattr(source, "name", str(source)) != "DEFAULT"
 
 
-def _train_config(**fields: Any) -> TrainConfig:
-    """`TrainConfig(**fields)` with validation errors as one `LexsemError` naming each field."""
+#: The option of a config field whose name is not `--` and the field's name with dashes.
+OPTION_OF = {"lora.targets": "--lora", "lora.r": "--lora-r", "lora.alpha": "--lora-alpha",
+             "targets": "--lora", "r": "--lora-r", "alpha": "--lora-alpha",
+             "num_workers": "--num-workers"}  # fmt: skip
+
+
+def _settings(config: type[T], **fields: Any) -> T:
+    """`config(**fields)` with pydantic's validation errors as one `LexsemError` naming each
+    option, the value given and what is allowed."""
     from pydantic import ValidationError
 
     try:
-        return TrainConfig(**fields)
+        return config(**fields)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'config'}: "
-            f"{e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        )
+        problems = "; ".join(_problem(config, e) for e in exc.errors())
         raise LexsemError(f"invalid training settings: {problems}") from None
+
+
+def _problem(config: type[BaseModel], error: Any) -> str:
+    """One validation error in words: `--lr -1.0: must be greater than 0 (more than 0.0)`."""
+    from lexsem.cli.options import field_bounds
+
+    loc = ".".join(str(p) for p in error["loc"])
+    msg = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+    if not loc:  # a rule across fields (model validator)
+        return msg
+    option = OPTION_OF.get(loc, "--" + loc.replace("_", "-"))
+    field = config.model_fields.get(str(error["loc"][0]))
+    bounds = field_bounds(field) if field is not None and len(error["loc"]) == 1 else ""
+    allowed = f" (allowed: {bounds.strip('()')})" if bounds else ""
+    return f"{option} {error.get('input')!r}: {msg}{allowed}"
 
 
 def train_data(
     out: Annotated[Path, typer.Argument(help="Folder to write images and manifest.jsonl to.")],
     n: Annotated[int, typer.Option("-n", min=1, help="Examples.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the scenes drawn.")] = 0,
-    size: Annotated[int, typer.Option(help="Image side in pixels.")] = 224,
+    size: Annotated[
+        int, typer.Option(help="Image side in pixels (48 to 2048: MAX_IMAGE_SIZE).")
+    ] = 224,
     dev_fraction: Annotated[float, typer.Option(help="Share of examples in the dev split.")] = 0.0,
 ) -> None:
     """Write rendered training scenes with hard negative captions and images (disjoint from

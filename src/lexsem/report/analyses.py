@@ -711,16 +711,20 @@ def analysis_sections(runs: Sequence[Run], opt: ReportOptions | None = None) -> 
 
 
 def build_report(
-    runs: Sequence[Run], opt: ReportOptions | None = None, *, title: str = "lexsem report"
+    runs: Sequence[Run],
+    opt: ReportOptions | None = None,
+    *,
+    title: str = "lexsem report",
+    extra: Sequence[Section] = (),
 ) -> str:
-    """The whole self-contained HTML page: results tables and bars, the generative models'
-    paper tables and position bias (when any run is generative), the analyses, the runs and
-    their metadata."""
+    """The whole self-contained HTML page: results tables and bars, the `extra` sections (a
+    training run's curves: `lexsem.report.training`), the generative models' paper tables and
+    position bias (when any run is generative), the analyses, the runs and their metadata."""
     if not runs:
         raise LexsemError("no runs given")
     runs = unique(runs)
     records = [r.record for r in runs]
     overview = runs_overview_sections(records)
     generative = generative_sections(runs)  # none without generative runs
-    sections = [overview[0], *generative, *analysis_sections(runs, opt), *overview[1:]]
+    sections = [overview[0], *extra, *generative, *analysis_sections(runs, opt), *overview[1:]]
     return render_html(title, sections, runs_metadata(records))

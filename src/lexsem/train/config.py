@@ -46,7 +46,7 @@ class LoraConfig(BaseModel):
     """LoRA adapters (peft) on the modules named in `targets` (suffixes of module names, as
     peft matches them); everything else frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     targets: tuple[str, ...] = Field(
         min_length=1, description="Module name suffixes to adapt, e.g. c_fc, c_proj."
@@ -57,9 +57,10 @@ class LoraConfig(BaseModel):
 
 
 class TrainConfig(BaseModel):
-    """A fine-tuning run; every field has the CLI's default (the paper's where it has one)."""
+    """A fine-tuning run; every field has the CLI's default (the paper's where it has one).
+    No float may be NaN or infinite."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(
         description="The model to fine-tune: openclip:ARCH/TAG, openclip:ARCH@CHECKPOINT or "

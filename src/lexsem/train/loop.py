@@ -32,9 +32,10 @@ from typing import Any
 
 from lexsem.errors import DataError, LexsemError
 from lexsem.train.config import TrainConfig
+from lexsem.train.progress import TrainProgress
 from lexsem.train.state import Progress
 
-__all__ = ["TrainResult", "Trainer", "needs"]
+__all__ = ["TrainResult", "Trainer", "TrainingInterrupted", "needs"]
 
 NEEDS = {
     "clip_coco": set(),
@@ -64,6 +65,31 @@ def needs(regime: str, examples: Sequence[Any], where: Any) -> None:
             )
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during training: where the run's `state.pt` lets `--resume` continue."""
+
+    def __init__(self, folder: Path, step: int, saved: bool) -> None:
+        super().__init__(str(folder))
+        self.folder, self.step, self.saved = folder, step, saved
+
+    def message(self) -> str:
+        if not (self.folder / "state.pt").is_file():
+            return (
+                f"interrupted at step {self.step:,} before any state was saved in "
+                f"{self.folder}: the same command without --resume starts over"
+            )
+        if self.saved:
+            return (
+                f"interrupted at step {self.step:,}: the state is saved in "
+                f"{self.folder / 'state.pt'}; the same command with --resume continues from there"
+            )
+        return (
+            f"interrupted at step {self.step:,} during an optimizer step; "
+            f"{self.folder / 'state.pt'} holds the last saved state, the same command with "
+            "--resume continues from it"
+        )
+
+
 @dataclass
 class TrainResult:
     folder: Path
@@ -76,9 +102,10 @@ class TrainResult:
 class Trainer:
     """One training run of `config` (see the module doc)."""
 
-    def __init__(self, config: TrainConfig) -> None:
+    def __init__(self, config: TrainConfig, *, progress: bool = False) -> None:
         self.config = config
         self.out = Path(config.out)
+        self.progress = progress  # show loss, learning rate and evaluations as they come
 
     # -- setup -----------------------------------------------------------------------------
     def _images(self) -> Any:
@@ -191,10 +218,14 @@ class Trainer:
         from lexsem.train.distributed import world_from_env
         from lexsem.train.manifest import read_manifest
         from lexsem.train.optim import adamw, cosine_with_warmup
+        from lexsem.train.state import read_state
         from lexsem.train.towers import towers_of
 
         c = self.config
         self._check_out(resume)
+        # a resumed run's record and state are read (and a damaged or unsafe one refused)
+        # before anything is loaded
+        saved = (_read_record(self.out), read_state(self.out / "state.pt")) if resume else None
         images = self._images()
         manifest = read_manifest(c.manifest, images)
         train, val = self._validation_split(manifest, manifest.split("train"))
@@ -229,8 +260,13 @@ class Trainer:
             raise LexsemError(f"batch {c.batch_size} does not split over {world.size} processes")
         schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * steps_per_epoch)
         loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator, val)
-        if resume:
-            loop.resume()
+        total = c.epochs * steps_per_epoch
+        loop.show = TrainProgress(
+            total_steps=min(total, c.max_steps or total), epochs=c.epochs,
+            steps_per_epoch=steps_per_epoch, enabled=self.progress and world.main,
+        )  # fmt: skip
+        if saved is not None:
+            loop.resume(*saved)
         else:
             self.out.mkdir(parents=True, exist_ok=True)
             loop.start(manifest, leakage)
@@ -260,6 +296,8 @@ class _Loop:
         self.scaler = _scaler(trainer.config.precision, towers.encoder.device)
         self.progress = Progress()
         self.record: dict[str, Any] = {}
+        self.show = TrainProgress(total_steps=0, epochs=0, steps_per_epoch=0, enabled=False)
+        self._clean = True  # the objects are at a point a saved state resumes from exactly
 
     # -- bookkeeping -------------------------------------------------------------------------
     def start(self, manifest: Any, leakage: dict[str, Any]) -> None:
@@ -273,6 +311,7 @@ class _Loop:
         self._write_record()
         if self.c.judge_on and self.world.main:
             self.progress.evaluations.append(self._evaluate("before"))
+            self.show.evaluation(self.progress.evaluations[-1])
 
     def _settings(self) -> dict[str, Any]:
         """The settings in effect that the config leaves to the regime, and how they are
@@ -288,13 +327,20 @@ class _Loop:
             "validation_rows": len(self.val_data) if self.val_data is not None else 0,
         }
 
-    def resume(self) -> None:
-        from lexsem.train.state import load_state
+    def resume(self, record: dict[str, Any], state: dict[str, Any]) -> None:
+        """Continue from `train.json`'s `record` and `state.pt`'s `state` (`read_state`)."""
+        from lexsem.train.state import restore_state
 
-        self.record = json.loads((self.out / "train.json").read_text(encoding="utf-8"))
+        self.record = record
         _same_settings(self.record["config"], json.loads(self.c.model_dump_json()), self.out)
-        self.progress = load_state(self.out / "state.pt", self.towers.module, self.optimizer,
-                                   self.schedule, self.scaler)  # fmt: skip
+        try:
+            self.progress = restore_state(state, self.towers.module, self.optimizer,
+                                          self.schedule, self.scaler)  # fmt: skip
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DataError(
+                f"{self.out / 'state.pt'}: does not fit this run's model and optimizer ({first})"
+            ) from None
 
     def _write_record(self) -> None:
         from lexsem.atomic import atomic_open
@@ -405,6 +451,18 @@ class _Loop:
 
     # -- training ------------------------------------------------------------------------------
     def run(self) -> TrainResult:
+        """Train to the end (or `max_steps`); a Ctrl-C saves the state when the run is at a
+        point it resumes from exactly, and says where `--resume` continues
+        (`TrainingInterrupted`)."""
+        self.show.begin(self.progress.step, self.progress.epoch)
+        try:
+            return self._train()
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
+        finally:
+            self.show.close()
+
+    def _train(self) -> TrainResult:
         from lexsem.train.batches import epoch_batches
 
         c, p = self.c, self.progress
@@ -420,13 +478,23 @@ class _Loop:
             self._end_epoch()
         return self._finish()
 
+    def _interrupted(self) -> TrainingInterrupted:
+        """Save the state if the objects are between two optimizer steps (a micro-batch of
+        an accumulation or a step cut half-way is not: the state of the last save stands)."""
+        saved = False
+        if self._clean and self.world.size == 1 and (self.out / "train.json").is_file():
+            self._save_state()
+            saved = True
+        return TrainingInterrupted(self.out, self.progress.step, saved)
+
     def _micro_step(self, batch: Any) -> None:
         c, p = self.c, self.progress
+        self._clean = False
         loss = self._loss(batch) / c.accumulate
         (self.scaler.scale(loss) if self.scaler else loss).backward()
         p.batch += 1
         if p.batch % c.accumulate:
-            return
+            return  # gradients of this accumulation are in the module only: not resumable
         from lexsem.train.optim import clamp_logit_scale
 
         if self.scaler is not None:
@@ -448,6 +516,8 @@ class _Loop:
         if c.checkpoint_every and p.step % c.checkpoint_every == 0:
             self._weights(f"checkpoints/step-{p.step}")
             self._save_state()
+        self._clean = True
+        self.show.step(p.losses[-1])
 
     def _autocast(self, device: Any) -> Any:
         import contextlib
@@ -493,15 +563,23 @@ class _Loop:
         p = self.progress
         if self.world.main and self.evaluator is not None:
             evaluation = self._evaluate(f"epoch-{p.epoch + 1}")
+            self._clean = False  # the evaluation and the best weights go together
             p.evaluations.append(evaluation)
             self._select(evaluation)
+            self._clean = True
+            self.show.evaluation(evaluation)
         if self.world.main and self.val_data is not None:
             validation = self._validate(f"epoch-{p.epoch + 1}")
+            self._clean = False
             p.validations.append(validation)
             self._select_on_validation(validation)
+            self._clean = True
+            self.show.validation(validation)
+        self._clean = False
         p.epoch += 1
         p.batch = 0
         self._save_state()
+        self._clean = True
 
     def _stop(self) -> TrainResult:
         self._save_state()
@@ -515,6 +593,21 @@ class _Loop:
         self._save_state()
         best = (self.progress.best or {}).get("spec")
         return TrainResult(self.out, self.progress.step, final, best, stopped=False)
+
+
+def _read_record(out: Path) -> dict[str, Any]:
+    """The `train.json` of the run in `out` that is resumed; a `DataError` naming it when it
+    is missing or damaged."""
+    path = out / "train.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"nothing to resume in {out}: no train.json") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a readable training record ({exc})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
+        raise DataError(f"{path}: not a training record (no config)")
+    return record
 
 
 RESUME_MAY_CHANGE = {"max_steps", "num_workers", "checkpoint_every"}

@@ -30,6 +30,7 @@ as ``manifest:images/...``) for ``lexsem train``, with a ``rendered.json`` of pr
 from __future__ import annotations
 
 import json
+import os
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,10 +63,14 @@ from lexsem.errors import LexsemError
 from lexsem.train.manifest import MANIFEST_ROOT, Example, write_manifest
 
 __all__ = [
+    "MAX_IMAGE_SIZE",
+    "MAX_RENDER_BYTES",
     "RENDERED_VERSION",
     "RenderedExample",
+    "check_rendering",
     "evaluation_captions",
     "evaluation_scenes",
+    "render_bytes",
     "rendered_examples",
     "scene_pool",
     "write_rendered",
@@ -211,6 +216,52 @@ def rendered_examples(
 # --- writing -------------------------------------------------------------------------------
 
 
+#: The largest image side `write_rendered` draws (pixels): one RGB canvas of this side is
+#: 12 MiB, and a rendering holds at most `RENDER_COPIES` such buffers at a time.
+MAX_IMAGE_SIZE = 2048
+#: Buffers of one canvas's size alive while an image is drawn and encoded (the canvas, the
+#: PNG encoder's rows and its output, with margin).
+RENDER_COPIES = 3
+#: The memory `write_rendered` may use for the image it renders (bytes).
+MAX_RENDER_BYTES = RENDER_COPIES * 3 * MAX_IMAGE_SIZE**2
+
+
+def render_bytes(size: int) -> int:
+    """An upper estimate of the memory (bytes) that rendering one `size` x `size` example
+    image needs: `RENDER_COPIES` RGB buffers of its size (examples are rendered and written
+    one at a time, so this does not grow with their number)."""
+    return RENDER_COPIES * 3 * size * size
+
+
+def check_rendering(n: int, size: int, dev_fraction: float, seed: int = 0) -> None:
+    """A `LexsemError` naming the value and what is allowed unless `n` examples of side `size`
+    with a `dev_fraction` dev split can be rendered (before anything is drawn or written)."""
+    from lexsem.benchmarks.sources.synthetic_images import MIN_IMAGE_SIZE
+
+    if isinstance(size, bool) or not isinstance(size, int):
+        raise LexsemError(f"--size {size!r}: must be a whole number of pixels")
+    if size < MIN_IMAGE_SIZE:
+        raise LexsemError(f"--size {size}: must be {MIN_IMAGE_SIZE} to {MAX_IMAGE_SIZE} pixels")
+    if size > MAX_IMAGE_SIZE:
+        raise LexsemError(
+            f"--size {size}: must be {MIN_IMAGE_SIZE} to {MAX_IMAGE_SIZE} pixels (an image of "
+            f"side {size} needs about {render_bytes(size) / 2**20:,.0f} MiB to render, more than "
+            f"the {MAX_RENDER_BYTES / 2**20:,.0f} MiB allowed)"
+        )
+    if render_bytes(size) > MAX_RENDER_BYTES:  # pragma: no cover - the bound above implies it
+        raise LexsemError(f"--size {size}: rendering needs more than {MAX_RENDER_BYTES} bytes")
+    if not (0.0 <= dev_fraction < 1.0):  # NaN fails both comparisons
+        raise LexsemError(
+            f"--dev-fraction {dev_fraction}: must be at least 0 and less than 1 (the share of "
+            "examples in the dev split)"
+        )
+    most = len(scene_pool(seed))
+    if not 1 <= n <= most:
+        raise LexsemError(
+            f"-n {n}: must be 1 to {most:,} (the scenes that are not held out for evaluation)"
+        )
+
+
 def write_rendered(
     out_dir: str | Path,
     n: int,
@@ -223,32 +274,37 @@ def write_rendered(
     """Write `n` rendered examples under `out_dir` (``images/NNNNNN.png`` and
     ``images/NNNNNN-neg.png``), the manifest `manifest_name` (``.jsonl`` / ``.parquet``;
     the last ``round(n * dev_fraction)`` examples in the ``dev`` split) and ``rendered.json``
-    (seed, versions, the evaluation held out). Refuses a folder that already has that manifest.
-    Returns the manifest's path."""
-    if not 0.0 <= dev_fraction < 1.0:
-        raise ValueError(f"dev_fraction must be in [0, 1): {dev_fraction}")
+    (seed, versions, the evaluation held out). The values are checked first
+    (`check_rendering`: `size` at most `MAX_IMAGE_SIZE`); each example's images are written
+    (atomically) as soon as they are rendered, so memory does not grow with `n`; the manifest
+    is written last, so a folder without it is an unfinished one. Refuses a folder that already
+    has that manifest, and an `out_dir` that is a file. Returns the manifest's path."""
+    check_rendering(n, size, dev_fraction, seed)
     out = Path(out_dir)
     manifest = out / manifest_name
+    for parent in (out, *out.parents):
+        if parent.exists() and not parent.is_dir():
+            raise LexsemError(f"{parent} is a file, not a folder: give a folder to write to")
     if manifest.exists():
         raise LexsemError(f"{manifest} exists already; write the examples to a new folder")
     (out / "images").mkdir(parents=True, exist_ok=True)
     n_dev = round(n * dev_fraction)
-    rows = [
+    rows = (
         _write_example(out, i, ex, "dev" if i >= n - n_dev else "train")
         for i, ex in enumerate(rendered_examples(n, seed, size=size))
-    ]
+    )
     with atomic_open(out / "rendered.json", "w", encoding="utf-8") as fh:
         json.dump(_provenance(n, seed, size, n_dev), fh, indent=2)
-    return write_manifest(manifest, rows)
+    return write_manifest(manifest, rows)  # renders and writes the examples one at a time
 
 
 def _write_example(out: Path, i: int, ex: RenderedExample, split: str) -> Example:
     name = f"images/{i:06d}.png"
-    (out / name).write_bytes(ex.image)
+    _write_png(out / name, ex.image)
     neg_ref = None
     if ex.negative_image is not None:
         neg_name = f"images/{i:06d}-neg.png"
-        (out / neg_name).write_bytes(ex.negative_image)
+        _write_png(out / neg_name, ex.negative_image)
         neg_ref = f"{MANIFEST_ROOT}:{neg_name}"
     return Example(
         image=f"{MANIFEST_ROOT}:{name}",
@@ -258,6 +314,17 @@ def _write_example(out: Path, i: int, ex: RenderedExample, split: str) -> Exampl
         negative_image_caption=ex.negative_image_caption,
         split=split,
     )
+
+
+def _write_png(path: Path, png: bytes) -> None:
+    """Write `png` under a temporary name, then rename it: an interrupted run leaves no
+    half-written image under an image's name (the manifest, written last, is fsynced)."""
+    tmp = path.with_name(f".{path.name}.part")
+    try:
+        tmp.write_bytes(png)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _provenance(n: int, seed: int, size: int, n_dev: int) -> dict[str, Any]:
