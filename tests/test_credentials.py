@@ -66,14 +66,13 @@ def test_redact_finds_urls_in_text_and_in_percent_encoded_specs() -> None:
 
 def _ask(url: str, bench: dict[str, Any], *args: str) -> Any:
     common = ["-b", "fixture_pp", "--prompt", "scpp3", "--data-dir", str(bench["data"]),
-              "--coco-val2017", str(bench["images"]), "--cache-dir", str(bench["cache"])]  # fmt: skip
+              "--coco-val2017", str(bench["images"]),
+              "--cache-dir", str(bench["cache"])]  # fmt: skip
     return CliRunner().invoke(app, ["ask", "-m", f"openai:tiny-vlm?base_url={url}", *common, *args])
 
 
 def _files_holding(root: Path, secret: str) -> list[str]:
-    return [
-        str(p) for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()
-    ]
+    return [str(p) for p in root.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
 
 def test_a_key_in_base_url_is_written_nowhere(

@@ -49,11 +49,13 @@ def report(
     """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
+    from lexsem.outputs import check_outputs
     from lexsem.report.all_tables import build_tables
     from lexsem.report.tables import to_csv, to_latex, to_markdown
     from lexsem.results.run import Run
     from lexsem.results.run_folder import load_run
 
+    check_outputs({"--out": out, "--html": html}, inputs=runs)
     runs = _expand_training_runs(runs)
     records = [load_run(r) for r in runs]
     # with --html the per-item files are read too: a damaged one fails before any output

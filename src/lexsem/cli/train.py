@@ -108,6 +108,7 @@ def train(
 ) -> None:
     """Fine-tune a CLIP model with in-batch and hard negatives, judged by lexsem's evaluation
     every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`)."""
+    from lexsem.outputs import check_output_dir, named_paths
     from lexsem.train.loop import Trainer
 
     fields: dict[str, Any] = {
@@ -133,6 +134,7 @@ def train(
     settings = {**(PRESETS[preset] if preset else {}), **given}
     if settings.get("model") is None:
         raise typer.BadParameter("give --model (or a --preset that names one)")
+    check_output_dir(out, kind="train.json", inputs=named_paths(manifest))
     cfg = _train_config(manifest=manifest, out=out, **settings)
     res = Trainer(cfg).run(resume=resume)
     state = "stopped (resume with --resume)" if res.stopped else "done"
@@ -174,7 +176,10 @@ def train_data(
 ) -> None:
     """Write rendered training scenes with hard negative captions and images (disjoint from
     the synthetic benchmarks' scenes) and their manifest."""
+    from lexsem.outputs import check_output_dir
     from lexsem.train.rendered import write_rendered
+
+    check_output_dir(out, kind=None)
 
     path = write_rendered(out, n, seed, size=size, dev_fraction=dev_fraction)
     typer.echo(f"manifest: {path}")

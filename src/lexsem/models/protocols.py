@@ -35,7 +35,8 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
     """Stable hex digest of a fingerprint (canonical JSON, sorted keys), without the
     credentials of any URL in it (`lexsem.credentials`: a fingerprint without them keeps its
     key; two that differ only in a credential share one)."""
-    blob = json.dumps(redacted(fingerprint), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    shown = redacted(fingerprint)
+    blob = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -94,7 +94,9 @@ class OpenAIChat:
     def __init__(self, spec: ModelSpec | str, *, name: str | None = None, **_: Any) -> None:
         parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
         if parsed.backend != BACKEND:
-            raise ModelError(f"{redact(str(spec))!r} is not an openai: spec (openai:MODEL?base_url=URL&...)")
+            raise ModelError(
+                f"{redact(str(spec))!r} is not an openai: spec (openai:MODEL?base_url=URL&...)"
+            )
         self.spec = parsed
         self.model = parsed.name.strip()
         self.name = redact(name if name is not None else str(spec)).strip()
