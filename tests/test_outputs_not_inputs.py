@@ -106,6 +106,7 @@ def test_validate_never_writes_over_the_benchmark_file(bench: Path) -> None:
     before = file.read_bytes()
     _refused(["validate", f"scpp:{file}", "--json", file], "--json", file, "input")
     _refused(["validate", f"scpp:{file.parent}", "--json", file], "input")
+    _refused(["validate", f"scpp:{file}", "--json", bench], "--json", "is a folder")
     assert file.read_bytes() == before
 
 
@@ -136,7 +137,7 @@ def test_convert_answers_never_writes_into_a_run_folder(run: Path, tmp_path: Pat
     published = tmp_path / "pub"
     published.mkdir()
     _refused(["convert-answers", published, run / "run.json", "--force"], "inside")
-    _refused(["convert-answers", published, published / "x.jsonl"], "input")
+    _refused(["convert-answers", published, published / "x.jsonl"], "must not be inside")
 
 
 def test_the_check_itself(tmp_path: Path, run: Path) -> None:

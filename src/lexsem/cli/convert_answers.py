@@ -37,6 +37,9 @@ def convert_answers(
 
     if source not in FORMATS:
         raise typer.BadParameter(f"{source!r} is not a known layout (one of {', '.join(FORMATS)})")
+    folder, target = folder.resolve(), out.resolve()
+    if target == folder or folder in target.parents:
+        raise LexsemError(f"{out}: the output must not be inside the published folder {folder}")
     check_outputs({"OUT": out}, inputs=[folder])
     if out.exists() and not force:
         raise LexsemError(f"{out} exists; pass --force to replace it")
