@@ -153,6 +153,9 @@ def test_the_check_itself(tmp_path: Path, run: Path) -> None:
     training.mkdir()
     (training / "train.json").write_text("{}")
     assert run_folder_of(training / "eval" / "x.html") == training
+    check_output_file(training / "report.html", inputs=[training])  # a new file: kept beside it
+    with pytest.raises(Exception, match="inside the run folder"):
+        check_output_file(training / "train.json", inputs=[training / "eval"])
     assert run_folder_of(tmp_path / "x.html") is None
     check_output_dir(training, kind="train.json")
     with pytest.raises(Exception, match="holds a training run, not an evaluation run"):

@@ -6,10 +6,11 @@ A command never writes over what it reads, nor into a folder lexsem keeps whole:
   it reads: `report RUN -o RUN/run.json`, `score-answers A.jsonl --json A.jsonl`,
   `validate scpp:F --json F`), and an output folder never holds one of them (a run folder is
   replaced whole, so an input inside it would be lost);
-- an output file never lies inside a run folder (a folder holding `run.json`, an evaluation
-  run, or `train.json`, a training run): the folder is its run, and is replaced whole by the next
-  write with `--force`; a file written there is lost then, or, named like one of the run's
-  files, replaces it;
+- an output file never lies inside an evaluation run folder (a folder holding `run.json`): the
+  folder is its run, and is replaced whole by the next write with `--force`; a file written
+  there is lost then, or, named like one of the run's files, replaces it. A training run folder
+  (holding `train.json`) is kept, not replaced: a new file may be written into it (`report
+  runs/ft --html runs/ft/report.html`), never over one of its files;
 - an output folder of one kind is never a run folder of another kind, nor inside one (`train
   -o` an evaluation run, `eval --out` a training run, `train-data` into either);
 - an output file is never an existing folder, and its folder must be writable.
@@ -78,7 +79,8 @@ def _collision(real: Path, inputs: Iterable[str | Path], folder: bool) -> tuple[
         inp = _real(given)
         if real == inp:
             return Path(given), "is"
-        if inp.is_dir() and inp in real.parents:
+        training = (inp / "train.json").is_file() and not real.exists()
+        if inp.is_dir() and inp in real.parents and not (training and not folder):
             return Path(given), "lies inside"
         if folder and real in inp.parents:
             return Path(given), "holds"
@@ -101,7 +103,7 @@ def check_output_file(
             "replace what is being read; choose another path"
         )
     outer = run_folder_of(real)
-    if outer is not None:
+    if outer is not None and ((outer / "run.json").is_file() or real.exists()):
         raise LexsemError(
             f"{option} {out} lies inside the run folder {outer} ({_kind(outer)}): its files are "
             "the run, and the folder is replaced whole by the next run written there; choose a "
