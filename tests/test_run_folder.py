@@ -554,20 +554,20 @@ def test_run_json_holds_no_home_path(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_paths_outside_home_and_lookalikes_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lexsem.results.redact import home_relative
+    from lexsem.results.redact import shareable
 
     monkeypatch.setenv("HOME", "/home/ann")
     keep = ["/home/anna/x", "/data/home/ann/x", "/srv/data", "home/ann"]
     base = evaluate(BagOfWordsEncoder(), ["synthetic"], **COMMON).record
     fingerprint = {"spec": "st:/home/ann/models/m?x=1", "others": keep, "home": "/home/ann"}
     model = base.model.model_copy(update={"fingerprint": fingerprint})
-    changed = home_relative(base.model_copy(update={"model": model}))
+    changed = shareable(base.model_copy(update={"model": model}))
     assert changed.model.fingerprint == {
         "spec": "st:~/models/m?x=1",
         "others": keep,
         "home": "~",
     }
-    assert home_relative(base) is base  # nothing under home: the record as it is
+    assert shareable(base) is base  # nothing under home: the record as it is
 
 
 def test_dotdot_and_links_are_resolved_before_the_nested_check(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """The `lexsem` Typer app: every command registered in the order `--help` lists them, each
 wrapped by `friendly` (lexsem's errors as one line and exit status 2, its warnings as
-`warning: ...` lines)."""
+`warning: ...` lines; neither shows a URL's credentials, `lexsem.credentials`)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from lexsem.cli.report import report
 from lexsem.cli.score_answers import score_answers
 from lexsem.cli.train import train, train_data
 from lexsem.cli.validate import validate
+from lexsem.credentials import redact
 from lexsem.errors import LexsemError
 from lexsem.warning_lines import warning_lines
 
@@ -39,10 +40,10 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            with warning_lines(lambda text: typer.echo(text, err=True)):
+            with warning_lines(lambda text: typer.echo(redact(text), err=True)):
                 return fn(*args, **kwargs)
         except LexsemError as exc:
-            typer.echo(f"error: {exc}", err=True)
+            typer.echo(redact(f"error: {exc}"), err=True)
             raise typer.Exit(2) from None
         except KeyboardInterrupt as exc:  # Ctrl-C: say what was kept, exit 130 as shells do
             message = getattr(exc, "message", None)

@@ -130,9 +130,14 @@ def ask(
     caption; answers are stored as they arrive (a rerun sends only what is missing) and scored
     as `score-answers` does. --import stores recorded answers first."""
     from lexsem import ask as library
+    from lexsem.outputs import check_output_dir, check_outputs, named_paths
     from lexsem.report.choice import choice_markdown, choice_scores, vqa_markdown
 
     library.check_ask(prompt, vqascore, shots, import_file, score)
+    check_outputs({"--out": out}, inputs=named_paths(import_file, benchmark, run_out))
+    if run_out is not None:
+        check_output_dir(run_out, kind="run.json", inputs=named_paths(import_file, benchmark),
+                         option="--run")  # fmt: skip
     vqa = {"score": score, "question": question, "answer": answer, "negative": negative}
     result = library.ask(
         model, benchmark, prompt=prompt, vqascore=vqascore, vqa=vqa, import_file=import_file,

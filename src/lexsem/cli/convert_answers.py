@@ -33,12 +33,14 @@ def convert_answers(
     from lexsem.benchmarks.load import load_benchmark
     from lexsem.benchmarks.sugarcrepe_gpt4v import write_gpt4v_answers
     from lexsem.errors import LexsemError
+    from lexsem.outputs import check_outputs
 
     if source not in FORMATS:
         raise typer.BadParameter(f"{source!r} is not a known layout (one of {', '.join(FORMATS)})")
     folder, target = folder.resolve(), out.resolve()
     if target == folder or folder in target.parents:
         raise LexsemError(f"{out}: the output must not be inside the published folder {folder}")
+    check_outputs({"OUT": out}, inputs=[folder])
     if out.exists() and not force:
         raise LexsemError(f"{out} exists; pass --force to replace it")
     selector = "sugarcrepe" + (f"/{subset}" if subset else "")

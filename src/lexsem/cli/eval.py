@@ -78,9 +78,11 @@ def eval_cmd(
     """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table.
     Progress goes to stderr: a bar on a terminal, a line every few seconds when piped. Ctrl-C
     keeps what was computed (the cache): the same command resumes."""
+    from lexsem import paths
     from lexsem.cli.quiet import quiet_libraries
     from lexsem.config import build_config
     from lexsem.evaluator import Evaluator
+    from lexsem.outputs import check_output_dir, named_paths
 
     quiet_libraries(quiet)
     if out is None:
@@ -112,6 +114,8 @@ def eval_cmd(
         keep_decoded_mb=0,  # one run per command: decoded images would never be used again
         progress=not quiet,  # a bar on a terminal, periodic lines when piped
     )
+    inputs = [*named_paths(model, *benchmark, paths.data_dir(data_dir)), paths.cache_dir(cache_dir)]
+    check_output_dir(out, kind="run.json", inputs=inputs)  # not the data, model or cache folder
     run = Evaluator(config).run(model, out=out, force=force)  # checks --out first
     _eval_summary(run.record, out, quiet=quiet, ci=ci)
 

@@ -50,12 +50,14 @@ def report(
     """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
+    from lexsem.outputs import check_outputs
     from lexsem.report.all_tables import build_tables
     from lexsem.report.tables import to_csv, to_latex, to_markdown
     from lexsem.report.training import is_training_run, training_page, training_sections
     from lexsem.results.run import Run
     from lexsem.results.run_folder import load_run
 
+    check_outputs({"--out": out, "--html": html}, inputs=runs)
     trained = [p for p in runs if is_training_run(p)]
     runs = _expand_training_runs(runs, untabulated=html is not None)
     if not runs and html is not None:  # training runs with no evaluation: their curves only

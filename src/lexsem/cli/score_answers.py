@@ -56,8 +56,13 @@ def score_answers(
     the positions chosen, and the answers that name no single option; first, the items the
     file answers and the answers about items the benchmark does not have."""
     from lexsem.ask import score_answers as score_file
+    from lexsem.outputs import check_output_dir, check_outputs, named_paths
     from lexsem.report.choice import choice_markdown, choice_record, choice_scores, coverage_lines
 
+    check_outputs({"--json": json_out}, inputs=named_paths(answers, benchmark, run_out))
+    if run_out is not None:
+        check_output_dir(run_out, kind="run.json", inputs=named_paths(answers, benchmark),
+                         option="--run")  # fmt: skip
     run = score_file(answers, benchmark, prompt=prompt, name=name, run_out=run_out, force=force,
                      strict_items=strict_items, data_dir=data_dir, cache_dir=cache_dir,
                      answer_rule=answer_rule)  # fmt: skip

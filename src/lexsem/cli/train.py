@@ -120,6 +120,7 @@ def train(
     the loss and learning rate as it trains and each epoch's evaluation; `lexsem report RUN
     --html` draws them."""
     from lexsem.cli.quiet import quiet_libraries
+    from lexsem.outputs import check_output_dir, named_paths
     from lexsem.train.loop import Trainer
 
     quiet_libraries(quiet)
@@ -149,6 +150,7 @@ def train(
     settings = {**(PRESETS[preset] if preset else {}), **given}
     if settings.get("model") is None:
         raise typer.BadParameter("give --model (or a --preset that names one)")
+    check_output_dir(out, kind="train.json", inputs=named_paths(manifest))
     cfg = _settings(TrainConfig, manifest=manifest, out=out, **settings)
     res = Trainer(cfg, progress=not quiet).run(resume=resume)
     state = "stopped (resume with --resume)" if res.stopped else "done"
@@ -210,7 +212,10 @@ def train_data(
 ) -> None:
     """Write rendered training scenes with hard negative captions and images (disjoint from
     the synthetic benchmarks' scenes) and their manifest."""
+    from lexsem.outputs import check_output_dir
     from lexsem.train.rendered import write_rendered
+
+    check_output_dir(out, kind=None)
 
     path = write_rendered(out, n, seed, size=size, dev_fraction=dev_fraction)
     typer.echo(f"manifest: {path}")

@@ -25,7 +25,9 @@ def validate(
     from lexsem.atomic import atomic_open
     from lexsem.benchmarks.load import load_benchmark
     from lexsem.benchmarks.validate import render_report, validate_items
+    from lexsem.outputs import check_outputs, named_paths
 
+    check_outputs({"--json": json_out}, inputs=named_paths(benchmark))
     loaded = load_benchmark(benchmark, data_dir=data_dir, cache_root=cache_dir, strict=False)
     report = validate_items(loaded.spec, {s.spec.name: s.items for s in loaded.subsets})
     typer.echo(render_report(report))

@@ -38,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from lexsem.credentials import redact
 from lexsem.engine.keys import chat_request_key, content_key
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import LexsemError, ModelError, RetryableError
@@ -137,6 +138,12 @@ def chat_records(
 
 
 def _failed(model: Any, stats: ChatStats, n_todo: int, retries: int) -> str:
+    """The message of a run whose requests failed, without URL credentials (an HTTP library's
+    error names the URL it was sent to)."""
+    return redact(_failed_text(model, stats, n_todo, retries))
+
+
+def _failed_text(model: Any, stats: ChatStats, n_todo: int, retries: int) -> str:
     if stats.stopped:
         return (
             f"{model.name}: {stats.failures[0]}; nothing more was sent (the {stats.n_sent} "

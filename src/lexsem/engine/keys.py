@@ -20,6 +20,8 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any
 
+from lexsem.credentials import redacted
+
 if TYPE_CHECKING:
     from lexsem.images.decode import DecodeProfile
 
@@ -120,5 +122,6 @@ def file_memo_key(ident: tuple[Any, ...]) -> str:
 def chat_request_key(fingerprint: dict[str, Any], body: dict[str, Any]) -> str:
     """The store key of a chat request: the model's fingerprint and the request body with each
     image replaced by its content key (`lexsem.engine.chat.chat_key`). Free-form answers and
-    log-probabilities are stored under their own kind, ``chat``."""
-    return request_key("chat", model=fingerprint, body=body)
+    log-probabilities are stored under their own kind, ``chat``. The fingerprint is keyed
+    without the credentials of any URL in it (`lexsem.credentials`)."""
+    return request_key("chat", model=redacted(fingerprint), body=body)

@@ -10,7 +10,11 @@ raise a `ModelError` naming the file:
 - `*.safetensors`: a header that does not parse, or tensors that do not end where the file
   does (cut short, or grown);
 - `*.bin` / `*.pt` / `*.pth`: a zip checkpoint (`torch.save`) whose central directory is
-  missing (cut short), or a file that is neither a zip nor a pickle;
+  missing (cut short), or a file that is neither a zip nor a pickle; a zip checkpoint whose
+  pickle torch's `weights_only` loader refuses (it would call a function such as `os.system`,
+  or build objects other than tensors): read memory-mapped, so only the pickle is read, and
+  nothing in it runs (every loader of lexsem reads weights with `weights_only`, so such a file
+  would fail later anyway, with a long traceback);
 - a JSON file of the model folder (and of its immediate subfolders: sentence-transformers'
   modules) that is not JSON: `config.json`, `preprocessor_config.json`, `tokenizer.json`,
   `tokenizer_config.json`, `special_tokens_map.json`, ... (a damaged image-processor config
@@ -21,6 +25,7 @@ raise a `ModelError` naming the file:
 from __future__ import annotations
 
 import json
+import re
 import struct
 import zipfile
 from pathlib import Path
@@ -92,8 +97,31 @@ def _check_torch(f: Path, head: bytes) -> None:
                 zf.infolist()
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise _damaged(f, f"a cut-short or broken zip checkpoint: {exc}") from exc
+        _check_safe_pickle(f)
     elif not head or head[0] != _PICKLE:
         raise _damaged(f, "neither a zip nor a pickle checkpoint of torch.save")
+
+
+def _check_safe_pickle(f: Path) -> None:
+    """A `ModelError` when torch's `weights_only` unpickler refuses the checkpoint `f`."""
+    import pickle
+
+    try:
+        import torch
+    except ImportError:  # no torch: no loader of lexsem reads this file either
+        return
+    try:
+        torch.load(f, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"unsupported GLOBAL (\S+)", str(exc))
+        what = f" (it calls {found.group(1)})" if found else ""
+        raise ModelError(
+            f"the model file {f} is not a safe weights file: its pickle would run code or build "
+            f"objects other than tensors{what}, so torch's weights_only loader refused it and "
+            "nothing in it was run; use a safetensors copy from a source you trust"
+        ) from None
+    except Exception:  # damage is reported by the checks above, or by the loader
+        return
 
 
 def _check_json(f: Path) -> None:

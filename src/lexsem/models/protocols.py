@@ -16,6 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from lexsem.credentials import redacted
+
 
 @runtime_checkable
 class TextEncoder(Protocol):
@@ -30,8 +32,11 @@ class TextEncoder(Protocol):
 
 
 def fingerprint_key(fingerprint: dict[str, Any]) -> str:
-    """Stable hex digest of a fingerprint (canonical JSON, sorted keys)."""
-    blob = json.dumps(fingerprint, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Stable hex digest of a fingerprint (canonical JSON, sorted keys), without the
+    credentials of any URL in it (`lexsem.credentials`: a fingerprint without them keeps its
+    key; two that differ only in a credential share one)."""
+    shown = redacted(fingerprint)
+    blob = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from lexsem._version import __version__
 from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.config import EvalConfig
+from lexsem.credentials import redact, redacted
 from lexsem.results.schema import (
     BenchmarkInfo,
     Config,
@@ -69,11 +70,14 @@ def run_config(
 def model_info(
     model: Any, spec: str, fingerprint: dict[str, Any], key: str, batch: int
 ) -> ModelInfo:
+    """What the run record says of the model: its spec, name and fingerprint without URL
+    credentials (`lexsem.credentials`)."""
     dtype = fingerprint.get("dtype")
+    name = getattr(model, "name", spec)
     return ModelInfo(
-        spec=spec,
-        name=getattr(model, "name", spec),
-        fingerprint=fingerprint,
+        spec=redact(spec),
+        name=redact(name) if isinstance(name, str) else name,
+        fingerprint=redacted(fingerprint),
         fingerprint_key=key,
         device=getattr(model, "device", None),
         dtype=dtype if isinstance(dtype, str) else None,

@@ -1,11 +1,14 @@
-"""Home paths out of run.json: the user's home folder is written as `~`.
+"""Home paths and credentials out of run.json: the user's home folder is written as `~`, a
+URL's credentials as `***` (`lexsem.credentials`).
 
 A run record names local paths (data and cache folders, image roots, a user's benchmark file
 `scpp:/home/ann/my.json`, a local model folder in a spec or fingerprint). Before it is written,
 each of them under the home folder is made home-relative (`~/data`), so run.json can be
 shared without the user's name or layout of their home; `~` expands back (`Path.expanduser`,
 as the CLI and `lexsem.paths` do), so the record still says where the data came from. Paths
-elsewhere are kept as they are.
+elsewhere are kept as they are. Every string of the record (spec, name, fingerprint,
+provenance, notices) is also written without the credentials of any URL in it
+(`user:KEY@host`, `?api_key=KEY`), so no key reaches a run folder.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from lexsem.credentials import redacted
 from lexsem.results.schema import RunRecord
 
 # a path starts a string or follows a separator of a spec or option list ("scpp:/...")
@@ -45,11 +49,10 @@ def _walk(value: Any, pattern: re.Pattern[str]) -> Any:
     return value
 
 
-def home_relative(record: RunRecord) -> RunRecord:
-    """`record` with every path under the user's home folder written `~/...`."""
+def shareable(record: RunRecord) -> RunRecord:
+    """`record` with every path under the user's home folder written `~/...` and no URL
+    credentials."""
     pattern = _pattern()
-    if pattern is None:
-        return record
     raw = record.model_dump()
-    walked = _walk(raw, pattern)
+    walked = redacted(raw if pattern is None else _walk(raw, pattern))
     return record if walked == raw else RunRecord.model_validate(walked)

@@ -6,7 +6,8 @@ run or the new complete run, never the files of two runs. items.parquet also car
 id of its run.json (schema metadata `lexsem.run_id`), and the readers check it: a folder mixed
 by other means (files copied by hand, an older lexsem) is refused, naming both files. A folder
 that holds a run is replaced only with `force`. Paths under the home folder are written `~/...`
-(`lexsem.results.redact`).
+and URLs without their credentials (`lexsem.results.redact`); a record read is shown without
+URL credentials too (a run.json written by other means).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from lexsem.credentials import redacted
 from lexsem.errors import LexsemError
 from lexsem.results.folder_swap import ITEMS_PARQUET, RUN_JSON, check_out_dir, located, writing
-from lexsem.results.redact import home_relative
+from lexsem.results.redact import shareable
 from lexsem.results.schema import SCHEMA_VERSION, RunRecord
 
 __all__ = [
@@ -50,7 +52,7 @@ def _stamped(items: pa.Table, run_id: str) -> pa.Table:
 
 def _write_record(path: Path, record: RunRecord) -> None:
     with open(path, "w", encoding="utf-8") as fh:
-        fh.write(home_relative(record).model_dump_json(indent=2))
+        fh.write(shareable(record).model_dump_json(indent=2))
         fh.write("\n")
 
 
@@ -134,7 +136,7 @@ def load_run(path: str | Path) -> RunRecord:
             f"(this lexsem reads version {SCHEMA_VERSION})"
         )
     try:
-        record = RunRecord.model_validate(raw)
+        record = RunRecord.model_validate(redacted(raw))
     except ValidationError as exc:
         raise LexsemError(f"{file}: invalid run record:\n{exc}") from exc
     _check_items_match(record, file, items)

@@ -10,7 +10,9 @@ multiple-choice tasks and, through its log-probabilities, scores the image tasks
 - The image goes as a base64 data URL (`image_url`), before the text, in one user message.
 - The key is read from the environment variable `key_env` (default `OPENAI_API_KEY`; none is
   sent when it is unset, as local servers expect) and is never written anywhere: not in the
-  fingerprint, the store, run files or errors.
+  fingerprint, the store, run files or errors. A credential inside `base_url` (`user:KEY@`,
+  `?api_key=KEY`) is sent as given and shown only as `***` (`lexsem.credentials`): in the
+  model's name, its fingerprint (`endpoint`) and every error.
 - `send` makes one request: HTTP 429, 5xx, time-outs, dropped connections and bodies that are
   not the JSON of a chat completion raise `RetryableError` (the engine retries with backoff); any
   other HTTP error is a `ModelError` (a wrong model name or URL is not retried).
@@ -52,6 +54,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from lexsem.credentials import redact, redact_url
 from lexsem.errors import ModelError
 from lexsem.errors import RetryableError as Retryable
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun, Turn, chat_messages, data_url_part
@@ -91,17 +94,20 @@ class OpenAIChat:
     def __init__(self, spec: ModelSpec | str, *, name: str | None = None, **_: Any) -> None:
         parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
         if parsed.backend != BACKEND:
-            raise ModelError(f"{spec!r} is not an openai: spec (openai:MODEL?base_url=URL&...)")
+            raise ModelError(
+                f"{redact(str(spec))!r} is not an openai: spec (openai:MODEL?base_url=URL&...)"
+            )
         self.spec = parsed
         self.model = parsed.name.strip()
-        self.name = (name if name is not None else str(spec)).strip()
+        self.name = redact(name if name is not None else str(spec)).strip()
         self.max_tokens = int(parsed.get("max_tokens"))
         self.temperature = float(parsed.get("temperature"))
         self.timeout = float(parsed.get("timeout"))
         self.top_logprobs = int(parsed.get("top_logprobs"))
         self.logprobs_mode = str(parsed.get("logprobs"))
         self.key_env = str(parsed.get("key_env"))
-        self.base_url = str(parsed.get("base_url")).rstrip("/")
+        self.base_url = str(parsed.get("base_url")).rstrip("/")  # sent as given
+        self.endpoint = redact_url(self.base_url)  # shown and keyed: no credentials
         self.vqascore = VQASettings.of(parsed)
 
     @property
@@ -111,7 +117,7 @@ class OpenAIChat:
         the run's fingerprint, not here: chat answers and log-probabilities share a store)."""
         return {
             "backend": BACKEND,
-            "base_url": self.base_url,
+            "base_url": self.endpoint,
             "model": self.model,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
@@ -149,9 +155,9 @@ class OpenAIChat:
     ) -> dict[str, AnswerProb]:
         """P(answer) for each of `answers` from the raw responses to `logprob_requests`."""
         if self.logprobs_mode == "top":
-            return top_answer_probs(responses[0], answers, self.base_url)
+            return top_answer_probs(responses[0], answers, self.endpoint)
         return {
-            a: prompt_answer_prob(r, a, self.base_url)
+            a: prompt_answer_prob(r, a, self.endpoint)
             for a, r in zip(answers, responses, strict=True)
         }
 
@@ -184,12 +190,13 @@ class OpenAIChat:
                 timeout=self.timeout,
             )  # fmt: skip
         except (httpx.TimeoutException, httpx.TransportError) as exc:
-            raise Retryable(f"{type(exc).__name__}: {exc}") from None
+            raise Retryable(redact(f"{type(exc).__name__}: {exc}")) from None
         if resp.status_code == 429 or resp.status_code >= 500:
             raise Retryable(f"HTTP {resp.status_code}")
         if resp.status_code >= 400:
             raise ModelError(
-                f"{self.name}: HTTP {resp.status_code} from {self.base_url}: {resp.text[:300]}"
+                f"{self.name}: HTTP {resp.status_code} from {self.endpoint}: "
+                + redact(resp.text[:300])
             )
         try:
             raw = resp.json()
@@ -204,10 +211,10 @@ class OpenAIChat:
         """`raw`, checked to hold the log-probabilities `body` asked for (`StopRun` if not;
         vLLM's prompt log-probs trimmed to their last entries)."""
         if body.get("logprobs"):
-            top_answer_probs(raw, (), self.base_url)
+            top_answer_probs(raw, (), self.endpoint)
         if "prompt_logprobs" in body:
             answer = body["messages"][-1]["content"]
-            prompt_answer_prob(raw, answer, self.base_url)
+            prompt_answer_prob(raw, answer, self.endpoint)
             entries = raw["prompt_logprobs"]
             dropped = len(entries) - KEPT_PROMPT_LOGPROBS
             if dropped > 0:
