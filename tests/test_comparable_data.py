@@ -106,6 +106,6 @@ def test_pinned_file_versions_are_kept_apart_too() -> None:
         "bivlc — all metrics, all items [data 1 of 2]",
         "bivlc — all metrics, all items [data 2 of 2]",
     ]
-    assert [t.title for t in build_tables([x, z])][0] == (
+    assert next(t.title for t in build_tables([x, z])) == (
         "bivlc — all metrics, all items and per type"
     )  # no subset in common with other content: one table

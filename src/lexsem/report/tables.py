@@ -445,9 +445,7 @@ def _data_split(
 
         return mark
 
-    return [
-        (p, [label_of[r.run_id] for r in p], marker(k)) for k, p in enumerate(parts, 1)
-    ]
+    return [(p, [label_of[r.run_id] for r in p], marker(k)) for k, p in enumerate(parts, 1)]
 
 
 def _is_quad(task: str) -> bool:
