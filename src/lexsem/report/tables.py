@@ -270,8 +270,9 @@ def _coverage_note(rows: Sequence[tuple[str, RunRecord]], cells: Cells) -> list[
         return []
     return [
         "(scored/total): not every item was scored — the others were skipped (an image "
-        "missing, unreadable or too large) or left out (incomplete, or of an unknown type); "
-        "the accuracy is over the scored items only (run.json: skipped, dropped, notices)"
+        "missing, unreadable or too large), left out (incomplete, or of an unknown type) or "
+        "not answered (a file of recorded answers); the accuracy is over the scored items only "
+        "(run.json: skipped, dropped, notices, recorded)"
     ]
 
 
