@@ -128,10 +128,10 @@ def test_score_answers_reads_a_file_and_prints_the_scores(
     res = _cli("score-answers", path, "-b", "fixture_pp", "--prompt", "scpp_order",
                "--data-dir", data, "--json", out)  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "| scpp_order | NPP | 5 | 100.00 |" in res.output
-    assert "| scpp_order | PNP | 5 | 100.00 |" in res.output  # the negative quoted back
-    assert "| scpp_order | PPN | 5 | 0.00 |" in res.output
-    assert "| scpp_order | 5 | 0.00 | (1) 50.0, (2) 50.0, (3) 0.0 |" in res.output
+    assert "| scpp_order | NPP | 5/5 | 100.00 |" in res.output
+    assert "| scpp_order | PNP | 5/5 | 100.00 |" in res.output  # the negative quoted back
+    assert "| scpp_order | PPN | 5/5 | 0.00 |" in res.output
+    assert "| scpp_order | 5/5 | 0.00 | (1) 50.0, (2) 50.0, (3) 0.0 |" in res.output
     assert "option 66.7, refusal 33.3" in res.output
     saved = json.loads(out.read_text())
     assert len(saved["answers"]) == 15 and sum(a["hit"] for a in saved["answers"]) == 10

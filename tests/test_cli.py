@@ -58,13 +58,14 @@ def test_eval_then_report(tmp_path: Path, minilm_path: Path) -> None:
     acc = next(r["accuracy"] for r in record["results"] if r["subset"] == "_micro")
     assert float(micro[0]["value"]) == round(acc, 2)
 
-    # the tables need only the run record: a run.json on its own is enough
+    # the tables need only the run record: a run.json on its own is enough, said on stderr
     alone = tmp_path / "alone" / "run.json"
     alone.parent.mkdir()
     alone.write_bytes((run_dir / "run.json").read_bytes())
     md_alone = runner.invoke(app, ["report", str(alone), "--ci"])
     assert md_alone.exit_code == 0, md_alone.output
-    assert md_alone.output == md.output
+    assert md_alone.stdout == md.stdout
+    assert md_alone.stderr.startswith(f"warning: {alone.parent / 'items.parquet'}: no per-item")
 
 
 def test_errors_are_one_line_with_status_2(tmp_path: Path) -> None:

@@ -74,3 +74,26 @@ def test_a_file_about_no_item_of_the_benchmark_is_an_error(tmp_path: Path) -> No
     answers.write_text("\n".join(json.dumps(r) for r in UNKNOWN))
     with pytest.raises(DataError, match=r"none\.jsonl, line 1: .*swap_obj/9.*no answer"):
         score_answers(answers, sel, cache_dir=tmp_path / "c", n_boot=0)
+
+
+def test_the_printed_tables_show_items_answered_of_the_benchmark(tmp_path: Path) -> None:
+    """Answers about 2 of the 4 items: every accuracy row says 2/4, and the note says the
+    accuracies are over the answered items only; answers about all 4 say 4/4, no such note."""
+    sel, _ = pair_files(tmp_path)
+    every = write_pair_answers(tmp_path / "all.jsonl")
+    rows = [json.loads(line) for line in every.read_text(encoding="utf-8").splitlines()]
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(json.dumps(r) + "\n" for r in rows if r["id"] in ("0", "1")))
+    out = tmp_path / "scores.json"
+    args = ["-b", sel, "--cache-dir", str(tmp_path / "c")]
+    res = runner.invoke(app, ["score-answers", str(few), *args, "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "| sc_gpt4v | pos_first | 2/4 |" in res.stdout
+    assert "| sc_gpt4v | neg_first | 2/4 |" in res.stdout
+    assert "| sc_gpt4v | 2/4 |" in res.stdout  # circular
+    assert "coverage below 100%: each accuracy is over the items answered only" in res.stdout
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    assert {(a["n"], a["items_total"]) for a in saved["accuracy"]} == {(2, 4)}
+    res = runner.invoke(app, ["score-answers", str(every), *args])
+    assert res.exit_code == 0, res.output
+    assert "| sc_gpt4v | pos_first | 4/4 |" in res.stdout and "coverage below" not in res.stdout

@@ -225,7 +225,13 @@ def mcnemar(
     subset: str | None = None,
 ) -> McNemarResult:
     """Exact McNemar test on the paired per-item hits of `metric` (default: the main metric of
-    run A) of two runs; `subset` restricts to one subset. Refuses runs over different items."""
+    run A) of two runs; `subset` restricts to one subset. Refuses runs over different items, and
+    runs that read different data of the benchmark (`lexsem.results.same_data`)."""
+    from lexsem.results.same_data import data_conflict
+
+    conflict = data_conflict(run_a.record, run_b.record, benchmark)
+    if conflict is not None:
+        raise LexsemError(f"the runs are not comparable: {conflict}")
     ha = hits_by_item(run_a, benchmark, metric, subset)
     hb = hits_by_item(run_b, benchmark, ha.metric, subset)
     check_same_items(ha, hb)
@@ -322,7 +328,11 @@ def plan_comparison(
     """The (benchmark, metric) pairs two runs can be compared on: `benchmarks` (default: the
     ones both runs hold) × `metric` (default: the main metrics both runs have there). A
     benchmark one run lacks, or that lacks the metric in either run, is skipped with a sentence
-    saying so (what each run has instead)."""
+    saying so (what each run has instead), as is one the two runs read different data of
+    (`lexsem.results.same_data`: a user file of the same name with other content, another
+    version of a pinned file)."""
+    from lexsem.results.same_data import data_conflict
+
     in_a = [b.name for b in run_a.record.benchmarks]
     in_b = {b.name for b in run_b.record.benchmarks}
     pairs: list[tuple[str, str]] = []
@@ -334,6 +344,10 @@ def plan_comparison(
         if missing:
             hint = _known(bench, [*in_a, *in_b]) if len(missing) == 2 else ""  # a misspelling
             skipped.append(f"{bench}: not in run {' nor '.join(missing)}{hint}")
+            continue
+        conflict = data_conflict(run_a.record, run_b.record, bench)
+        if conflict is not None:
+            skipped.append(f"{bench}: not comparable: {conflict}")
             continue
         if metric is not None:
             lack = [

@@ -22,8 +22,13 @@ def compare(
 ) -> None:
     """Exact McNemar test of two runs on the paired per-item hits of each shared benchmark."""
     from lexsem.analysis.compare import items_total, mcnemar, plan_comparison
+    from lexsem.cli.run_paths import not_a_run
     from lexsem.results.run import Run
 
+    for path in (run_a, run_b):
+        why = not_a_run(path)
+        if why is not None:
+            raise LexsemError(why)
     a, b = Run.load(run_a), Run.load(run_b)
     if a.record.run_id == b.record.run_id:
         typer.echo(

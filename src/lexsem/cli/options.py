@@ -24,7 +24,8 @@ from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
 __all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "CacheDir", "CocoTrain", "CocoVal", "DataDir",
-           "Device", "ImageRoot", "NBoot", "config_option", "defaults", "one_of"]  # fmt: skip
+           "Device", "ImageRoot", "NBoot", "check_bounds", "config_option", "defaults",
+           "one_of"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -91,6 +92,39 @@ def _cli_type(annotation: Any) -> tuple[Any, tuple[str, ...]]:
     elif get_origin(inner) is tuple and get_args(inner)[1:] == (Ellipsis,):
         inner = list[get_args(inner)[0]]  # type: ignore[misc]
     return (inner | None if optional else inner), choices
+
+
+def check_bounds(config: type[BaseModel], values: dict[str, tuple[str, Any]]) -> None:
+    """Check option values against their config fields' bounds, for commands that build no
+    config (`report`, `compare`): `values` maps an option (`--n-boot`) to (field, value). A
+    value out of bounds is a `LexsemError` naming the option, the value and what is allowed."""
+    from lexsem.errors import LexsemError
+
+    for option, (field, value) in values.items():
+        info = config.model_fields[field]
+        if value is None:
+            continue
+        if not _within(info, value):
+            raise LexsemError(f"{option} {value}: must be {field_bounds(info)[1:-1]}")
+
+
+def _within(info: FieldInfo, value: Any) -> bool:
+    import math
+
+    if isinstance(value, float) and math.isnan(value):
+        return False
+    checks = {
+        "ge": lambda b: value >= b,
+        "gt": lambda b: value > b,
+        "le": lambda b: value <= b,
+        "lt": lambda b: value < b,
+    }
+    return all(
+        checks[k](getattr(m, k))
+        for m in info.metadata
+        for k in checks
+        if isinstance(m, annotated_types.BaseMetadata) and hasattr(m, k)
+    )
 
 
 def field_bounds(info: FieldInfo) -> str:

@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from lexsem.cli.options import EVAL, CacheDir, DataDir, one_of
-from lexsem.errors import DataError
+from lexsem.cli.options import EVAL, CacheDir, DataDir, NBoot, one_of
+from lexsem.errors import LexsemError
 
 __all__ = ["report"]
 
@@ -43,13 +43,16 @@ def report(
         str | None,
         typer.Option(help="Constituency parser for syntactic similarity / SLS (e.g. stanza)."),
     ] = None,
-    n_boot: Annotated[int, typer.Option("--n-boot", help="Bootstrap resamples.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    n_boot: NBoot = 1000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (at least 0).")] = 0,
     title: Annotated[str, typer.Option(help="Title of the HTML page.")] = "lexsem report",
 ) -> None:
     """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
+    from lexsem.cli.options import check_bounds
+    from lexsem.cli.run_paths import check_output_file, run_folders
+    from lexsem.config import EvalConfig
     from lexsem.outputs import check_outputs
     from lexsem.report.all_tables import build_tables
     from lexsem.report.tables import to_csv, to_latex, to_markdown
@@ -57,9 +60,15 @@ def report(
     from lexsem.results.run import Run
     from lexsem.results.run_folder import load_run
 
+    check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot)})
+    if seed < 0:
+        raise LexsemError(f"--seed {seed}: must be at least 0")
+    for path, option, example in ((out, "--out", f"tables.{fmt}"), (html, "--html", "report.html")):
+        if path is not None:
+            check_output_file(path, option, example)
     check_outputs({"--out": out, "--html": html}, inputs=runs)
     trained = [p for p in runs if is_training_run(p)]
-    runs = _expand_training_runs(runs, untabulated=html is not None)
+    runs = run_folders(runs, untabulated=html is not None)
     if not runs and html is not None:  # training runs with no evaluation: their curves only
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(training_page(trained, title))
@@ -67,8 +76,10 @@ def report(
         typer.echo(f"HTML report written to {html}", err=True)
         return
     records = [load_run(r) for r in runs]
-    # with --html the per-item files are read too: a damaged one fails before any output
+    # the per-item files are read too: a damaged one fails before any output
     loaded = [Run.load(r) for r in runs] if html is not None else None
+    if loaded is None:
+        _check_items(runs)
     _note_repeats(runs, records)
     tables = build_tables(records, ci=ci)
     render = {Format.md: to_markdown, Format.csv: to_csv, Format.latex: to_latex}[Format(fmt)]
@@ -96,26 +107,22 @@ def report(
         typer.echo(f"HTML report written to {html}", err=True)
 
 
-def _expand_training_runs(paths: list[Path], *, untabulated: bool = False) -> list[Path]:
-    """A training run's folder stands for its evaluations (before training, each epoch), in
-    order: before/after tables, McNemar against the base model, hard-test accuracy per
-    checkpoint. With `untabulated` (the HTML page, which shows its curves anyway) a training
-    run with no evaluation stands for none; else it is an error."""
-    from lexsem.train.record import evaluation_folders
+def _check_items(runs: list[Path]) -> None:
+    """The tables need run.json only, yet a run's per-item file is checked as `--html` and
+    `compare` read it: a damaged one is an error naming it; a missing one (a run.json shared
+    alone) is said in one warning line."""
+    from lexsem.results.run_folder import items_path, load_items
 
-    out: list[Path] = []
-    for p in paths:
-        if not (Path(p) / "train.json").is_file():
-            out.append(p)
-        elif not untabulated:
-            out += evaluation_folders(p)
+    for run in runs:
+        file = items_path(run)
+        if not file.exists():
+            typer.echo(
+                f"warning: {file}: no per-item file; tables from run.json only "
+                "(--html and compare need it)",
+                err=True,
+            )
         else:
-            try:
-                out += evaluation_folders(p)
-            except DataError as exc:
-                if "no evaluation yet" not in str(exc):
-                    raise
-    return out
+            load_items(run)
 
 
 def _note_repeats(paths: list[Path], records: list[Any]) -> None:

@@ -61,10 +61,32 @@ def choice_scores(run: Run) -> ChoiceScores:
         out.positions[prompt] = {
             k: 100.0 * v / n_chosen if n_chosen else 0.0 for k, v in chosen.items()
         }
+        total = _items_total(run, task)
+        if total is not None:
+            out.total[prompt] = total
         if run.record.config.answer_rule is not None:
             out.rule[prompt] = run.record.config.answer_rule
         _other_rule(run, task, prompt, out)
     return out
+
+
+def _items_total(run: Run, task: str) -> int | None:
+    """The items of the benchmark `task` was scored on (answered or not), from the run's
+    per-subset results of its circular metric; None when the run records no coverage."""
+    rows = [
+        r
+        for r in run.record.results
+        if r.task == task and r.metric == "circular" and not r.subset.startswith("_")
+    ]
+    totals = [r.items_total for r in rows]
+    if not rows or any(t is None for t in totals):
+        return None
+    return sum(t for t in totals if t is not None)
+
+
+def _of(n: int, total: int | None) -> str:
+    """`2/6`: items answered of the items of the benchmark (`2` when that is not known)."""
+    return f"{n}/{total}" if total is not None else str(n)
 
 
 def _other_rule(run: Run, task: str, prompt: str, out: ChoiceScores) -> None:
@@ -79,9 +101,10 @@ def _other_rule(run: Run, task: str, prompt: str, out: ChoiceScores) -> None:
 
 
 def choice_markdown(s: ChoiceScores) -> str:
-    lines = ["| prompt | ordering | answers | accuracy (%) |", "|---|---|---:|---:|"]
+    lines = ["| prompt | ordering | items | accuracy (%) |", "|---|---|---:|---:|"]
     for (prompt, ordering), acc in s.accuracy.items():
-        lines.append(f"| {prompt} | {ordering} | {s.n[(prompt, ordering)]} | {acc:.2f} |")
+        items = _of(s.n[(prompt, ordering)], s.total.get(prompt))
+        lines.append(f"| {prompt} | {ordering} | {items} | {acc:.2f} |")
     if s.other:
         lines += ["", "| prompt | metric | answer rule | accuracy (%) | other rule | accuracy (%) "
                   "| answers they disagree on |", "|---|---|---|---:|---|---:|---:|"]  # fmt: skip
@@ -94,10 +117,18 @@ def choice_markdown(s: ChoiceScores) -> str:
     for prompt, circ in s.circular.items():
         pos = ", ".join(f"({k}) {v:.1f}" for k, v in s.positions[prompt].items())
         kinds = ", ".join(f"{k} {v:.1f}" for k, v in s.kinds[prompt].items())
-        lines.append(f"| {prompt} | {s.n_circular[prompt]} | {circ:.2f} | {pos} | {kinds} |")
+        items = _of(s.n_circular[prompt], s.total.get(prompt))
+        lines.append(f"| {prompt} | {items} | {circ:.2f} | {pos} | {kinds} |")
+    partial = any(s.n_circular.get(p, 0) < t for p, t in s.total.items())
     lines += [
         "",
-        "circular: items right under every ordering they were asked in; positions: the share "
+        "items: items answered / items of the benchmark"
+        + (
+            " (coverage below 100%: each accuracy is over the items answered only)"
+            if partial
+            else ""
+        )
+        + "; circular: items right under every ordering they were asked in; positions: the share "
         "of parsed answers naming each position; answers: option / none / multiple / refusal "
         "/ unparseable. Prompts: "
         + "; ".join(f"{p}: {PROMPTS[p].source}" for p in s.circular)
@@ -115,11 +146,22 @@ def choice_record(s: ChoiceScores) -> dict[str, Any]:
     """Every score and every parsed answer, as JSON."""
     return {
         "accuracy": [
-            {"prompt": p, "ordering": o, "n": s.n[(p, o)], "accuracy": acc}
+            {
+                "prompt": p,
+                "ordering": o,
+                "n": s.n[(p, o)],
+                "items_total": s.total.get(p),
+                "accuracy": acc,
+            }
             for (p, o), acc in s.accuracy.items()
         ],
         "circular": [
-            {"prompt": p, "items": s.n_circular[p], "accuracy": acc}
+            {
+                "prompt": p,
+                "items": s.n_circular[p],
+                "items_total": s.total.get(p),
+                "accuracy": acc,
+            }
             for p, acc in s.circular.items()
         ],
         "positions": s.positions,

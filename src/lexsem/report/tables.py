@@ -22,11 +22,11 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from lexsem.errors import LexsemError
-from lexsem.report.labels import labels_for
+from lexsem.report.labels import run_labels
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks.catalog import find_task
@@ -263,8 +263,9 @@ def _coverage_note(rows: Sequence[tuple[str, RunRecord]], cells: Cells) -> list[
         return []
     return [
         "(scored/total): not every item was scored — the others were skipped (an image "
-        "missing, unreadable or too large) or left out (incomplete, or of an unknown type); "
-        "the accuracy is over the scored items only (run.json: skipped, dropped, notices)"
+        "missing, unreadable or too large), left out (incomplete, or of an unknown type) or "
+        "not answered (a file of recorded answers); the accuracy is over the scored items only "
+        "(run.json: skipped, dropped, notices, recorded)"
     ]
 
 
@@ -379,9 +380,11 @@ def table_groups(runs: Sequence[RunRecord], *, ci: bool = False) -> list[TableGr
     """The tables for a set of runs, grouped per (benchmark, task) in first-seen order; every
     quad benchmark (BiVLC, Winoground) shares one group whose first table holds all their
     metrics. A run given twice counts once; a run is a row only of the tables it has results
-    in."""
+    in. Runs that read different data of a benchmark (files of different sha256,
+    `lexsem.results.same_data`) are never rows of one table: each comparable group gets its own
+    tables, titled `[data k of n]`, with a note saying why."""
     runs = unique_runs(runs)
-    labels = labels_for(runs)
+    label_of = run_labels(runs)
     agg = aggregate_labels(runs)
     groups = result_groups(runs)
     quads = [k for k in groups if _is_quad(k[1])]
@@ -392,15 +395,51 @@ def table_groups(runs: Sequence[RunRecord], *, ci: bool = False) -> list[TableGr
             if key != quads[0]:
                 continue
             g = TableGroup(" and ".join(b for b, _ in quads), list(quads))
-            g.tables.append(_quad_table(quads, groups, runs, labels, ci))
-            for b, k in quads:
-                if len(next(iter(groups[(b, k)].values()))) > 1:
-                    g.tables += _plain_tables(b, k, groups[(b, k)], runs, labels, agg, ci)
+            benches = [b for b, _ in quads]
+            for part, labels, mark in _data_split(runs, label_of, benches):
+                tables = [_quad_table(quads, groups, part, labels, ci)]
+                for b, k in quads:
+                    if len(next(iter(groups[(b, k)].values()))) > 1:
+                        tables += _plain_tables(b, k, groups[(b, k)], part, labels, agg, ci)
+                g.tables += mark(tables)
             out.append(g)
             continue
-        tables = _plain_tables(bench, task, metrics, runs, labels, agg, ci)
-        out.append(TableGroup(section_title(bench, task), [key], tables))
+        g = TableGroup(section_title(bench, task), [key])
+        for part, labels, mark in _data_split(runs, label_of, [bench]):
+            g.tables += mark(_plain_tables(bench, task, metrics, part, labels, agg, ci))
+        out.append(g)
     return out
+
+
+def _data_split(
+    runs: Sequence[RunRecord], label_of: dict[str, str], benches: Sequence[str]
+) -> list[tuple[list[RunRecord], list[str], Callable[[list[Table]], list[Table]]]]:
+    """(runs, their row labels, a function marking their tables) per group of runs comparable
+    on `benches`; one group, unmarked, when all are."""
+    from lexsem.results.same_data import comparable_groups
+
+    have = [r for r in runs if any(res.benchmark in benches for res in r.results)]
+    parts, why = comparable_groups(have, benches)
+    if len(parts) == 1:
+        return [(parts[0], [label_of[r.run_id] for r in parts[0]], lambda t: t)]
+    names = " and ".join(benches)
+    note = (
+        f"not comparable with the other tables of {names} ([data k of {len(parts)}]): "
+        + "; ".join(why)
+        + "; accuracies on different data (a user file of the same name with other content, "
+        "another version of a pinned file) are shown apart"
+    )
+
+    def marker(k: int) -> Callable[[list[Table]], list[Table]]:
+        def mark(tables: list[Table]) -> list[Table]:
+            for t in tables:
+                t.title += f" [data {k} of {len(parts)}]"
+                t.notes.append(note)
+            return tables
+
+        return mark
+
+    return [(p, [label_of[r.run_id] for r in p], marker(k)) for k, p in enumerate(parts, 1)]
 
 
 def _is_quad(task: str) -> bool:

@@ -4,7 +4,9 @@ A run folder is written as a unit (`lexsem.results.folder_swap`): both files go 
 beside it, which then replaces it whole, so a kill at any moment leaves the previous complete
 run or the new complete run, never the files of two runs. items.parquet also carries the run
 id of its run.json (schema metadata `lexsem.run_id`), and the readers check it: a folder mixed
-by other means (files copied by hand, an older lexsem) is refused, naming both files. A folder
+by other means (files copied by hand, an older lexsem) is refused, naming both files. Its pages
+carry CRC checksums, verified when it is read: bytes damaged inside the file (not only a cut
+end) are an error naming it, never other hits. A folder
 that holds a run is replaced only with `force`. Paths under the home folder are written `~/...`
 and URLs without their credentials (`lexsem.results.redact`); a record read is shown without
 URL credentials too (a run.json written by other means).
@@ -31,6 +33,7 @@ __all__ = [
     "RUN_JSON",
     "RunWriteError",
     "check_out_dir",
+    "items_path",
     "load_items",
     "load_run",
     "save_run",
@@ -64,7 +67,9 @@ def save_run(
     folder = Path(folder)
     try:
         with writing(folder, force=force) as tmp:
-            pq.write_table(_stamped(items, record.run_id), tmp / ITEMS_PARQUET)
+            pq.write_table(
+                _stamped(items, record.run_id), tmp / ITEMS_PARQUET, write_page_checksum=True
+            )
             _write_record(tmp / RUN_JSON, record)
     except LexsemError:
         raise
@@ -83,6 +88,11 @@ def _files(path: str | Path) -> tuple[Path, Path]:
     else:
         folder = located(path)
     return folder / RUN_JSON, folder / ITEMS_PARQUET
+
+
+def items_path(path: str | Path) -> Path:
+    """The items.parquet of a run folder (or of its run.json), whether or not it exists."""
+    return _files(path)[1]
 
 
 def _read_json(file: Path) -> Any:
@@ -149,7 +159,7 @@ def load_items(path: str | Path) -> pa.Table:
     if not file.exists():
         raise LexsemError(f"{file}: no per-item file")
     try:
-        table = pq.read_table(file)
+        table = pq.read_table(file, page_checksum_verification=True)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise _parquet_error(file, exc) from None
     missing = [c for c in ITEM_COLUMNS if c not in table.column_names]

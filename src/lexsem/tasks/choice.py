@@ -180,6 +180,8 @@ class ChoiceScores:
     n: dict[tuple[str, str], int] = field(default_factory=dict)
     circular: dict[str, float] = field(default_factory=dict)
     n_circular: dict[str, int] = field(default_factory=dict)
+    # prompt -> items of the benchmark the answers are about (answered or not), when known
+    total: dict[str, int] = field(default_factory=dict)
     positions: dict[str, dict[int, float]] = field(default_factory=dict)  # share chosen, %
     kinds: dict[str, dict[str, float]] = field(default_factory=dict)  # share of each kind, %
     parsed: dict[tuple[str, str, str], ParsedAnswer] = field(default_factory=dict)
