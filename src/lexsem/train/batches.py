@@ -42,8 +42,8 @@ from lexsem.train.manifest import Example
 
 __all__ = [
     "NEGATIVE_DRAWS",
-    "BatchImageError",
     "NEGATIVE_GENERATOR",
+    "BatchImageError",
     "Examples",
     "NegativeDraw",
     "TrainBatch",
@@ -135,11 +135,13 @@ class Examples:
     def _problem(self, ex: Example, key: str, ref: str, exc: Exception) -> str:
         where = self.where(ex) if self.where is not None else f"row {ex.row}"
         reason = getattr(exc, "reason", None)
-        what = (
-            f"image {ref!r} is missing"
-            if reason == "missing"
-            else _first_line(getattr(exc, "detail", None) or f"{type(exc).__name__}: {exc}")
-        )
+        if reason == "missing":
+            what = f"image {ref!r} is missing"
+        elif getattr(exc, "detail", None):  # an ImageError: it names the image
+            what = _first_line(exc.detail)  # type: ignore[attr-defined]
+        else:
+            what = f"image {ref!r} is not a readable image ({type(exc).__name__}: {exc})"
+            what = _first_line(what)
         return (
             f"{where}: field {key!r}: {what}; it was readable when the manifest was checked "
             "before training (changed or removed during the run)"

@@ -315,8 +315,11 @@ class _Loop:
     def start(self, manifest: Any, leakage: dict[str, Any]) -> None:
         self.record = {
             "config": json.loads(self.c.model_dump_json()),
-            "data": {"manifest": manifest.describe(), "sha256": manifest.sha256,
-                     "images_sha256": manifest.images_sha256},  # fmt: skip
+            "data": {
+                "manifest": manifest.describe(),
+                "sha256": manifest.sha256,
+                "images_sha256": manifest.images_sha256,
+            },
             "leakage": leakage,
             "settings": self._settings(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

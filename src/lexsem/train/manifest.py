@@ -212,12 +212,13 @@ def _check_required(records: list[tuple[int, Any]], path: Path, fmt: ManifestFor
             f" (and {len(lacking) - 1} more row(s) lacking required fields, at "
             f"{_unit(fmt)} {rows}{etc})"
         )
-    fields = ", ".join(map(repr, keys))
-    raise DataError(
-        f"missing field{'s' if len(keys) > 1 else ''} {fields} (required: "
-        f"{', '.join(REQUIRED)}){more}",
-        **_where(path, fmt, row),
-    )
+    raise DataError(f"{_missing(keys)}{more}", **_where(path, fmt, row))
+
+
+def _missing(keys: list[str]) -> str:
+    """``missing field 'image'`` / ``missing fields 'image', 'caption'``, and what is required."""
+    plural = "s" if len(keys) > 1 else ""
+    return f"missing field{plural} {', '.join(map(repr, keys))} (required: {', '.join(REQUIRED)})"
 
 
 def _duplicates(examples: tuple[Example, ...], path: Path, fmt: ManifestFormat) -> int:
@@ -363,7 +364,7 @@ def _example(rec: Any, row: int, path: Path, fmt: ManifestFormat) -> Example:
         )
     missing = [k for k in REQUIRED if k not in rec]
     if missing:
-        raise DataError(f"missing field(s) {', '.join(map(repr, missing))}", **where)
+        raise DataError(_missing(missing), **where)
     caption = _text(rec, "caption", where)
     neg_image = _optional_text(rec, "negative_image", where)
     neg_caption = _optional_text(rec, "negative_image_caption", where)
