@@ -83,3 +83,19 @@ def test_the_images_digest_follows_the_images_bytes(folder: Path) -> None:
     Image.new("RGB", (8, 8), "green").save(folder / "images" / "b.png")
     assert read_manifest(path, _store(folder)).images_sha256 != first
     assert read_manifest(path, _store(folder), check_images=False).images_sha256 is None
+
+
+def test_an_empty_manifest_names_the_file(folder: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (folder / "empty.parquet").write_bytes(b"")
+    with pytest.raises(DataError, match=r"empty\.parquet: not a readable Parquet file"):
+        read_manifest(folder / "empty.parquet", _store(folder))
+    schema = pa.schema([("image", pa.string()), ("caption", pa.string())])
+    pq.write_table(pa.table({"image": [], "caption": []}, schema=schema), folder / "none.parquet")
+    with pytest.raises(DataError, match=r"none\.parquet: the manifest has no examples"):
+        read_manifest(folder / "none.parquet", _store(folder))
+    _write(folder / "blank.jsonl", [])
+    with pytest.raises(DataError, match=r"blank\.jsonl: the manifest has no examples"):
+        read_manifest(folder / "blank.jsonl", _store(folder))
