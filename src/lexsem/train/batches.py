@@ -20,6 +20,12 @@ caption). Which of a caption's negatives a batch uses is `NegativeDraw`:
 
 `held_out_batches` are the batches of a validation split: in its order, the last one
 incomplete, each caption with its first negative (the same batches every epoch).
+
+Every image was checked when the manifest was read (`lexsem.train.manifest`); one that is
+missing, unreadable or undecodable when its batch is read (removed or rewritten during the
+run) stops the run with a `BatchImageError` naming the image and its manifest line, raised in
+the training process whether the batch was read there or in a DataLoader worker. No image is
+skipped: a skipped example would change every later batch.
 """
 
 from __future__ import annotations
@@ -30,12 +36,14 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lexsem.errors import DataError
 from lexsem.images.decode import decode_image
 from lexsem.train.manifest import Example
 
 __all__ = [
     "NEGATIVE_DRAWS",
     "NEGATIVE_GENERATOR",
+    "BatchImageError",
     "Examples",
     "NegativeDraw",
     "TrainBatch",
@@ -60,11 +68,16 @@ NEGATIVE_GENERATOR = (
 )
 
 
+class BatchImageError(DataError):
+    """An image of a batch could not be read or decoded during training."""
+
+
 @dataclass
 class TrainBatch:
     """One batch: pixels of the images (and of their hard negative images), the captions, the
     hard negative caption of each caption (None when a row has none), the captions of the hard
-    negative images, and a negative of each of those captions (NegCLIP)."""
+    negative images, and a negative of each of those captions (NegCLIP). `problem`: why an
+    image of the batch could not be read (the batch is then empty)."""
 
     pixels: Any
     captions: list[str]
@@ -72,11 +85,13 @@ class TrainBatch:
     neg_pixels: Any = None
     neg_captions: list[str] | None = None
     hard_negatives: list[str] | None = None
+    problem: str | None = None
 
 
 class Examples:
     """A map-style dataset of examples (runs in DataLoader workers): (pixels, example index,
-    negative-image pixels or None)."""
+    negative-image pixels or None, None), or (None, index, None, what went wrong) for an image
+    that cannot be read. `where(example)` names an example's manifest line in that message."""
 
     def __init__(
         self,
@@ -87,8 +102,10 @@ class Examples:
         *,
         negative_images: bool = True,
         rows: Sequence[Example] | None = None,
+        where: Callable[[Example], str] | None = None,
     ) -> None:
         self.examples, self.images = list(examples), images
+        self.where = where
         self.preprocess, self.max_pixels = preprocess, max_pixels
         self.negative_images = negative_images  # decode them only for a regime that uses them
         # the negative captions of each (image, caption) row of `rows` (default: `examples`):
@@ -102,11 +119,38 @@ class Examples:
         image = decode_image(self.images.read(ref), max_pixels=self.max_pixels)
         return self.preprocess(image)
 
-    def __getitem__(self, i: int) -> tuple[Any, int, Any]:
+    def __getitem__(self, i: int) -> tuple[Any, int, Any, str | None]:
         ex = self.examples[i]
-        use = self.negative_images and ex.negative_image
-        neg = self._pixels(ex.negative_image) if use else None
-        return self._pixels(ex.image), i, neg
+        key, ref = "image", ex.image
+        try:
+            pixels = self._pixels(ref)
+            neg = None
+            if self.negative_images and ex.negative_image:
+                key, ref = "negative_image", ex.negative_image
+                neg = self._pixels(ref)
+        except Exception as exc:  # any failure to read or decode: named, in the main process
+            return None, i, None, self._problem(ex, key, ref, exc)
+        return pixels, i, neg, None
+
+    def _problem(self, ex: Example, key: str, ref: str, exc: Exception) -> str:
+        where = self.where(ex) if self.where is not None else f"row {ex.row}"
+        reason = getattr(exc, "reason", None)
+        if reason == "missing":
+            what = f"image {ref!r} is missing"
+        elif getattr(exc, "detail", None):  # an ImageError: it names the image
+            what = _first_line(exc.detail)  # type: ignore[attr-defined]
+        else:
+            what = f"image {ref!r} is not a readable image ({type(exc).__name__}: {exc})"
+            what = _first_line(what)
+        return (
+            f"{where}: field {key!r}: {what}; it was readable when the manifest was checked "
+            "before training (changed or removed during the run)"
+        )
+
+
+def _first_line(text: str) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else "unreadable"
 
 
 def negatives_by_caption(rows: Sequence[Example]) -> dict[tuple[str, str], tuple[str, ...]]:
@@ -151,17 +195,20 @@ def batches_per_epoch(n: int, batch_size: int) -> int:
 def _collate(data: Examples, picks: np.ndarray) -> Callable[[list[Any]], TrainBatch]:
     examples = data.examples
 
-    def collate(rows: list[tuple[Any, int, Any]]) -> TrainBatch:
+    def collate(rows: list[tuple[Any, int, Any, str | None]]) -> TrainBatch:
         import torch
 
-        index = [i for _, i, _ in rows]
+        problem = next((p for *_, p in rows if p is not None), None)
+        if problem is not None:
+            return TrainBatch(pixels=None, captions=[], negatives=None, problem=problem)
+        index = [i for _, i, _, _ in rows]
         exs = [examples[i] for i in index]
-        has_neg_image = all(n is not None for _, _, n in rows)
+        has_neg_image = all(n is not None for _, _, n, _ in rows)
         return TrainBatch(
-            pixels=torch.stack([p for p, _, _ in rows]),
+            pixels=torch.stack([p for p, _, _, _ in rows]),
             captions=[ex.caption for ex in exs],
             negatives=_picked([ex.negatives for ex in exs], [picks[i, 0] for i in index]),
-            neg_pixels=torch.stack([n for _, _, n in rows]) if has_neg_image else None,
+            neg_pixels=torch.stack([n for _, _, n, _ in rows]) if has_neg_image else None,
             neg_captions=[str(ex.negative_image_caption) for ex in exs] if has_neg_image else None,
             hard_negatives=_picked(
                 [hard_negatives_of(data, ex) for ex in exs], [picks[i, 1] for i in index]
@@ -204,12 +251,19 @@ def held_out_batches(
     yield from _loader(data, index, num_workers, negative_picks(data, 0, 0, "first"))
 
 
-def _loader(data: Examples, index: list[list[int]], num_workers: int, picks: np.ndarray) -> Any:
+def _loader(
+    data: Examples, index: list[list[int]], num_workers: int, picks: np.ndarray
+) -> Iterator[TrainBatch]:
+    """The batches of `index`; a `BatchImageError` for a batch with an unreadable image."""
     from torch.utils.data import DataLoader
 
-    return DataLoader(
+    loader = DataLoader(
         data,  # type: ignore[arg-type]  # a map-style dataset
         batch_sampler=index,
         num_workers=num_workers,
         collate_fn=_collate(data, picks),
     )
+    for batch in loader:
+        if batch.problem is not None:
+            raise BatchImageError(batch.problem)
+        yield batch

@@ -89,6 +89,13 @@ class TrainingInterrupted(KeyboardInterrupt):
             "--resume continues from it"
         )
 
+    def after_image(self) -> str:
+        """What to do after the run stopped on an image it could not read."""
+        if not (self.folder / "state.pt").is_file():
+            return "no state was saved yet: restore the image and start the run again"
+        at = f"the state at step {self.step:,} is saved" if self.saved else "its last state stands"
+        return f"{at}: restore the image and continue with --resume"
+
 
 @dataclass
 class TrainResult:
@@ -168,8 +175,7 @@ class Trainer:
     def _check_out(self, resume: bool) -> None:
         record = self.out / "train.json"
         if resume:
-            if not (self.out / "state.pt").is_file():
-                raise DataError(f"nothing to resume in {self.out}: no state.pt")
+            _resumable(self.out)
             return
         if record.exists() or (self.out / "state.pt").exists():
             raise DataError(
@@ -226,8 +232,13 @@ class Trainer:
         # a resumed run's record and state are read (and a damaged or unsafe one refused)
         # before anything is loaded
         saved = (_read_record(self.out), read_state(self.out / "state.pt")) if resume else None
+        if saved is not None:  # a changed setting or manifest is refused before any work
+            _same_settings(saved[0]["config"], json.loads(c.model_dump_json()), self.out)
+            _same_manifest(saved[0], c.manifest, None, self.out)
         images = self._images()
         manifest = read_manifest(c.manifest, images)
+        if saved is not None:
+            _same_manifest(saved[0], c.manifest, manifest.images_sha256, self.out)
         train, val = self._validation_split(manifest, manifest.split("train"))
         if len(train) < c.batch_size:
             raise DataError(
@@ -259,7 +270,8 @@ class Trainer:
         if c.batch_size % world.size:
             raise LexsemError(f"batch {c.batch_size} does not split over {world.size} processes")
         schedule = cosine_with_warmup(optimizer, c.warmup, c.epochs * steps_per_epoch)
-        loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator, val)
+        loop = _Loop(self, towers, optimizer, schedule, world, images, train, evaluator, val,
+                     manifest.where)  # fmt: skip
         total = c.epochs * steps_per_epoch
         loop.show = TrainProgress(
             total_steps=min(total, c.max_steps or total), epochs=c.epochs,
@@ -278,7 +290,7 @@ class _Loop:
 
     def __init__(self, trainer: Trainer, towers: Any, optimizer: Any, schedule: Any, world: Any,
                  images: Any, train: list[Any], evaluator: Any,
-                 val: list[Any] | None = None) -> None:  # fmt: skip
+                 val: list[Any] | None = None, where: Any = None) -> None:  # fmt: skip
         from lexsem.train.batches import Examples
 
         self.t, self.c, self.out = trainer, trainer.config, trainer.out
@@ -287,10 +299,10 @@ class _Loop:
         uses_images = trainer.config.regime in ("trohn_img", "negclip")
         rows = [*train, *(val or [])]  # NegCLIP's hard images: rows of either split
         self.data = Examples(train, images, towers.preprocess, images.max_pixels,
-                             negative_images=uses_images, rows=rows)  # fmt: skip
+                             negative_images=uses_images, rows=rows, where=where)  # fmt: skip
         self.val_data = (
             Examples(val, images, towers.preprocess, images.max_pixels,
-                     negative_images=uses_images, rows=rows)
+                     negative_images=uses_images, rows=rows, where=where)
             if val else None
         )  # fmt: skip
         self.scaler = _scaler(trainer.config.precision, towers.encoder.device)
@@ -303,7 +315,11 @@ class _Loop:
     def start(self, manifest: Any, leakage: dict[str, Any]) -> None:
         self.record = {
             "config": json.loads(self.c.model_dump_json()),
-            "data": {"manifest": manifest.describe(), "sha256": manifest.sha256},
+            "data": {
+                "manifest": manifest.describe(),
+                "sha256": manifest.sha256,
+                "images_sha256": manifest.images_sha256,
+            },
             "leakage": leakage,
             "settings": self._settings(),
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -332,7 +348,6 @@ class _Loop:
         from lexsem.train.state import restore_state
 
         self.record = record
-        _same_settings(self.record["config"], json.loads(self.c.model_dump_json()), self.out)
         try:
             self.progress = restore_state(state, self.towers.module, self.optimizer,
                                           self.schedule, self.scaler)  # fmt: skip
@@ -453,12 +468,17 @@ class _Loop:
     def run(self) -> TrainResult:
         """Train to the end (or `max_steps`); a Ctrl-C saves the state when the run is at a
         point it resumes from exactly, and says where `--resume` continues
-        (`TrainingInterrupted`)."""
+        (`TrainingInterrupted`); so does an image that cannot be read mid-run
+        (`BatchImageError`, naming it and its manifest line)."""
+        from lexsem.train.batches import BatchImageError
+
         self.show.begin(self.progress.step, self.progress.epoch)
         try:
             return self._train()
         except KeyboardInterrupt:
             raise self._interrupted() from None
+        except BatchImageError as exc:
+            raise BatchImageError(f"{exc}; {self._interrupted().after_image()}") from None
         finally:
             self.show.close()
 
@@ -608,6 +628,50 @@ def _read_record(out: Path) -> dict[str, Any]:
     if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
         raise DataError(f"{path}: not a training record (no config)")
     return record
+
+
+def _resumable(out: Path) -> None:
+    """`out` is a training run's folder with a saved state; else a `DataError` saying what it
+    is."""
+    if not out.exists():
+        raise DataError(f"nothing to resume: {out} does not exist")
+    if not out.is_dir():
+        raise DataError(f"nothing to resume: {out} is a file, not a training run's folder")
+    if (out / "state.pt").is_file():
+        return
+    if (out / "run.json").is_file():
+        raise DataError(
+            f"nothing to resume in {out}: it is an evaluation run's folder (run.json), not a "
+            "training run's"
+        )
+    if (out / "train.json").is_file():
+        raise DataError(f"nothing to resume in {out}: no state.pt (the run never saved one)")
+    raise DataError(
+        f"nothing to resume in {out}: not a training run's folder (no train.json nor state.pt)"
+    )
+
+
+def _same_manifest(
+    record: dict[str, Any], manifest: str | Path, images_sha256: str | None, out: Path
+) -> None:
+    """The manifest (and, given `images_sha256`, its images) is the one the run started with;
+    else a one-line `LexsemError` with both digests. A record without a digest is not
+    compared."""
+    from lexsem.train.manifest import manifest_sha256
+
+    data = record.get("data")
+    data = data if isinstance(data, dict) else {}
+    if images_sha256 is None:
+        then, now, what = data.get("sha256"), manifest_sha256(manifest), "the manifest"
+    else:
+        then, now, what = data.get("images_sha256"), images_sha256, "an image of the manifest"
+    if not isinstance(then, str) or then == now:
+        return
+    raise LexsemError(
+        f"{manifest}: {what} changed since the run in {out} started (sha256 {then[:12]} then, "
+        f"{now[:12]} now); resume with the data it started with, or start a new run in another "
+        "--out"
+    )
 
 
 RESUME_MAY_CHANGE = {"max_steps", "num_workers", "checkpoint_every"}

@@ -21,7 +21,15 @@ A row has the fields
 `read_manifest` refuses a file with an unknown field, a missing or mistyped field, an empty
 caption, an unknown split, or an image that does not resolve (outside its root, missing, not an
 image, over the pixel limit); every error is a `DataError` naming the file and the line
-(JSONL, from 1) or row (Parquet, from 0). Images are checked by reading their header only.
+(JSONL, from 1) or row (Parquet, from 0). Missing required fields are reported for every row at
+once: the first row lacking any, with all it lacks, and the lines of the others. Images are
+checked by reading their header only (the first MiB); the digest of those bytes and each
+file's size, over all images in manifest order, is the manifest's `images_sha256`.
+
+A row that repeats an earlier row in every field is kept (COCO has images with a caption given
+twice) and counted: `duplicates`, recorded with the manifest, and a `DataWarning` naming the
+first repeat's line and the line it repeats (in a contrastive batch that holds both, an image's
+caption is also one of its negatives).
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -37,7 +47,7 @@ from typing import Any, Literal
 
 from lexsem.atomic import atomic_path
 from lexsem.benchmarks.formats import DuplicateKey, unique_keys
-from lexsem.errors import DataError
+from lexsem.errors import DataError, DataWarning
 from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import open_image
 from lexsem.images.refs import ImageError, ResolvedImage
@@ -51,6 +61,7 @@ __all__ = [
     "ManifestFormat",
     "check_image",
     "manifest_format",
+    "manifest_sha256",
     "read_manifest",
     "write_manifest",
 ]
@@ -98,12 +109,16 @@ class Example:
 
 @dataclass(frozen=True)
 class Manifest:
-    """A checked manifest: its `examples` in file order and the sha256 of the file read."""
+    """A checked manifest: its `examples` in file order, the sha256 of the file read, the
+    digest of its images (`images_sha256`: None when they were not checked) and the number of
+    rows that repeat an earlier row."""
 
     path: Path
     format: ManifestFormat
     sha256: str
     examples: tuple[Example, ...]
+    images_sha256: str | None = None
+    duplicates: int = 0
 
     def split(self, name: str) -> list[Example]:
         """The examples of split `name` (``train`` or ``dev``)."""
@@ -127,6 +142,8 @@ class Manifest:
             "splits": {s: len(self.split(s)) for s in SPLITS},
             "negatives": sum(len(ex.negatives) for ex in self.examples),
             "negative_images": sum(ex.negative_image is not None for ex in self.examples),
+            "duplicates": self.duplicates,
+            "images_sha256": self.images_sha256,
         }
 
 
@@ -156,14 +173,74 @@ def read_manifest(path: str | Path, images: ImageStore, *, check_images: bool = 
     fmt = manifest_format(path)
     raw = _read_bytes(path)
     records = _jsonl_records(raw, path) if fmt == "jsonl" else _parquet_records(raw, path)
+    _check_required(records, path, fmt)
     examples = tuple(_example(rec, row, path, fmt) for row, rec in records)
     if not examples:
         raise DataError("the manifest has no examples", file=path)
+    duplicates = _duplicates(examples, path, fmt)
     if any(_uses_manifest_root(ex) for ex in examples):
         images.add_root(MANIFEST_ROOT, path.parent.resolve())
-    if check_images:
-        _check_images(examples, images, path, fmt)
-    return Manifest(path, fmt, hashlib.sha256(raw).hexdigest(), examples)
+    digest = _check_images(examples, images, path, fmt) if check_images else None
+    return Manifest(path, fmt, hashlib.sha256(raw).hexdigest(), examples, digest, duplicates)
+
+
+def manifest_sha256(path: str | Path) -> str:
+    """The sha256 of the manifest file at `path` (what `Manifest.sha256` records)."""
+    return hashlib.sha256(_read_bytes(Path(path))).hexdigest()
+
+
+def _unit(fmt: ManifestFormat) -> str:
+    return "line" if fmt == "jsonl" else "row"
+
+
+def _check_required(records: list[tuple[int, Any]], path: Path, fmt: ManifestFormat) -> None:
+    """Every row has the required fields; else one `DataError` naming the first row that
+    lacks any, every field it lacks, and the other rows lacking fields."""
+    lacking = [
+        (row, [k for k in REQUIRED if k not in rec])
+        for row, rec in records
+        if isinstance(rec, dict) and any(k not in rec for k in REQUIRED)
+    ]
+    if not lacking:
+        return
+    row, keys = lacking[0]
+    more = ""
+    if len(lacking) > 1:
+        rows = ", ".join(str(r) for r, _ in lacking[1 : 1 + _LISTED])
+        etc = ", ..." if len(lacking) > 1 + _LISTED else ""
+        more = (
+            f" (and {len(lacking) - 1} more row(s) lacking required fields, at "
+            f"{_unit(fmt)} {rows}{etc})"
+        )
+    raise DataError(f"{_missing(keys)}{more}", **_where(path, fmt, row))
+
+
+def _missing(keys: list[str]) -> str:
+    """``missing field 'image'`` / ``missing fields 'image', 'caption'``, and what is required."""
+    plural = "s" if len(keys) > 1 else ""
+    return f"missing field{plural} {', '.join(map(repr, keys))} (required: {', '.join(REQUIRED)})"
+
+
+def _duplicates(examples: tuple[Example, ...], path: Path, fmt: ManifestFormat) -> int:
+    """The number of rows equal in every field to an earlier row; a `DataWarning` naming the
+    first when there are any."""
+    first: dict[Example, int] = {}
+    repeats: list[tuple[int, int]] = []
+    for ex in examples:
+        if ex in first:
+            repeats.append((ex.row, first[ex]))
+        else:
+            first[ex] = ex.row
+    if repeats:
+        unit = _unit(fmt)
+        row, earlier = repeats[0]
+        warnings.warn(
+            f"{path}: {len(repeats)} row(s) repeat an earlier row in every field (first: "
+            f"{unit} {row} repeats {unit} {earlier}); each is trained on as a separate example",
+            DataWarning,
+            stacklevel=3,
+        )
+    return len(repeats)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -285,9 +362,9 @@ def _example(rec: Any, row: int, path: Path, fmt: ManifestFormat) -> Example:
             f"unknown field(s) {', '.join(map(repr, unknown))} (fields: {', '.join(FIELDS)})",
             **where,
         )
-    for key in REQUIRED:
-        if key not in rec:
-            raise DataError(f"missing field {key!r}", **where)
+    missing = [k for k in REQUIRED if k not in rec]
+    if missing:
+        raise DataError(_missing(missing), **where)
     caption = _text(rec, "caption", where)
     neg_image = _optional_text(rec, "negative_image", where)
     neg_caption = _optional_text(rec, "negative_image_caption", where)
@@ -319,28 +396,33 @@ def _uses_manifest_root(ex: Example) -> bool:
     return ex.image.startswith(prefix) or (ex.negative_image or "").startswith(prefix)
 
 
-def _head(res: ResolvedImage) -> tuple[bytes, bool]:
-    """The first bytes of a file (and whether that is all of it); in-memory bytes whole."""
+def _head(res: ResolvedImage) -> tuple[bytes, bool, int]:
+    """The first bytes of a file, whether that is all of it, and its size; in-memory bytes
+    whole."""
     if res.path is None:
-        return res.read(), True
+        data = res.read()
+        return data, True, len(data)
     try:
         with open(res.path, "rb") as fh:
             head = fh.read(_HEAD_BYTES + 1)
+            size = os.fstat(fh.fileno()).st_size
     except OSError as exc:
         raise ImageError(
             f"image {res.ref!r} cannot be read: {exc}", ref=res.ref, reason="unreadable"
         ) from None
-    return head[:_HEAD_BYTES], len(head) <= _HEAD_BYTES
+    return head[:_HEAD_BYTES], len(head) <= _HEAD_BYTES, size
 
 
-def check_image(images: ImageStore, ref: str) -> None:
+def check_image(images: ImageStore, ref: str) -> str:
     """Resolve `ref` as evaluation does and open its header under the store's pixel limit;
-    `ImageError` (unsafe, unknown root, missing, unreadable, undecodable, too large)."""
+    `ImageError` (unsafe, unknown root, missing, unreadable, undecodable, too large). Returns
+    the sha256 of the image's size and its first MiB (the bytes read)."""
     res = images.resolve(ref)
-    data, whole = _head(res)
+    data, whole, size = _head(res)
+    digest = hashlib.sha256(f"{size}\n".encode() + data).hexdigest()
     try:
         open_image(data, images.max_pixels, ref)
-        return
+        return digest
     except ImageError:
         raise
     except Exception as exc:
@@ -352,6 +434,7 @@ def check_image(images: ImageStore, ref: str) -> None:
         raise
     except Exception as exc:
         raise _undecodable(ref, exc) from None
+    return digest
 
 
 def _undecodable(ref: str, exc: Exception) -> ImageError:
@@ -362,19 +445,20 @@ def _undecodable(ref: str, exc: Exception) -> ImageError:
     )
 
 
-def _problem(images: ImageStore, ref: str) -> str | None:
+def _problem(images: ImageStore, ref: str) -> tuple[str | None, str]:
+    """(what is wrong with `ref` or None, its digest: `check_image`)."""
     try:
-        check_image(images, ref)
+        return None, check_image(images, ref)
     except ImageError as exc:
-        return f"{exc.detail} [{exc.reason}]"
-    return None
+        return f"{exc.detail} [{exc.reason}]", ""
 
 
 def _check_images(
     examples: Iterable[Example], images: ImageStore, path: Path, fmt: ManifestFormat
-) -> None:
+) -> str:
     """Every image and negative image resolvable and within the pixel limit; the first
-    failure (in file order) raised, naming the rows of the others."""
+    failure (in file order) raised, naming the rows of the others. Returns the sha256 over
+    every image's reference and digest (`check_image`), in manifest order."""
     first_row: dict[str, tuple[int, str]] = {}
     for ex in examples:
         first_row.setdefault(ex.image, (ex.row, "image"))
@@ -382,18 +466,20 @@ def _check_images(
             first_row.setdefault(ex.negative_image, (ex.row, "negative_image"))
     refs = list(first_row)
     with ThreadPoolExecutor(_IMAGE_THREADS) as pool:
-        problems = list(pool.map(lambda r: _problem(images, r), refs))
-    bad = [(first_row[r], p) for r, p in zip(refs, problems, strict=True) if p is not None]
+        checked = list(pool.map(lambda r: _problem(images, r), refs))
+    bad = [(first_row[r], p) for r, (p, _) in zip(refs, checked, strict=True) if p is not None]
     if not bad:
-        return
+        total = hashlib.sha256()
+        for ref, (_, digest) in zip(refs, checked, strict=True):
+            total.update(f"{ref}\0{digest}\n".encode())
+        return total.hexdigest()
     bad.sort(key=lambda b: b[0][0])
     (row, key), message = bad[0]
     more = ""
     if len(bad) > 1:
-        unit = "line" if fmt == "jsonl" else "row"
         rows = ", ".join(str(r) for (r, _), _ in bad[1 : 1 + _LISTED])
         etc = ", ..." if len(bad) > 1 + _LISTED else ""
-        more = f" (and {len(bad) - 1} more unusable image(s), first at {unit} {rows}{etc})"
+        more = f" (and {len(bad) - 1} more unusable image(s), first at {_unit(fmt)} {rows}{etc})"
     raise DataError(f"field {key!r}: {message}{more}", **_where(path, fmt, row))
 
 
