@@ -312,3 +312,16 @@ def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> N
             assert proc.stderr == ""
         else:
             assert "encoding texts" in proc.stderr  # lexsem's own lines stay
+
+
+@pytest.mark.parametrize("command", ["eval", "train", "ask", "download"])
+def test_piped_help_shows_every_option_name_whole(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TERMINAL_WIDTH", raising=False)
+    result = CliRunner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output, result.output
+    if command == "train":
+        assert "--checkpoint-every" in result.output
+        assert "--clamp-logit-scale" in result.output
