@@ -292,7 +292,7 @@ def resolve_source(
             with contextlib.suppress(ModelError):
                 path = _from_cache(name, revision, cache_dir, why="pinned", backend=backend)
         if path is None:
-            path = _download(name, revision, cache_dir)
+            path = _download(name, revision, cache_dir, backend)
     return ModelSource(
         name=name, path=path, kind="hub", repo_id=name, revision=revision, commit=path.name
     )
@@ -341,7 +341,9 @@ def _from_cache(
     return Path(path)
 
 
-def _download(repo_id: str, revision: str | None, cache_dir: str | Path | None) -> Path:
+def _download(
+    repo_id: str, revision: str | None, cache_dir: str | Path | None, backend: str = "hf"
+) -> Path:
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -369,6 +371,7 @@ def _download(repo_id: str, revision: str | None, cache_dir: str | Path | None) 
             revision,
             cache_dir,
             why=f"the Hub could not be reached ({exc.__class__.__name__}: {exc})",
+            backend=backend,
         )
     files = [s.rfilename for s in (info.siblings or [])]
     allow = select_repo_files(files) or None
