@@ -52,7 +52,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from lexsem.errors import ModelError
+from lexsem.errors import ConnectionFailed, ModelError
 from lexsem.errors import RetryableError as Retryable
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun, Turn, chat_messages, data_url_part
 from lexsem.models.options import Option, choice, positive_int
@@ -183,6 +183,11 @@ class OpenAIChat:
                 f"{self.base_url}/chat/completions", json=body, headers=self.headers(),
                 timeout=self.timeout,
             )  # fmt: skip
+        except httpx.ConnectError as exc:  # refused, no such host: nothing listens there
+            raise ConnectionFailed(
+                f"cannot connect to {url_without_userinfo(self.base_url)} "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             raise Retryable(f"{type(exc).__name__}: {exc}") from None
         if resp.status_code == 429 or resp.status_code >= 500:
@@ -214,6 +219,19 @@ class OpenAIChat:
                 kept = entries[-KEPT_PROMPT_LOGPROBS:]
                 raw = {**raw, "prompt_logprobs": kept, "lexsem_dropped_prompt_logprobs": dropped}
         return raw
+
+
+def url_without_userinfo(url: str) -> str:
+    """`url` without `user:password@` (a credential a base_url may carry)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the server (base_url is not a URL)"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _no_logprobs(server: str, what: str) -> StopRun:
