@@ -13,7 +13,9 @@ multiple-choice tasks and, through its log-probabilities, scores the image tasks
   fingerprint, the store, run files or errors.
 - `send` makes one request: HTTP 429, 5xx, time-outs, dropped connections and bodies that are
   not the JSON of a chat completion raise `RetryableError` (the engine retries with backoff); any
-  other HTTP error is a `ModelError` (a wrong model name or URL is not retried).
+  other HTTP error is a `ModelError` (a wrong model name or URL is not retried). No connection
+  at all (refused, unknown host) raises `ConnectionFailed` naming `base_url` without its
+  userinfo: the engine stops the run when nothing has been answered yet.
 
 The fingerprint holds everything that changes an answer: the endpoint, the model and the
 generation parameters, so answers of one setting are never served for another.
