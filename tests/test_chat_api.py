@@ -134,11 +134,11 @@ def test_ask_from_the_cli_writes_answers_that_score_answers_reads(
     res = CliRunner().invoke(app, ["ask", "-m", f"openai:tiny-vlm?base_url={url}", *common,
                                    "-o", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert "| scpp_order | NPP | 5 | 100.00 |" in res.stdout
+    assert "| scpp_order | NPP | 5/5 | 100.00 |" in res.stdout
     assert "15 requests: 0 answered from the store, 15 sent" in res.stderr
     rescored = CliRunner().invoke(app, ["score-answers", str(out), *common[:6]])
     assert rescored.exit_code == 0, rescored.output
-    assert "| scpp_order | PPN | 5 | 100.00 |" in rescored.stdout
+    assert "| scpp_order | PPN | 5/5 | 100.00 |" in rescored.stdout
     bad = CliRunner().invoke(app, ["ask", "-m", f"openai:tiny-vlm?base_ur={url}", *common])
     assert bad.exit_code == 2
     assert "unknown model option 'base_ur' (did you mean 'base_url'?)" in bad.output
@@ -203,10 +203,10 @@ def test_imported_answers_are_replayed_without_sending_anything(
     assert res.exit_code == 0, res.output
     assert "published.jsonl: 15 answers: 15 imported into" in res.stderr
     assert "15 requests: 15 answered from the store (15 imported), 0 sent" in res.stderr
-    assert "| scpp3 | NPP | 5 | 100.00 |" in res.stdout  # N is first under NPP
-    assert "| scpp3 | PNP | 5 | 0.00 |" in res.stdout
+    assert "| scpp3 | NPP | 5/5 | 100.00 |" in res.stdout  # N is first under NPP
+    assert "| scpp3 | PNP | 5/5 | 0.00 |" in res.stdout
     again = _cli(url, bench, "--prompt", "scpp3", "--replay-only")  # from the store alone
-    assert again.exit_code == 0 and "| scpp3 | NPP | 5 | 100.00 |" in again.stdout
+    assert again.exit_code == 0 and "| scpp3 | NPP | 5/5 | 100.00 |" in again.stdout
     assert state.posts == 0
     chat = OpenAIChat(f"openai:tiny-vlm?base_url={url}")
     with RequestStore(bench["cache"], fingerprint_key(chat.fingerprint)) as store:
@@ -239,7 +239,7 @@ def test_an_import_never_replaces_a_different_answer_unless_forced(
                   "--replay-only")  # fmt: skip
     assert forced.exit_code == 0, forced.output
     assert "10 replaced" in forced.stderr and "5 there already" in forced.stderr
-    assert "| scpp3 | PNP | 5 | 0.00 |" in forced.stdout  # the imported (1)s now
+    assert "| scpp3 | PNP | 5/5 | 0.00 |" in forced.stdout  # the imported (1)s now
 
 
 def test_an_import_names_the_file_and_line_of_a_record_that_fits_no_item(
@@ -274,7 +274,7 @@ def test_shots_are_earlier_turns_and_part_of_the_key(
     state, url = server
     res = _cli(url, bench, "--prompt", "scpp3", "--shots", "1", "--shot-seed", "4")
     assert res.exit_code == 0, res.output
-    assert "| scpp3 | PPN | 5 | 100.00 |" in res.stdout
+    assert "| scpp3 | PPN | 5/5 | 100.00 |" in res.stdout
     assert "1 demonstrations before each question (seed 4)" in res.stdout
     assert len(state.bodies) == 15
     for body in state.bodies:

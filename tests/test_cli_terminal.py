@@ -195,11 +195,13 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(
     monkeypatch.setattr(embed, "CHUNK", 20)
     args = ["eval", "-m", "fake", "-b", "synthetic", "-o", str(tmp_path / "r"), "--n-boot", "0",
             "--batch-size", "10"]  # fmt: skip
-    _with_model(monkeypatch, InterruptedEncoder(stop_at=4))  # chunk 1 = calls 1-2, saved
+    # chunk 1 = calls 1-2 (committed at its end), call 3 = chunk 2's first batch (committed
+    # at the interrupt): 3 batches of 10
+    _with_model(monkeypatch, InterruptedEncoder(stop_at=4))
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 130, res.output
     msg = flat(res.stderr)
-    m = re.search(r"interrupted while encoding texts: 20 of ([\d,]+) texts \(and everything "
+    m = re.search(r"interrupted while encoding texts: 30 of ([\d,]+) texts \(and everything "
                   r"computed before\) are saved in (\S+\.sqlite); run the same command again to "
                   r"resume: only what is missing is computed", msg)  # fmt: skip
     assert m, msg
@@ -210,7 +212,7 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(
     _with_model(monkeypatch, again)
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
-    assert len(again.encoded) == total - 20  # only what was missing
+    assert len(again.encoded) == total - 30  # only what was missing
 
 
 def test_ctrl_c_within_a_long_chunk_keeps_the_batches_encoded_so_far(
@@ -231,6 +233,29 @@ def test_ctrl_c_within_a_long_chunk_keeps_the_batches_encoded_so_far(
     assert res.exit_code == 0, res.output
     total = int(re.search(r"(\d+) unique texts", res.stderr).group(1))  # type: ignore[union-attr]
     assert len(again.encoded) == total - 30
+
+
+@pytest.mark.parametrize("stop_at", [2, 5])
+def test_ctrl_c_keeps_every_batch_encoded_before_it(
+    stop_at: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The batches encoded since the last timed commit were lost: a fast encoder interrupted
+    within its first second kept 0 texts."""
+    monkeypatch.setattr(embed, "COMMIT_EVERY_S", 3600.0)  # no timed commit within the test
+    store = RequestStore(tmp_path, "fp")
+    encoder = InterruptedEncoder(stop_at=stop_at)
+    with pytest.raises(Interrupted) as exc:
+        embed_texts(encoder, TEXTS, store, batch_size=4, progress=True)
+    done = encoder.encoded  # the texts of the batches before the one interrupted
+    assert len(done) == 4 * (stop_at - 1)
+    from lexsem.engine.keys import content_key
+
+    kept = store.get_vectors([content_key("text", t) for t in TEXTS])
+    assert set(kept) == {content_key("text", t) for t in done}
+    for t in done:
+        np.testing.assert_array_equal(kept[content_key("text", t)], encoder.vector(t))
+    assert f"{len(done)} of {len(TEXTS)} texts" in exc.value.message()
+    store.close()
 
 
 def test_ctrl_c_without_the_cache_says_nothing_was_kept() -> None:
@@ -312,3 +337,16 @@ def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> N
             assert proc.stderr == ""
         else:
             assert "encoding texts" in proc.stderr  # lexsem's own lines stay
+
+
+@pytest.mark.parametrize("command", ["eval", "train", "ask", "download"])
+def test_piped_help_shows_every_option_name_whole(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TERMINAL_WIDTH", raising=False)
+    result = CliRunner().invoke(app, [command, "--help"])
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output, result.output
+    if command == "train":
+        assert "--checkpoint-every" in result.output
+        assert "--clamp-logit-scale" in result.output

@@ -151,6 +151,31 @@ def test_an_empty_subset_is_left_out_with_a_warning_unless_named(
         evaluate(BagOfWordsEncoder(), [f"{NAME}/swap_obj,swap_att"], data_dir=data, n_boot=0)
 
 
+def test_a_text_encoder_runs_on_a_triplet_file_without_filenames(tmp_path: Path) -> None:
+    path = tmp_path / "mine.json"
+    recs = [{k: v for k, v in r.items() if k != "filename"} for r in _recs([0, 1, 2])]
+    path.write_text(json.dumps(recs))
+    run = evaluate(BagOfWordsEncoder(), [f"scpp:{path}"], n_boot=0)
+    assert {r.task for r in run.record.results} >= {"tot"}
+    assert len(run.items) > 0
+
+
+def test_an_empty_user_parquet_names_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "mine.parquet"
+    write_parquet(path, {k: v[:0] for k, v in bivlc_columns().items()})
+    res = CliRunner().invoke(app, ["eval", "-m", "minilm", "-b", f"bivlc:{path}"])
+    assert res.exit_code == 2, res.output
+    assert res.output.strip().endswith("mine.parquet"), res.output
+
+
+def test_a_named_bivlc_subset_without_rows_is_named(tmp_path: Path) -> None:
+    """The file holds rows, all of other types: the error names the subset, not "no items"."""
+    cols = {k: v[:2] for k, v in bivlc_columns().items()}  # swap_obj and replace_att only
+    write_parquet(tmp_path / "hf" / "imirandam" / "BiVLC" / "data" / "test.parquet", cols)
+    with pytest.raises(DataError, match=r"bivlc/add_att: the subset you selected holds no items"):
+        load_benchmark("bivlc/add_att", data_dir=tmp_path)
+
+
 # -- fewer rows than published ----------------------------------------------------------------
 
 

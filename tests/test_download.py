@@ -465,3 +465,80 @@ def test_resolve_corrupted_cache_offline_is_removed_and_reported(tmp_path: Path)
         resolve_source(_unreachable(), cache_root=tmp_path / "cache", offline=True)
     assert "sha256" in str(exc.value) and "--data-dir" in str(exc.value)
     assert not cached.exists()
+
+
+# --------------------------------------------------------------------------- lexsem download --to
+def _served_fixture(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, bytes]:
+    """The fixture benchmark registered with its files served by `server`: name → bytes."""
+    import dataclasses
+
+    from builders.fakes import register_fixture_benchmark
+    from lexsem.benchmarks import catalog
+
+    data, spec = register_fixture_benchmark(tmp_path / "origin", monkeypatch)
+    files, subsets = {}, []
+    for sub in spec.subsets:
+        assert sub.source is not None
+        body = (data / sub.source.name).read_bytes()
+        path = f"/{sub.source.name}"
+        server.bodies[path], server.modes[path] = body, ["ok"]
+        files[sub.source.name] = body
+        subsets.append(
+            dataclasses.replace(sub, source=dataclasses.replace(sub.source, url=server.base + path))
+        )
+    catalog.BENCHMARKS.add(
+        spec.name, dataclasses.replace(spec, subsets=tuple(subsets)), replace=True
+    )
+    return files
+
+
+def test_download_to_fills_a_data_folder_that_runs_offline(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from builders.fakes import BagOfWordsEncoder
+    from lexsem import evaluate
+    from lexsem.cli import app
+
+    files = _served_fixture(server, tmp_path, monkeypatch)
+    to, cache = tmp_path / "my data", tmp_path / "cache"
+    args = ["download", "fixture_pp", "--to", str(to), "--cache-dir", str(cache)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert {p.relative_to(to).as_posix(): p.read_bytes() for p in to.rglob("*.json")} == files
+    assert res.output.count("copied") == len(files)
+    assert f"--data-dir {to}" in res.output
+    # again: nothing fetched, nothing copied
+    n = len(server.requests)
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and again.output.count("already there") == len(files)
+    assert len(server.requests) == n
+    # the folder is a data folder: an offline run reads it
+    monkeypatch.setenv("LEXSEM_OFFLINE", "1")
+    run = evaluate(BagOfWordsEncoder(), ["fixture_pp"], data_dir=to, n_boot=0, use_cache=False)
+    assert {f"{s}.json" for s in run.record.benchmarks[0].subsets} == {Path(f).name for f in files}
+
+
+def test_download_to_never_replaces_a_different_file(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+
+    files = _served_fixture(server, tmp_path, monkeypatch)
+    to = tmp_path / "data"
+    mine = to / next(iter(files))
+    mine.parent.mkdir(parents=True)
+    mine.write_text("[]")
+    res = CliRunner().invoke(
+        app, ["download", "fixture_pp", "--to", str(to), "--cache-dir", str(tmp_path / "c")]
+    )
+    assert res.exit_code == 2, res.output
+    assert res.output.startswith(f"error: {mine}: already there with sha256")
+    assert mine.read_text() == "[]"
+    refused = CliRunner().invoke(app, ["download", "coco-val2017", "--to", str(to)])
+    assert refused.exit_code == 2 and "COCO images (coco-val2017) go to the cache" in refused.output

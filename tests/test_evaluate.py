@@ -153,8 +153,10 @@ def test_unknown_task_and_duplicates(tmp_path: Path, monkeypatch: pytest.MonkeyP
     data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
     with pytest.raises(LexsemError, match="does not support task 'bivlc'"):
         evaluate(BagOfWordsEncoder(), ["fixture_pp"], data_dir=data, tasks=["bivlc"])
-    with pytest.raises(LexsemError, match="this model cannot run task 'itt'"):
+    with pytest.raises(LexsemError, match="this model cannot run task 'itt'") as exc:
         evaluate(BagOfWordsEncoder(), ["fixture_pp"], data_dir=data, tasks=["itt"])
+    assert "needs an image encoder (the ImageEncoder protocol" in str(exc.value)
+    assert "it can run tot" in str(exc.value)
     with pytest.raises(LexsemError, match="given more than once"):
         evaluate(
             BagOfWordsEncoder(), ["fixture_pp/swap_obj", "fixture_pp/replace_att"], data_dir=data
@@ -178,3 +180,53 @@ def test_single_subset_run_answers_for_its_aggregate() -> None:
     assert run.accuracy("synthetic", "tot") == one == run.accuracy("synthetic", "tot", MACRO)
     with pytest.raises(KeyError, match="no result for synthetic/swap_obj"):
         run.accuracy("synthetic", "tot", "swap_obj")
+
+
+class HalfAnEncoder:
+    """A user's model that forgot `fingerprint` (and has no image side)."""
+
+    name = "mine"
+
+    def encode(self, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+
+class EncodeWithoutBatchSize:
+    name = "mine"
+    fingerprint = {"backend": "mine"}  # noqa: RUF012
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+
+def test_a_custom_model_is_told_which_protocol_members_it_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
+    with pytest.raises(LexsemError) as exc:
+        evaluate(HalfAnEncoder(), ["fixture_pp"], data_dir=data, n_boot=0)
+    msg = str(exc.value)
+    assert msg.startswith("HalfAnEncoder implements none of the model protocols")
+    assert "TextEncoder needs fingerprint;" in msg  # the closest protocol first
+    assert "ImageEncoder needs fingerprint, preprocess, encode_images" in msg
+
+
+def test_an_encode_without_batch_size_is_a_clear_error_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
+    with pytest.raises(LexsemError, match=r"EncodeWithoutBatchSize\.encode\(texts"):
+        evaluate(EncodeWithoutBatchSize(), ["fixture_pp"], data_dir=data, n_boot=0)
+
+
+class EncodeWithKeywords(EncodeWithoutBatchSize):
+    def encode(self, texts: list[str], **options: object) -> np.ndarray:
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+
+def test_an_encode_taking_any_keyword_is_accepted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
+    run = evaluate(EncodeWithKeywords(), ["fixture_pp"], data_dir=data, n_boot=0, use_cache=False)
+    assert run.record.results

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,62 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_empty_tsv(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="empty file"):
         loaders.load_visla_generic_tsv(_write(tmp_path, "g.tsv", ""), "generic")
+
+
+def test_every_missing_field_is_named_at_once(tmp_path: Path) -> None:
+    bad = [{"id": 3, "caption": "a"}, {"id": 4, "caption": "b"}]
+    with pytest.raises(DataError) as exc:
+        loaders.load_scpp_json(_write(tmp_path, "m.json", json.dumps(bad)), "x")
+    msg = str(exc.value)
+    assert "m.json, item 3: missing fields 'caption2', 'negative_caption'" in msg
+    assert "1 other item(s) lack fields too" in msg
+    pairs = {"7": {"caption": "a"}}
+    with pytest.raises(DataError, match=r"item 7: missing field 'negative_caption' \(it has"):
+        loaders.load_sugarcrepe_json(_write(tmp_path, "p.json", json.dumps(pairs)), "x")
+
+
+def test_files_without_image_references_load_as_text_only_items(tmp_path: Path) -> None:
+    triplets = [{k: v for k, v in rec.items() if k != "filename"} for rec in SCPP]
+    items = loaders.load_scpp_json(_write(tmp_path, "t.json", json.dumps(triplets)), "x")
+    assert [it.image for it in items] == [None] * len(SCPP)
+    assert [it.p1 for it in items] == [rec["caption"] for rec in SCPP]
+    pairs = {k: {f: v for f, v in rec.items() if f != "filename"} for k, rec in SC.items()}
+    (pair, *_) = loaders.load_sugarcrepe_json(_write(tmp_path, "p.json", json.dumps(pairs)), "x")
+    assert pair.image is None
+    no_image_column = "\n".join("\t".join(line.split("\t")[1:]) for line in GENERIC.splitlines())
+    rows = loaders.load_visla_generic_tsv(_write(tmp_path, "g.tsv", no_image_column), "generic")
+    assert rows and all(it.image is None for it in rows)
+
+
+@pytest.mark.parametrize("fmt", ["sugarcrepe", "scpp", "visla", "visla_spatial"])
+def test_each_formats_documented_example_loads_with_and_without_images(
+    fmt: str, tmp_path: Path
+) -> None:
+    """`lexsem list formats` shows these; a user copies them."""
+    from lexsem.benchmarks.user import FORMATS, SCHEMAS, describe_formats
+
+    _, parse, ext = FORMATS[fmt]
+    schema = SCHEMAS[fmt]
+    assert parse is not None and schema.example in describe_formats().replace("\n    ", "\n")
+    (item,) = parse(_write(tmp_path, f"ex{ext}", schema.example), "x")
+    assert item.image == "000000391895.jpg"
+    (image_field,) = schema.optional
+    if ext == ".json":
+        data = json.loads(schema.example)
+        for rec in data.values() if isinstance(data, dict) else data:
+            del rec[image_field]
+        text = json.dumps(data)
+    else:
+        text = "\n".join("\t".join(line.split("\t")[1:]) for line in schema.example.splitlines())
+    (text_only,) = parse(_write(tmp_path, f"t{ext}", text), "x")
+    assert text_only.image is None and text_only.texts() == item.texts()
+    for field in schema.required:  # each required field is one the loader asks for
+        if ext == ".json":
+            data = json.loads(schema.example)
+            for rec in data.values() if isinstance(data, dict) else data:
+                del rec[field]
+            bad = json.dumps(data)
+        else:
+            bad = schema.example.replace(field, "renamed", 1)
+        with pytest.raises(DataError, match=re.escape(repr(field))):
+            parse(_write(tmp_path, f"bad{ext}", bad), "x")

@@ -150,6 +150,25 @@ def test_hub_id_offline_from_cache(bert: Path, tmp_path: Path) -> None:
     assert "hf download org/absent" in str(err.value) and "LEXSEM_OFFLINE" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("alias", "backend"), [("gpt2", "lm"), ("clip-b32", "clip"), ("bge-small", "hf")]
+)
+def test_an_alias_missing_offline_suggests_a_folder_of_its_own_backend(
+    alias: str, backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-m gpt2` offline suggested `hf:/path/to/folder`, which loads gpt2 as an embedder."""
+    from huggingface_hub import constants
+
+    from lexsem.models.factory import load_model
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(ModelError, match=r"not .*in the local Hugging Face cache") as err:
+        load_model(alias, offline=True)
+    assert f"({backend}:/path/to/folder)" in str(err.value)
+    if backend != "hf":
+        assert "hf:/path/to/folder" not in str(err.value)
+
+
 def test_packaged_copy_and_hub_snapshot_share_identity(
     minilm_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -37,7 +37,9 @@ class EvalConfig(BaseModel):
     )
     # data and caches
     data_dir: Path | None = Field(
-        None, description="Offline folder holding the benchmark files (same names as downloads)."
+        None,
+        description="Offline folder holding the benchmark files (same names as downloads; "
+        "make one with `lexsem download --to DIR`).",
     )
     cache_dir: Path | None = Field(
         None, description="Cache folder for downloads and embeddings (default: ~/.cache/lexsem)."

@@ -31,6 +31,7 @@ __all__ = [
     "cache_path",
     "download",
     "fetch_part",
+    "fill_data_folder",
     "part_path",
     "remove_if_present",
     "resolve_source",
@@ -345,3 +346,38 @@ def resolve_source(
             f"(or set LEXSEM_DATA_DIR=DIR) with the file at DIR/{source.name}"
         )
     return download(source, root)
+
+
+def fill_data_folder(
+    source: SourceFile, folder: Path, *, cache_root: Path, offline: bool | None = None
+) -> tuple[Path, bool]:
+    """Put `source` at `<folder>/<source.name>` (the data folder's layout, which `--data-dir`
+    and $LEXSEM_DATA_DIR read): `(its path, whether it was copied now)`. A file there that
+    matches the pinned sha256 is kept; one that does not is refused (DataError, never
+    replaced: it may be someone's own version). The bytes come from the download cache,
+    downloaded first when missing there; the copy appears whole or not at all."""
+    from lexsem.atomic import atomic_path
+
+    dest = Path(folder) / source.name
+    if dest.is_file():
+        ok, actual = _matches(dest, source.sha256)
+        if ok:
+            return dest, False
+        raise DataError(
+            f"already there with sha256 {actual}, not the pinned {source.sha256}: lexsem does not "
+            "replace it (move it away to fetch the pinned file)",
+            file=dest,
+        )
+    cached = cache_path(source, cache_root)
+    if not (cached.is_file() and _matches(cached, source.sha256)[0]):
+        if paths.offline() if offline is None else offline:
+            raise DownloadError(
+                f"{source.name} is not in the cache ({cached}) and lexsem is offline "
+                "(LEXSEM_OFFLINE / HF_HUB_OFFLINE), so it cannot be downloaded from "
+                f"{source.url}"
+            )
+        cached = download(source, cache_root)
+    with atomic_path(dest) as tmp, open(cached, "rb") as src, open(tmp, "wb") as out:
+        while block := src.read(1 << 20):
+            out.write(block)
+    return dest, True

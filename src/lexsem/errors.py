@@ -49,6 +49,11 @@ class RetryableError(Exception):
     time-out, a broken answer); not a user error: the engine retries it, then reports it."""
 
 
+class ConnectionFailed(RetryableError):
+    """No connection to the server at all (refused, no such host): the engine stops the run when
+    this happens before any request was answered (`lexsem.engine.chat`), retries it after."""
+
+
 class DataWarning(UserWarning):
     """The data is usable but not what it claims to be: a partial snapshot, an empty subset or
     rows left out (`lexsem.benchmarks.checks`; recorded in the run as a notice)."""

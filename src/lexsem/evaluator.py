@@ -43,7 +43,7 @@ from lexsem.engine.runner import (
 from lexsem.engine.scores import Scores
 from lexsem.errors import LexsemError
 from lexsem.images.memory import DecodedImages
-from lexsem.models.protocols import fingerprint_key
+from lexsem.models.protocols import batch_size_refusal, describe_missing, fingerprint_key
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results import build
 from lexsem.results.run import Run
@@ -117,7 +117,11 @@ class Evaluator:
         _check_files(model)  # an unreadable or damaged model file fails before any data work
         caps = capabilities(model)
         if not caps:
-            raise LexsemError(f"{spec!r} implements none of the model protocols")
+            raise LexsemError(describe_missing(model))
+        for cap, method in ((TEXT, "encode"), (SCORER, "score_texts")):
+            refusal = batch_size_refusal(model, method) if cap in caps else None
+            if refusal:
+                raise LexsemError(refusal)
         t0 = time.perf_counter()
         works = [self._work(b, caps) for b in self.benchmarks()]
         load_s = time.perf_counter() - t0
@@ -495,7 +499,7 @@ def select_tasks(
     if not requested:
         return supported  # opt-in tasks run only when named
     supported += [t for t in spec.opt_in_tasks if _can_run(get_task(t), caps)]
-    chosen = [_choose(t, supported, spec) for t in requested]
+    chosen = [_choose(t, supported, spec, caps) for t in requested]
     return list(dict.fromkeys(chosen))
 
 
@@ -561,14 +565,15 @@ def _can_run(task: Task, caps: set[str]) -> bool:
     return TEXT in caps if task.modality == "text" else bool(caps & {IMAGE, PAIR})
 
 
-def _choose(task: str, supported: list[str], spec: Any) -> str:
+def _choose(task: str, supported: list[str], spec: Any, caps: set[str]) -> str:
     if task in supported:
         return task
     if SYNONYMS.get(task) in supported:
         return SYNONYMS[task]
     if task in spec.tasks:
         raise LexsemError(
-            f"this model cannot run task {task!r} of benchmark {spec.name!r}{_why_not(task)}"
+            f"this model cannot run task {task!r} of benchmark {spec.name!r}"
+            f"{_why_not(task, caps, supported)}"
         )
     from lexsem.registry import did_you_mean
 
@@ -578,14 +583,29 @@ def _choose(task: str, supported: list[str], spec: Any) -> str:
     )
 
 
-def _why_not(task: str) -> str:
+def _why_not(task: str, caps: set[str], supported: list[str]) -> str:
+    """Why a model with `caps` cannot run `task`: the protocol the task needs that it lacks."""
     spec = find_task(task)
-    if spec is None or not spec.probability_scores:
+    if spec is None:
         return ""
-    return (
-        ": it reads each image-text score as a probability (yes above 0.5) and needs a pair "
-        "scorer whose scores are probabilities, such as vqa:MODEL?score=vqa_norm"
-    )
+    if spec.probability_scores:
+        return (
+            ": it reads each image-text score as a probability (yes above 0.5) and needs a "
+            "pair scorer whose scores are probabilities, such as vqa:MODEL?score=vqa_norm"
+        )
+    runs = f"; it can run {', '.join(supported)}" if supported else ""
+    if spec.modality == "text":
+        return (
+            ": it compares captions with one another and needs a text encoder (the TextEncoder "
+            f"protocol: name, fingerprint, encode){runs}"
+        )
+    if not caps & {IMAGE, PAIR}:
+        return (
+            ": it scores captions against images and needs an image encoder (the ImageEncoder "
+            "protocol: preprocess, encode_images, e.g. clip:, openclip:) or a pair scorer "
+            f"(PairScorer: preprocess, score, e.g. itm:, vqa:); this model has no image side{runs}"
+        )
+    return ""
 
 
 def _none_supported(spec: Any, caps: set[str]) -> str:

@@ -146,17 +146,17 @@ def keep_nonempty(
     selection holds no item, or when a subset the user named is empty."""
     kept = [s for s in subsets if s.items]
     empty = [s for s in subsets if not s.items]
-    if not kept:
-        files = ", ".join(dict.fromkeys(s.file or "the generator" for s in subsets))
-        dropped = sum(len(s.dropped) for s in subsets)
-        why = f" ({dropped} incomplete row(s) left out)" if dropped else ""
-        raise DataError(f"{bench.name}: no items to evaluate in {files}{why}")
-    if named and empty:
+    if named and empty:  # before "no items at all": the file holds rows of other subsets
         s = empty[0]
         raise DataError(
             f"{bench.name}/{s.spec.name}: the subset you selected holds no items{_published(s)}",
             file=s.file,
         )
+    if not kept:
+        files = ", ".join(dict.fromkeys(s.file or "the generator" for s in subsets))
+        dropped = sum(len(s.dropped) for s in subsets)
+        why = f" ({dropped} incomplete row(s) left out)" if dropped else ""
+        raise DataError(f"{bench.name}: no items to evaluate in {files or 'its files'}{why}")
     notices = [
         Notice(
             "empty_subset",

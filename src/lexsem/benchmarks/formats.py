@@ -2,8 +2,13 @@
 
 Structural problems (undecodable bytes, malformed JSON/TSV, missing fields or columns) always
 raise a `DataError` naming the file and the line, row or item, as do item ids that are null,
-NaN or empty and a key repeated within one JSON object. Empty or whitespace-only texts raise too
-when `strict` (evaluation); `lexsem validate` loads with `strict=False` and reports them.
+NaN or empty and a key repeated within one JSON object. Every field an item lacks is named in
+one error, with how many other items lack fields. Empty or whitespace-only texts raise too when
+`strict` (evaluation); `lexsem validate` loads with `strict=False` and reports them.
+
+The image reference (`filename`, VISLA's `filename` / `image` column) may be left out: the item
+then has no image, which text-only tasks never need and image tasks report by item
+(`engine/plan.py`). docs/extending.md shows a minimal file of each format.
 """
 
 from __future__ import annotations
@@ -101,28 +106,85 @@ def _text_field(
     return value
 
 
+def check_fields(
+    records: list[tuple[str, Any]], fields: tuple[str, ...], path: Path, *, what: str = "field"
+) -> None:
+    """Raise one DataError naming every one of `fields` the first incomplete record lacks (and
+    the fields it has), and how many other records lack any; `records` holds (item, record)
+    pairs, records that are not JSON objects are skipped (their own check names them)."""
+    incomplete = [
+        (item, rec, [k for k in fields if k not in rec])
+        for item, rec in records
+        if isinstance(rec, dict) and any(k not in rec for k in fields)
+    ]
+    if not incomplete:
+        return
+    item, rec, missing = incomplete[0]
+    others = len(incomplete) - 1
+    more = f"; {others} other item(s) lack fields too" if others else ""
+    plural = "s" if len(missing) > 1 else ""
+    raise DataError(
+        f"missing {what}{plural} {', '.join(map(repr, missing))} (it has "
+        f"{', '.join(map(repr, rec)) or 'none'}; each item needs {', '.join(fields)}){more}",
+        file=path,
+        item=item,
+    )
+
+
+def _image_field(record: dict[str, Any], key: str, *, path: Path, item: str) -> str | None:
+    """The optional image reference: absent or null → None (a text-only item)."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise DataError(
+            f"field {key!r} must be a string, got {type(value).__name__}", file=path, item=item
+        )
+    return value
+
+
+SUGARCREPE_FIELDS = ("caption", "negative_caption")
+SCPP_FIELDS = ("id", "caption", "caption2", "negative_caption")
+
+
 def load_sugarcrepe_json(path: Path, subset: str, *, strict: bool = True) -> list[PairItem]:
-    """SugarCrepe: `{"0": {"filename", "caption", "negative_caption"}, ...}`."""
+    """SugarCrepe: `{"0": {"filename", "caption", "negative_caption"}, ...}` (`filename`
+    optional)."""
     data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(f"expected a JSON object of items, got {type(data).__name__}", file=path)
+    check_fields([(str(k), rec) for k, rec in data.items()], SUGARCREPE_FIELDS, path)
     items = []
     for key, rec in data.items():
         if not isinstance(rec, dict):
             raise DataError("item is not a JSON object", file=path, item=key)
         f = {
             k: _text_field(rec, k, path=path, item=key, strict=strict)
-            for k in ("filename", "caption", "negative_caption")
+            for k in ("caption", "negative_caption")
         }
-        items.append(PairItem(str(key), subset, f["filename"], f["caption"], f["negative_caption"]))
+        image = _image_field(rec, "filename", path=path, item=key)
+        items.append(PairItem(str(key), subset, image, f["caption"], f["negative_caption"]))
     return items
 
 
+def _scpp_label(pos: int, record: Any) -> str:
+    """How an error names a SugarCrepe++ record: its id when it has a usable one, else `#pos`."""
+    if isinstance(record, dict) and "id" in record:
+        try:
+            return item_id(record["id"])
+        except ValueError:
+            pass
+    return f"#{pos}"
+
+
 def load_scpp_json(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
-    """SugarCrepe++: `[{"id", "filename", "caption", "caption2", "negative_caption"}, ...]`."""
+    """SugarCrepe++: `[{"id", "filename", "caption", "caption2", "negative_caption"}, ...]`
+    (`filename` optional)."""
     data = read_json(path)
     if not isinstance(data, list):
         raise DataError(f"expected a JSON list of items, got {type(data).__name__}", file=path)
+    labels = [_scpp_label(pos, rec) for pos, rec in enumerate(data)]
+    check_fields(list(zip(labels, data, strict=True)), SCPP_FIELDS, path)
     items = []
     for pos, rec in enumerate(data):
         if not isinstance(rec, dict):
@@ -135,12 +197,11 @@ def load_scpp_json(path: Path, subset: str, *, strict: bool = True) -> list[Trip
             raise DataError(f"item #{pos}: {exc}", file=path, item=str(pos)) from None
         f = {
             k: _text_field(rec, k, path=path, item=key, strict=strict)
-            for k in ("filename", "caption", "caption2", "negative_caption")
+            for k in ("caption", "caption2", "negative_caption")
         }
+        image = _image_field(rec, "filename", path=path, item=key)
         items.append(
-            TripletItem(
-                key, subset, f["filename"], f["caption"], f["caption2"], f["negative_caption"]
-            )
+            TripletItem(key, subset, image, f["caption"], f["caption2"], f["negative_caption"])
         )
     return items
 
@@ -149,7 +210,8 @@ def read_tsv(path: Path, columns: list[str]) -> list[tuple[int, dict[str, str]]]
     """Rows of a tab-separated file with a header, as (line number, {column: value}).
 
     Quotes are literal (no CSV quoting), as in the public files. Every row must have exactly as
-    many fields as the header; the named `columns` must be present.
+    many fields as the header; the named `columns` must be present (all missing ones are named
+    in one error).
     """
     text = read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
@@ -181,13 +243,13 @@ def _tsv_triplets(
 ) -> list[TripletItem]:
     image, c1, c2, cn = cols
     items = []
-    for idx, (line, row) in enumerate(read_tsv(path, list(cols))):
+    for idx, (line, row) in enumerate(read_tsv(path, [c1, c2, cn])):
         key = str(idx)
         f = {
             k: _text_field(row, k, path=path, item=key, strict=strict, line=line)
             for k in (c1, c2, cn)
         }
-        items.append(TripletItem(key, subset, row[image] or None, f[c1], f[c2], f[cn]))
+        items.append(TripletItem(key, subset, row.get(image) or None, f[c1], f[c2], f[cn]))
     return items
 
 
@@ -196,10 +258,12 @@ VISLA_SPATIAL_COLUMNS = ("image", "sent1", "sent2", "Best reference (Semanticall
 
 
 def load_visla_generic_tsv(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
-    """VISLA generic: columns filename, caption (P1), second positive (P2), negative_caption (N)."""
+    """VISLA generic: columns filename (optional), caption (P1), second positive (P2),
+    negative_caption (N)."""
     return _tsv_triplets(path, subset, VISLA_GENERIC_COLUMNS, strict=strict)
 
 
 def load_visla_spatial_tsv(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
-    """VISLA spatial: image, sent1 (P1), sent2 (P2), Best reference (N); Reference-2 is unused."""
+    """VISLA spatial: image (optional), sent1 (P1), sent2 (P2), Best reference (N); Reference-2
+    is unused."""
     return _tsv_triplets(path, subset, VISLA_SPATIAL_COLUMNS, strict=strict)

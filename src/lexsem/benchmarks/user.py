@@ -5,10 +5,9 @@ format's extension; for parquet, the subsets the data names). The benchmark beha
 built-in one of the same format (tasks, aggregates, image decoding) and is recorded in the run
 as `origin: user` with the sha256 of every file read.
 
-- `sugarcrepe`: SugarCrepe JSON (`{"0": {filename, caption, negative_caption}}`)
-- `scpp`: SugarCrepe++ JSON (`[{id, filename, caption, caption2, negative_caption}]`)
-- `visla` / `visla_spatial`: the VISLA generic / spatial TSV
-- `bivlc`: BiVLC-style parquet (image, caption, negative_image, negative_caption, type, subtype)
+Each format's fields and a minimal file: `SCHEMAS` (`lexsem list formats`, docs/extending.md).
+The image reference of the JSON and TSV formats may be left out: text-only tasks run on such
+a file, image tasks name the item that has none.
 """
 
 from __future__ import annotations
@@ -37,6 +36,73 @@ FORMATS: dict[str, tuple[str, Parser | None, str]] = {
     "visla_spatial": ("visla_spatial", load_visla_spatial_tsv, ".tsv"),
     "bivlc": ("bivlc", None, ".parquet"),
 }
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """What a `FORMAT:PATH` file holds: its required and optional fields and a minimal file."""
+
+    layout: str
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+    example: str  # a complete file of one item (for `bivlc`, its columns as a table)
+
+
+SCHEMAS: dict[str, Schema] = {
+    "sugarcrepe": Schema(
+        "a JSON object of items keyed by item id (SugarCrepe's pair files)",
+        ("caption", "negative_caption"),
+        ("filename",),
+        '{"0": {"filename": "000000391895.jpg", "caption": "A man rides a horse.", '
+        '"negative_caption": "A horse rides a man."}}',
+    ),
+    "scpp": Schema(
+        "a JSON list of items (SugarCrepe++'s triplet files): P1 caption, P2 caption2, "
+        "N negative_caption",
+        ("id", "caption", "caption2", "negative_caption"),
+        ("filename",),
+        '[{"id": 0, "filename": "000000391895.jpg", "caption": "A man rides a horse.", '
+        '"caption2": "A horse carries a man.", "negative_caption": "A horse rides a man."}]',
+    ),
+    "visla": Schema(
+        "tab-separated, a header row, one triplet per row (VISLA's generic file)",
+        ("caption", "second positive", "negative_caption"),
+        ("filename",),
+        "filename\tcaption\tsecond positive\tnegative_caption\n"
+        "000000391895.jpg\tA man rides a horse.\tA horse carries a man.\tA horse rides a man.\n",
+    ),
+    "visla_spatial": Schema(
+        "tab-separated, a header row, one triplet per row (VISLA's spatial file)",
+        ("sent1", "sent2", "Best reference (Semantically close)"),
+        ("image",),
+        "image\tsent1\tsent2\tBest reference (Semantically close)\n"
+        "000000391895.jpg\tThe cat is in the box.\tThe box contains the cat.\t"
+        "The cat is outside the box.\n",
+    ),
+    "bivlc": Schema(
+        "parquet, one quad per row (BiVLC's test split as `datasets` writes it: images as "
+        "Image cells, {bytes, path}); subsets are `<type>_<subtype>`",
+        ("image", "caption", "negative_image", "negative_caption", "type", "subtype"),
+        (),
+        "image | caption | negative_image | negative_caption | type | subtype\n"
+        "<png bytes> | A red car. | <png bytes> | A blue car. | replace | att\n",
+    ),
+}
+
+
+def describe_formats() -> str:
+    """Every `FORMAT:PATH` format: extension, layout, fields and a minimal file."""
+    blocks = []
+    for fmt, (like, _, ext) in FORMATS.items():
+        schema = SCHEMAS[fmt]
+        optional = f"; optional: {', '.join(schema.optional)}" if schema.optional else ""
+        blocks.append(
+            f"{fmt}:PATH  ({ext} file, or a folder of them; read as {like})\n"
+            f"  {schema.layout}\n"
+            f"  fields: {', '.join(schema.required)}{optional}\n"
+            f"  example:\n" + "\n".join(f"    {line}" for line in schema.example.splitlines())
+        )
+    return "\n".join(blocks)
 
 
 def is_user_selector(selector: str) -> bool:
@@ -106,6 +172,8 @@ def _parquet_benchmark(template: Benchmark, fmt: str, path: Path, selector: str)
     spec = dataclasses.replace(datasets[fmt], key=f"{fmt}-{digest.hexdigest()[:12]}")
     result = load_hf_benchmark(spec, data_dir=path)
     names = list(dict.fromkeys(it.subset for it in result.items))
+    if not names:
+        raise DataError(f"{selector}: no rows to evaluate in {', '.join(map(str, files))}")
     loader = _parquet_loader(result, digest.hexdigest(), str(path))
     return dataclasses.replace(
         template,

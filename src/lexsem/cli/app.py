@@ -5,10 +5,13 @@ wrapped by `friendly` (lexsem's errors as one line and exit status 2, its warnin
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import typer
+import typer.rich_utils
 
 from lexsem.cli.ask import ask
 from lexsem.cli.compare import compare
@@ -24,7 +27,12 @@ from lexsem.credentials import redact
 from lexsem.errors import LexsemError
 from lexsem.warning_lines import warning_lines
 
-__all__ = ["app", "friendly"]
+__all__ = ["PIPED_HELP_WIDTH", "app", "friendly"]
+
+PIPED_HELP_WIDTH = 120
+"""Width of `--help` when stdout is not a terminal (piped, redirected, captured): rich's
+default of 80 columns cuts option names (`--checkpoint-e…`); 120 fits every option and
+spec of every command whole. `TERMINAL_WIDTH` still wins."""
 
 app = typer.Typer(
     help="Do models understand meaning or only words? SugarCrepe++, VISLA, SugarCrepe, ...",
@@ -52,6 +60,23 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     return wrapper
 
+
+@app.callback()
+def _main() -> None:
+    """Runs before any command's own parsing, so before its `--help`: a piped `--help` gets
+    PIPED_HELP_WIDTH columns instead of rich's 80."""
+    help_width_when_piped()
+
+
+def help_width_when_piped() -> None:
+    """Give typer's help console PIPED_HELP_WIDTH columns when stdout is not a terminal and
+    the user did not set `TERMINAL_WIDTH`."""
+    if os.environ.get("TERMINAL_WIDTH") or sys.stdout.isatty():
+        return
+    typer.rich_utils.MAX_WIDTH = PIPED_HELP_WIDTH
+
+
+help_width_when_piped()
 
 COMMANDS: dict[str, Callable[..., Any]] = {
     "eval": eval_cmd,

@@ -145,6 +145,7 @@ def ask(
         replay_only=replay_only, max_requests=max_requests, concurrency=concurrency,
         answer_rule=answer_rule, data_dir=data_dir, cache_dir=cache_dir,
         coco_val2017=coco_val2017, image_root=image_root,
+        progress=True,  # answered / failed / retrying: a bar on a terminal, lines when piped
     )  # fmt: skip
     run, st = result.run, result.imported
     if st is not None:

@@ -1,5 +1,6 @@
-"""`lexsem list`: benchmarks (with subsets and tasks), model aliases, tasks, or model backends
-(spec prefix, what to install, options). Nothing here imports torch."""
+"""`lexsem list`: benchmarks (with subsets and tasks), model aliases, tasks, model backends
+(spec prefix, what to install, options), or the `FORMAT:PATH` file formats (fields and a
+minimal file). Nothing here imports torch."""
 
 from __future__ import annotations
 
@@ -18,22 +19,33 @@ class ListWhat(str, Enum):
     models = "models"
     tasks = "tasks"
     backends = "backends"
+    formats = "formats"
 
 
 def list_cmd(
     what: Annotated[
         str,
-        typer.Argument(help="benchmarks, models, tasks or backends.", callback=one_of(ListWhat)),
+        typer.Argument(
+            help="benchmarks, models, tasks, backends or formats.", callback=one_of(ListWhat)
+        ),
     ] = "benchmarks",
 ) -> None:
-    """List benchmarks (with subsets and tasks), model aliases, tasks (`blind` included), or
-    model backends (spec prefix, what to install, options with their defaults)."""
+    """List benchmarks (with subsets and tasks), model aliases, tasks (`blind` included),
+    model backends (spec prefix, what to install, options with their defaults), or the formats
+    of your own benchmark files (`-b FORMAT:PATH`: fields and a minimal file)."""
     {
         ListWhat.benchmarks.value: _benchmarks,
         ListWhat.models.value: _models,
         ListWhat.tasks.value: _tasks,
         ListWhat.backends.value: _backends,
+        ListWhat.formats.value: _formats,
     }[what]()
+
+
+def _formats() -> None:
+    from lexsem.benchmarks.user import describe_formats
+
+    typer.echo(describe_formats())
 
 
 def _benchmarks() -> None:

@@ -12,9 +12,17 @@ Sending: at most `concurrency` requests at a time; a `RetryableError` (HTTP 429,
 time-out, dropped connection, an answer that is not a chat completion) is retried up to
 `retries` times with exponential backoff (`backoff`, 2x`backoff`, ...); a request still failing
 is reported, not stored, and the next run sends it again. A `StopRun` error (the server returns
-no log-probabilities) stops the run: nothing more is sent. `replay_only` refuses to send
-anything (a miss is an error naming how many are missing); `max_requests` refuses, before
-anything is sent, a run that would send more.
+no log-probabilities) stops the run: nothing more is sent. So does a `ConnectionFailed` (the
+connection refused, no such host) before any request of the run was answered: a wrong
+`base_url` or a server that is not running is one error at once, not minutes of retries; after
+a first answer it is retried like any `RetryableError` (a server restarting).
+
+With `progress`, a bar (terminal) or a line every few seconds (piped) counts the requests
+answered, failed and waiting to be retried, also while nothing finishes; Ctrl-C stops sending
+(requests in flight are abandoned) and says how many answers the store holds.
+
+`replay_only` refuses to send anything (a miss is an error naming how many are missing);
+`max_requests` refuses, before anything is sent, a run that would send more.
 
 Bodies are built twice: keyed (images as content keys, cheap) for every request, and with the
 images as base64 data URLs only when one is sent, so a large benchmark's images are not held
@@ -32,16 +40,16 @@ model's log-probabilities (VQAScore through a `LogprobChatModel`).
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 from lexsem.credentials import redact
 from lexsem.engine.keys import chat_request_key, content_key
+from lexsem.engine.progress import Progress
 from lexsem.engine.request_store import RequestStore
-from lexsem.errors import LexsemError, ModelError, RetryableError
+from lexsem.errors import ConnectionFailed, LexsemError, ModelError, RetryableError
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun
 
 __all__ = [
@@ -115,9 +123,10 @@ def chat_records(
     concurrency: int = 4,
     retries: int = 5,
     backoff: float = 1.0,
+    progress: bool = False,
 ) -> tuple[list[dict[str, Any]], ChatStats]:
     """The stored records (`{"text", "response"}`) of `requests`, in order, sending the
-    missing ones."""
+    missing ones (with `progress`, shown as they are answered)."""
     stats = ChatStats()
     image_keys = ImageKeys()
     keys = [chat_key(model, r, image_keys) for r in requests]
@@ -131,7 +140,8 @@ def chat_records(
     _guard(todo, replay_only, max_requests, store)
     if todo:
         request_of = dict(zip(keys, requests, strict=True))
-        _send_all(model, todo, request_of, store, records, stats, concurrency, retries, backoff)
+        sending = _Sending(concurrency, retries, backoff, progress)
+        _send_all(model, todo, request_of, store, records, stats, sending)
     if stats.failures:
         raise ModelError(_failed(model, stats, len(todo), retries))
     return [records[k] for k in keys], stats
@@ -172,6 +182,23 @@ def _guard(
         )
 
 
+@dataclass
+class _Sending:
+    """How `_send_all` sends: parallel requests, attempts, backoff, and whether to show it."""
+
+    concurrency: int = 4
+    retries: int = 5
+    backoff: float = 1.0
+    progress: bool = False
+    answered: int = 0
+    failed: int = 0
+    retrying: int = 0  # requests waiting out a backoff before their next attempt
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def detail(self) -> str:
+        return f"{self.answered:,} answered, {self.failed:,} failed, {self.retrying:,} retrying"
+
+
 def _send_all(
     model: Any,
     todo: list[str],
@@ -179,29 +206,28 @@ def _send_all(
     store: RequestStore | None,
     records: dict[str, dict[str, Any]],
     stats: ChatStats,
-    concurrency: int,
-    retries: int,
-    backoff: float,
+    sending: _Sending,
 ) -> None:
     import httpx
 
     lock = threading.Lock()
-    stop = threading.Event()
+    stop = sending.stop
 
     def one(key: str) -> None:
         if stop.is_set():
             return
         body = model.request_body(request_of[key])  # images as data URLs, only now
         try:
-            text, raw = _with_retries(model, client, body, retries, backoff, stats, lock)
+            text, raw = _with_retries(model, client, body, sending, stats, lock)
         except (ModelError, _GaveUp) as exc:
             with lock:
                 if isinstance(exc, StopRun) and not stats.stopped:
                     stats.stopped = True
                     stats.failures.insert(0, str(exc))
                     stop.set()
-                elif not isinstance(exc, StopRun):
+                elif not isinstance(exc, StopRun) and not stop.is_set():
                     stats.failures.append(str(exc))
+                    sending.failed += 1
             return
         record = {"text": text, "response": raw}
         if store is not None and text is not None:
@@ -209,12 +235,31 @@ def _send_all(
         with lock:
             records[key] = record
             stats.n_sent += 1
+            sending.answered += 1
 
-    with (
-        httpx.Client() as client,
-        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
-    ):
-        list(pool.map(one, todo))
+    bar = Progress("asking", len(todo), unit="requests", enabled=sending.progress, store=store)
+    pool = ThreadPoolExecutor(max_workers=max(1, sending.concurrency))
+    with httpx.Client() as client:
+        try:
+            with bar:
+                pending = {pool.submit(one, key) for key in todo}
+                while pending:
+                    done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+                    with lock:
+                        bar.detail = sending.detail()
+                        finished, saved = sending.answered + sending.failed, sending.answered
+                    bar.saved(saved - bar.saved_n)
+                    if finished > bar.done:
+                        bar.advance(finished - bar.done)
+                    else:
+                        bar.tick()
+                    for future in done:
+                        future.result()  # a bug in a model's code is raised, not hidden
+        except BaseException:  # Ctrl-C, or an error: send nothing more, wait for nothing
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
 
 
 class _GaveUp(Exception):
@@ -222,17 +267,32 @@ class _GaveUp(Exception):
 
 
 def _with_retries(
-    model: Any, client: Any, body: dict[str, Any], retries: int, backoff: float,
-    stats: ChatStats, lock: threading.Lock,
+    model: Any, client: Any, body: dict[str, Any], sending: _Sending, stats: ChatStats,
+    lock: threading.Lock,
 ) -> tuple[str, dict[str, Any]]:  # fmt: skip
     last = "no attempt"
-    for attempt in range(max(1, retries)):
+    for attempt in range(max(1, sending.retries)):
         if attempt:
-            time.sleep(min(30.0, backoff * 2 ** (attempt - 1)))
+            with lock:
+                sending.retrying += 1
+            stopped = sending.stop.wait(min(30.0, sending.backoff * 2 ** (attempt - 1)))
+            with lock:
+                sending.retrying -= 1
+            if stopped:
+                raise _GaveUp(last)
         with lock:
             stats.n_attempts += 1
         try:
             return model.send(client, body)
+        except ConnectionFailed as exc:
+            with lock:
+                first = stats.n_sent == 0
+            if first:
+                raise StopRun(
+                    f"{exc}: no request of this run has been answered, so lexsem stops "
+                    "rather than retry (check base_url and that the server is running)"
+                ) from None
+            last = str(exc)
         except RetryableError as exc:
             last = str(exc)
     raise _GaveUp(last)

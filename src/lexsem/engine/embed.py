@@ -4,8 +4,9 @@ Missing texts are sorted by length (longest first, so the slowest chunks come fi
 chunk holds texts of similar length; within a chunk the encoder batches by its own token counts,
 `LazyTextEncoder.batch_order`, and each of those batches is one encoder call, so progress moves
 per batch and the vectors are those of one call for the whole chunk), encoded in chunks, and
-committed to the store as they are done (batches at least every second, and every chunk at its
-end): an interrupted run resumes from what was committed. A run whose texts are all stored
+committed to the store as they are done (batches at least every second, every chunk at its
+end, and the batches done when Ctrl-C arrives): an interrupted run resumes from what was
+committed. A run whose texts are all stored
 never calls the encoder, so the model is never loaded. Vectors are keyed by
 ``content_key("text", text)``.
 """
@@ -174,18 +175,22 @@ def embed_texts(
     bar = Progress("encoding texts", n_missing, unit="texts", enabled=progress, store=store)
     commit = _Committer(store, keys, stats, bar)
     with bar:
-        for idx in chunks:
-            t1, cache_before = time.perf_counter(), stats.cache_s
-            dim = None if out is None else out.shape[1]
-            vecs = _encode_chunk(
-                encoder, [texts[i] for i in idx], batch_size, dim, bar,
-                functools.partial(_add_rows, commit, np.asarray(idx, dtype=np.int64)),
-            )  # fmt: skip
+        try:
+            for idx in chunks:
+                t1, cache_before = time.perf_counter(), stats.cache_s
+                dim = None if out is None else out.shape[1]
+                vecs = _encode_chunk(
+                    encoder, [texts[i] for i in idx], batch_size, dim, bar,
+                    functools.partial(_add_rows, commit, np.asarray(idx, dtype=np.int64)),
+                )  # fmt: skip
+                commit.flush()
+                stats.encode_s += time.perf_counter() - t1 - (stats.cache_s - cache_before)
+                if out is None:
+                    out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+                out[idx] = vecs
+        except KeyboardInterrupt:  # the batches encoded since the last commit are kept too
             commit.flush()
-            stats.encode_s += time.perf_counter() - t1 - (stats.cache_s - cache_before)
-            if out is None:
-                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
-            out[idx] = vecs
+            raise
     if out is None:
         out = np.zeros((0, 0), dtype=np.float32)
     return out, stats

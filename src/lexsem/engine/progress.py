@@ -10,6 +10,10 @@ model batch (`advance`) and tell what they committed to the request store (`save
   `encoding texts: 8,192 / 20,000 texts (41%), 1 min 05 s, about 1 min 33 s left`;
 - disabled: nothing is printed, but the counts are kept.
 
+A loop that waits on others (requests to a server) sets `detail` (e.g. `2 answered, 1 failed,
+4 retrying`), shown after the counts, and calls `tick()` while it waits, so that a line still
+comes every `LINE_INTERVAL_S` when nothing finishes.
+
 A `KeyboardInterrupt` inside the loop leaves it as `Interrupted` (a `KeyboardInterrupt` too),
 which says how much of the stage was saved in the request store and that the same command
 resumes from there (`Interrupted.message`); `lexsem eval` prints it.
@@ -88,19 +92,30 @@ class Progress:
             self.mode = "bar" if _is_tty(self._stream) else "lines"
         self._bar: Any = None
         self._task: Any = None
+        self.detail = ""  # shown after the counts: what the loop is waiting on
 
     # -- the loop's side ---------------------------------------------------------------------------
     def advance(self, n: int) -> None:
         """`n` more units computed (one model batch)."""
         self.done += int(n)
         if self.mode == "bar":
-            self._bar.update(self._task, completed=self.done)
+            self._bar.update(self._task, completed=self.done, description=self._label_text())
         elif (
             self.mode == "lines"
             and self.done < self.total  # the last line comes when the stage ends
             and self._clock() - self._last >= LINE_INTERVAL_S
         ):
             self._line()
+
+    def tick(self) -> None:
+        """Nothing finished: refresh the bar's detail, or print a line when one is due."""
+        if self.mode == "bar":
+            self._bar.update(self._task, description=self._label_text())
+        elif self.mode == "lines" and self._clock() - self._last >= LINE_INTERVAL_S:
+            self._line()
+
+    def _label_text(self) -> str:
+        return f"{self.label} ({self.detail})" if self.detail else self.label
 
     def saved(self, n: int) -> None:
         """`n` more units committed to the request store (a rerun will not compute them)."""
@@ -142,6 +157,8 @@ class Progress:
         spent = now - self._start
         pct = 100.0 * self.done / self.total if self.total else 100.0
         text = f"{self.label}: {self.done:,} / {self.total:,} {self.unit} ({pct:.0f}%)"
+        if self.detail:
+            text += f", {self.detail}"
         if final:
             text += f" in {duration(spent)}"
         elif self.done:
@@ -172,7 +189,7 @@ def _rich_bar(label: str, stream: TextIO) -> Any:
     )
 
     return RichProgress(
-        TextColumn(label),
+        TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),

@@ -215,6 +215,7 @@ def chat_options(model: Any, opts: RunOptions) -> dict[str, Any]:
         "concurrency": max(1, min(opts.concurrency, int(getattr(model, "concurrency", 1)))),
         "retries": opts.retries,
         "backoff": opts.backoff,
+        "progress": opts.progress,
     }
 
 

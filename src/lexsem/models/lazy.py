@@ -81,7 +81,12 @@ class LazyModel:
 
     def _resolve_source(self) -> Any:
         """Where the model's files are and what identifies them (no weights are read)."""
-        return resolve_source(self.spec.name, revision=self.spec.revision, offline=self._offline)
+        return resolve_source(
+            self.spec.name,
+            revision=self.spec.revision,
+            offline=self._offline,
+            backend=self.spec.backend,
+        )
 
     def check_files(self) -> None:
         """Fail now, with a `ModelError` naming the file, when a model file cannot be read or a

@@ -142,3 +142,60 @@ class TextScorer(Protocol):
     def fingerprint(self) -> dict[str, Any]: ...
 
     def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray: ...
+
+
+MODEL_PROTOCOLS: tuple[type, ...] = (TextEncoder, ImageEncoder, PairScorer, TextScorer, ChatModel)
+
+
+def protocol_members(protocol: type) -> list[str]:
+    """The attributes and methods a model of `protocol` must have (its own and inherited)."""
+    names: list[str] = []
+    for cls in reversed(protocol.__mro__):
+        if cls in (object, Protocol) or not getattr(cls, "_is_protocol", False):
+            continue
+        names += list(getattr(cls, "__annotations__", {}))
+        names += [n for n in vars(cls) if not n.startswith("_")]
+    return list(dict.fromkeys(names))
+
+
+def missing_members(model: object) -> dict[str, list[str]]:
+    """Protocol name → the members `model` lacks, for each model protocol (`MODEL_PROTOCOLS`)."""
+    return {
+        p.__name__: [m for m in protocol_members(p) if not hasattr(model, m)]
+        for p in MODEL_PROTOCOLS
+    }
+
+
+def describe_missing(model: object) -> str:
+    """Why `model` is no model lexsem can run: what each protocol needs that it lacks,
+    closest protocol first."""
+    lacking = sorted(missing_members(model).items(), key=lambda kv: len(kv[1]))
+    parts = [f"{name} needs {', '.join(members)}" for name, members in lacking if members]
+    return (
+        f"{type(model).__name__} implements none of the model protocols "
+        f"(lexsem.models.protocols): {'; '.join(parts)}"
+    )
+
+
+def batch_size_refusal(model: object, method: str) -> str | None:
+    """Why `model.method` (`encode`, `score_texts`) cannot be called as the engine calls it
+    (`method(texts, batch_size=N)`), or None when it can."""
+    import inspect
+
+    fn = getattr(model, method, None)
+    if not callable(fn):
+        return None
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: assume it conforms
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params) or any(
+        p.name == "batch_size" and p.kind is not p.POSITIONAL_ONLY for p in params
+    ):
+        return None
+    signature = inspect.signature(fn)
+    return (
+        f"{type(model).__name__}.{method}{signature} takes no batch_size keyword; lexsem calls "
+        f"{method}(texts, batch_size=N) (the protocol: def {method}(self, texts, *, "
+        f"batch_size: int = 64) -> np.ndarray); add the parameter (it may ignore it)"
+    )

@@ -258,11 +258,14 @@ def resolve_source(
     revision: str | None = None,
     offline: bool | None = None,
     cache_dir: str | Path | None = None,
+    backend: str = "hf",
 ) -> ModelSource:
     """Find model NAME's files (a local folder or a hub id) without loading them.
 
     offline: None → `lexsem.paths.offline()`. cache_dir: the Hugging Face hub cache (None → the
-    huggingface_hub default, `$HF_HUB_CACHE`). Raises ModelError with a way to fix it.
+    huggingface_hub default, `$HF_HUB_CACHE`). backend: the spec prefix of the model that asks,
+    for the local-folder spec a ModelError suggests (`clip:/path/to/folder`). Raises ModelError
+    with a way to fix it.
     """
     folder = Path(name).expanduser()
     if folder.is_dir():
@@ -282,14 +285,14 @@ def resolve_source(
     is_offline = paths.offline() if offline is None else offline
     path: Path | None = None
     if is_offline:
-        path = _from_cache(name, revision, cache_dir, why="lexsem is offline")
+        path = _from_cache(name, revision, cache_dir, why="lexsem is offline", backend=backend)
     else:
         if revision is not None and _COMMIT.match(revision):
             # a pinned commit already downloaded needs no Hub round trip
             with contextlib.suppress(ModelError):
-                path = _from_cache(name, revision, cache_dir, why="pinned")
+                path = _from_cache(name, revision, cache_dir, why="pinned", backend=backend)
         if path is None:
-            path = _download(name, revision, cache_dir)
+            path = _download(name, revision, cache_dir, backend)
     return ModelSource(
         name=name, path=path, kind="hub", repo_id=name, revision=revision, commit=path.name
     )
@@ -303,7 +306,13 @@ def _hub_cache(cache_dir: str | Path | None) -> str:
     return str(constants.HF_HUB_CACHE)
 
 
-def _from_cache(repo_id: str, revision: str | None, cache_dir: str | Path | None, why: str) -> Path:
+def _from_cache(
+    repo_id: str,
+    revision: str | None,
+    cache_dir: str | Path | None,
+    why: str,
+    backend: str = "hf",
+) -> Path:
     from huggingface_hub import get_cached_repo_tree, snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -327,12 +336,14 @@ def _from_cache(repo_id: str, revision: str | None, cache_dir: str | Path | None
             f"({_hub_cache(cache_dir)}) and {why}. To fix: run once with network access "
             f"(unset LEXSEM_OFFLINE and HF_HUB_OFFLINE) so lexsem downloads it, or fetch it with "
             f"`hf download {repo_id}`, or copy the model to a folder and pass that folder as NAME "
-            f"(e.g. hf:/path/to/folder). ({exc.__class__.__name__})"
+            f"({backend}:/path/to/folder). ({exc.__class__.__name__})"
         ) from exc
     return Path(path)
 
 
-def _download(repo_id: str, revision: str | None, cache_dir: str | Path | None) -> Path:
+def _download(
+    repo_id: str, revision: str | None, cache_dir: str | Path | None, backend: str = "hf"
+) -> Path:
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -360,6 +371,7 @@ def _download(repo_id: str, revision: str | None, cache_dir: str | Path | None) 
             revision,
             cache_dir,
             why=f"the Hub could not be reached ({exc.__class__.__name__}: {exc})",
+            backend=backend,
         )
     files = [s.rfilename for s in (info.siblings or [])]
     allow = select_repo_files(files) or None

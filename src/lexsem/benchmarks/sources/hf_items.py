@@ -81,7 +81,7 @@ def quad_items(
     cols = [f.caption0, f.caption1, *f.groups, *f.subset]
     if f.id:
         cols.append(f.id)
-    src.check_columns([f.image0, f.image1])
+    src.check_columns(list(dict.fromkeys([f.image0, f.image1, *cols])))  # all missing at once
     items: list[QuadItem] = []
     refs: list[str] = []
     for row, rec in src.rows(list(dict.fromkeys(cols))):

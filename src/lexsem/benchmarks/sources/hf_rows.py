@@ -111,13 +111,13 @@ class ParquetRows(RowSource):
     def check_columns(self, columns: Sequence[str]) -> None:
         for i, pf in enumerate(self._open()):
             have = set(pf.schema_arrow.names)
-            for c in columns:
-                if c not in have:
-                    raise DataError(
-                        f"{self.key}: missing field {c!r} (columns: {sorted(have)})",
-                        file=self.files[i],
-                        item=f"row {self._file_start[i]}",
-                    )
+            missing = [c for c in columns if c not in have]
+            if missing:
+                raise DataError(
+                    f"{self.key}: {missing_fields(missing)} (columns: {sorted(have)})",
+                    file=self.files[i],
+                    item=f"row {self._file_start[i]}",
+                )
 
     def rows(self, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         self.check_columns(columns)
@@ -152,6 +152,11 @@ class ParquetRows(RowSource):
         return list(dict.fromkeys([folder, self.root])), self.root
 
 
+def missing_fields(names: Sequence[str]) -> str:
+    """`missing field 'a'` / `missing fields 'a', 'b'`: every missing column in one error."""
+    return f"missing field{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}"
+
+
 class DatasetRows(RowSource):
     """A `datasets.Dataset` read through its Arrow storage (Image columns stay encoded bytes)."""
 
@@ -169,13 +174,13 @@ class DatasetRows(RowSource):
         return {**self.__dict__, "_by_col": {}}
 
     def check_columns(self, columns: Sequence[str]) -> None:
-        for c in columns:
-            if c not in self.columns:
-                raise DataError(
-                    f"{self.key}: missing field {c!r} (columns: {sorted(self.columns)})",
-                    file=self.label,
-                    item="row 0",
-                )
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise DataError(
+                f"{self.key}: {missing_fields(missing)} (columns: {sorted(self.columns)})",
+                file=self.label,
+                item="row 0",
+            )
 
     def rows(self, columns: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         self.check_columns(columns)

@@ -591,7 +591,9 @@ def open_dual_encoder(spec: str | ModelSpec, **kwargs: Any) -> HFDualEncoder | B
         raise ModelError(f"{parsed.to_string()!r} is not a clip: spec")
     offline = kwargs.get("offline")
     source = kwargs.pop("source", None)
-    source = source or resolve_source(parsed.name, revision=parsed.revision, offline=offline)
+    source = source or resolve_source(
+        parsed.name, revision=parsed.revision, offline=offline, backend="clip"
+    )
     family = detect_family(source.path, name=kwargs.get("name") or parsed.to_string())
     cls: type[_DualBase] = Blip2ITCScorer if family.name == "blip2" else HFDualEncoder
     return cls(spec, source=source, family=family, **kwargs)  # type: ignore[return-value]

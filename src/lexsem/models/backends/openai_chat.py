@@ -15,7 +15,9 @@ multiple-choice tasks and, through its log-probabilities, scores the image tasks
   model's name, its fingerprint (`endpoint`) and every error.
 - `send` makes one request: HTTP 429, 5xx, time-outs, dropped connections and bodies that are
   not the JSON of a chat completion raise `RetryableError` (the engine retries with backoff); any
-  other HTTP error is a `ModelError` (a wrong model name or URL is not retried).
+  other HTTP error is a `ModelError` (a wrong model name or URL is not retried). No connection
+  at all (refused, unknown host) raises `ConnectionFailed` naming `base_url` without its
+  userinfo: the engine stops the run when nothing has been answered yet.
 
 The fingerprint holds everything that changes an answer: the endpoint, the model and the
 generation parameters, so answers of one setting are never served for another.
@@ -55,7 +57,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from lexsem.credentials import redact, redact_url
-from lexsem.errors import ModelError
+from lexsem.errors import ConnectionFailed, ModelError
 from lexsem.errors import RetryableError as Retryable
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun, Turn, chat_messages, data_url_part
 from lexsem.models.options import Option, choice, positive_int
@@ -189,6 +191,11 @@ class OpenAIChat:
                 f"{self.base_url}/chat/completions", json=body, headers=self.headers(),
                 timeout=self.timeout,
             )  # fmt: skip
+        except httpx.ConnectError as exc:  # refused, no such host: nothing listens there
+            raise ConnectionFailed(
+                f"cannot connect to {redact_url(self.base_url)} "
+                + redact(f"({type(exc).__name__}: {exc})")
+            ) from None
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             raise Retryable(redact(f"{type(exc).__name__}: {exc}")) from None
         if resp.status_code == 429 or resp.status_code >= 500:
