@@ -65,6 +65,27 @@ def test_two_runs_of_one_model_on_one_benchmark_get_their_run_ids_everywhere() -
     assert run_labels([runs[0], runs[0]]) == {"aaaaaaaa1": "minilm"}  # one run given twice
 
 
+def test_a_long_local_path_is_shown_by_its_backend_and_last_two_folders() -> None:
+    long_a = "clip:/tmp/experiments/2026-05-01/checkpoints/lr1e-6-wd0.1/epoch-10"
+    long_b = "clip:/tmp/experiments/2026-05-01/checkpoints/lr1e-6-wd0.1/epoch-20"
+    runs = [_rec(long_a, "a1", "k1", ["synthetic"], spec=long_a),
+            _rec(long_b, "b2", "k2", ["synthetic"], spec=long_b),
+            _rec("mine", "c3", "k3", ["synthetic"], spec=long_a + "x")]  # fmt: skip
+    assert run_labels(runs) == {
+        "a1": "clip:…/lr1e-6-wd0.1/epoch-10",
+        "b2": "clip:…/lr1e-6-wd0.1/epoch-20",
+        "c3": "mine",  # a --name is shown as given
+    }
+    # two paths that end alike are shown whole; short specs, hub ids and URLs as they are
+    alike = [_rec(long_a, "a1", "k1", ["synthetic"], spec=long_a),
+             _rec("clip:/other/place/x/lr1e-6-wd0.1/epoch-10", "b2", "k2", ["synthetic"],
+                  spec="clip:/other/place/x/lr1e-6-wd0.1/epoch-10")]  # fmt: skip
+    assert set(run_labels(alike).values()) == {long_a, "clip:/other/place/x/lr1e-6-wd0.1/epoch-10"}
+    for spec in ("clip:/m/a", "openclip:hf-hub:laion/CLIP-ViT-H-14-laion2B-s32B-b79K",
+                 "openai:gpt-4o?base_url=http://localhost:8000/v1/a/b/c/d"):  # fmt: skip
+        assert run_labels([_rec(spec, "a1", "k1", ["synthetic"], spec=spec)]) == {"a1": spec}
+
+
 def test_two_models_of_one_name_are_told_apart_by_spec_or_fingerprint() -> None:
     by_spec = [
         _rec("clip", "a1", "k1", ["synthetic"], spec="clip:/m/a"),

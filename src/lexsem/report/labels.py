@@ -1,7 +1,10 @@
 """One label per run, the same in every table, figure and note of a report.
 
-A run is shown under its model's name (`--name`, else the model spec). The label grows only
-as far as it must to tell runs apart:
+A run is shown under its model's name (`--name`, else the model spec). A spec that is a long
+local path (`clip:/tmp/exp/2026-05-01/checkpoints/lr1e-6/epoch-10`, more than 40 characters)
+is shown by its backend and its last two folders, `clip:…/lr1e-6/epoch-10`, unless two models
+would then look alike; the whole spec is in the Runs table. The label grows only as far as it
+must to tell runs apart:
 
 - runs of different models that share a name get the spec in brackets when that tells them
   apart (`clip [clip:/models/a]`), else the first 8 characters of the model fingerprint
@@ -18,14 +21,41 @@ from collections.abc import Sequence
 
 from lexsem.results.schema import RunRecord
 
+LONG_SPEC = 40  # characters: a spec longer than this that is a path is shown shortened
+
+
+def short_spec(spec: str) -> str:
+    """A long path spec as its backend and its last two folders (`clip:…/lr1e-6/epoch-10`);
+    any other spec as it is."""
+    if len(spec) <= LONG_SPEC or "/" not in spec or "?" in spec or "://" in spec:
+        return spec
+    backend, sep, path = spec.rpartition(":") if ":" in spec.split("/", 1)[0] else ("", "", spec)
+    parts = [p for p in path.split("/") if p]
+    if len(parts) <= 2:
+        return spec
+    return f"{backend}{sep}…/{'/'.join(parts[-2:])}"
+
+
+def _shown_names(runs: Sequence[RunRecord]) -> dict[str, str]:
+    """model name -> the name shown: `short_spec` of a name that is its spec, unless two
+    names would then look alike."""
+    names = {r.model.name: r.model.name == r.model.spec for r in runs}
+    short = {n: short_spec(n) if is_spec else n for n, is_spec in names.items()}
+    taken: dict[str, int] = {}
+    for shown in short.values():
+        taken[shown] = taken.get(shown, 0) + 1
+    return {n: s if taken[s] == 1 else n for n, s in short.items()}
+
 
 def _model_labels(runs: Sequence[RunRecord]) -> dict[str, str]:
     """run id -> the model's label: its name, told apart from other models of that name."""
+    shown = _shown_names(runs)
     by_name: dict[str, list[RunRecord]] = {}
     for r in runs:
         by_name.setdefault(r.model.name, []).append(r)
     out: dict[str, str] = {}
-    for name, group in by_name.items():
+    for full, group in by_name.items():
+        name = shown[full]
         keys = list(dict.fromkeys(r.model.fingerprint_key for r in group))
         specs = {r.model.fingerprint_key: r.model.spec for r in group}
         distinct_specs = len(set(specs.values())) == len(keys)
@@ -76,7 +106,8 @@ def labels_for(runs: Sequence[RunRecord]) -> list[str]:
 
 
 LABEL_RULE = (
-    "Each run is shown under its model's name (--name, else the model spec); the first 8 "
+    "Each run is shown under its model's name (--name, else the model spec; a long local path "
+    "by its backend and last two folders); the first 8 "
     "characters of the run id are added in parentheses only to tell apart two runs of one "
     "model on the same benchmark, and the spec or fingerprint in brackets only to tell apart "
     "two models of one name."
