@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from builders.backends import optional_import
 from lexsem.cli import app
 from lexsem.errors import ModelError
-from lexsem.models.integrity import check_model_files
+from lexsem.models.integrity import check_model_files, check_safe_pickles
 
 torch = optional_import("torch")
 pytestmark = pytest.mark.torch
@@ -40,12 +40,13 @@ def test_a_code_running_pickle_is_refused_and_never_run(tmp_path: Path) -> None:
     for name in ("pytorch_model.bin", "model.pt", "open_clip_model.pth"):
         f = _planted(tmp_path / name, marker)
         with pytest.raises(ModelError, match="not a safe weights file") as err:
-            check_model_files(f, [f])
+            check_safe_pickles([f])
         assert str(f) in str(err.value) and "system" in str(err.value)
     assert not marker.exists()
     plain = tmp_path / "plain.bin"
     torch.save({"w": torch.zeros(2)}, plain)
-    check_model_files(plain, [plain])  # an ordinary checkpoint passes
+    check_model_files(plain, [plain])
+    check_safe_pickles([plain])  # an ordinary checkpoint passes
 
 
 def test_eval_of_a_clip_folder_with_a_planted_pickle_is_one_line(tmp_path: Path) -> None:

@@ -150,7 +150,8 @@ def train(
     settings = {**(PRESETS[preset] if preset else {}), **given}
     if settings.get("model") is None:
         raise typer.BadParameter("give --model (or a --preset that names one)")
-    check_output_dir(out, kind="train.json", inputs=named_paths(manifest))
+    if not resume or (out / "train.json").is_file():  # else the resume check names what it is
+        check_output_dir(out, kind="train.json", inputs=named_paths(manifest))
     cfg = _settings(TrainConfig, manifest=manifest, out=out, **settings)
     res = Trainer(cfg, progress=not quiet).run(resume=resume)
     state = "stopped (resume with --resume)" if res.stopped else "done"

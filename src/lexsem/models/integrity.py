@@ -10,11 +10,12 @@ raise a `ModelError` naming the file:
 - `*.safetensors`: a header that does not parse, or tensors that do not end where the file
   does (cut short, or grown);
 - `*.bin` / `*.pt` / `*.pth`: a zip checkpoint (`torch.save`) whose central directory is
-  missing (cut short), or a file that is neither a zip nor a pickle; a zip checkpoint whose
-  pickle torch's `weights_only` loader refuses (it would call a function such as `os.system`,
-  or build objects other than tensors): read memory-mapped, so only the pickle is read, and
-  nothing in it runs (every loader of lexsem reads weights with `weights_only`, so such a file
-  would fail later anyway, with a long traceback);
+  missing (cut short), or a file that is neither a zip nor a pickle;
+- (`check_safe_pickles`, just before the weights are loaded, since it needs torch) a zip
+  checkpoint whose pickle torch's `weights_only` loader refuses (it would call a function
+  such as `os.system`, or build objects other than tensors): read memory-mapped, so only the
+  pickle is read, and nothing in it runs (every loader of lexsem reads weights with
+  `weights_only`, so such a file would fail later anyway, with a long traceback);
 - a JSON file of the model folder (and of its immediate subfolders: sentence-transformers'
   modules) that is not JSON: `config.json`, `preprocessor_config.json`, `tokenizer.json`,
   `tokenizer_config.json`, `special_tokens_map.json`, ... (a damaged image-processor config
@@ -34,6 +35,7 @@ from lexsem.errors import ModelError
 
 _LFS = b"version https://git-lfs"
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors refuses larger headers too
+_TORCH_SUFFIXES = frozenset({".bin", ".pt", ".pth"})
 _PICKLE = 0x80  # the PROTO opcode a (legacy) torch.save pickle starts with
 
 
@@ -61,7 +63,7 @@ def _check(f: Path) -> None:
         )
     if f.suffix == ".safetensors":
         _check_safetensors(f)
-    elif f.suffix in {".bin", ".pt", ".pth"}:
+    elif f.suffix in _TORCH_SUFFIXES:
         _check_torch(f, head)
     elif f.suffix == ".json":
         _check_json(f)
@@ -97,9 +99,19 @@ def _check_torch(f: Path, head: bytes) -> None:
                 zf.infolist()
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise _damaged(f, f"a cut-short or broken zip checkpoint: {exc}") from exc
-        _check_safe_pickle(f)
     elif not head or head[0] != _PICKLE:
         raise _damaged(f, "neither a zip nor a pickle checkpoint of torch.save")
+
+
+def check_safe_pickles(weight_files: list[Path]) -> None:
+    """A `ModelError` naming the first zip checkpoint (`*.bin` / `*.pt` / `*.pth`) of
+    `weight_files` whose pickle torch's `weights_only` unpickler refuses. Made just before the
+    weights are loaded (it imports torch; a rerun served from the store imports none)."""
+    for f in weight_files:
+        if f.suffix in _TORCH_SUFFIXES and f.is_file():
+            with f.open("rb") as fh:
+                if fh.read(2) == b"PK":
+                    _check_safe_pickle(f)
 
 
 def _check_safe_pickle(f: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, TypeVar
 
 from lexsem.errors import ModelError
 from lexsem.models.device import select_device, select_dtype
-from lexsem.models.integrity import check_model_files
+from lexsem.models.integrity import check_model_files, check_safe_pickles
 from lexsem.models.options import COMMON, Option
 from lexsem.models.source import resolve_source, weight_files
 from lexsem.models.spec import ModelSpec, parse_model_spec
@@ -182,6 +182,9 @@ class LazyModel:
     def _ensure_loaded(self) -> Any:
         """The loaded model (loading it on first use)."""
         if self._model is None:
+            path = getattr(self.source, "path", None)
+            if path is not None and Path(path).exists():
+                check_safe_pickles(weight_files(path))
             self._model = self._load()
             self._loaded_state = weights_state(self._model)
         return self._model
