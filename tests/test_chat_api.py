@@ -139,6 +139,20 @@ def test_ask_from_the_cli_writes_answers_that_score_answers_reads(
     rescored = CliRunner().invoke(app, ["score-answers", str(out), *common[:6]])
     assert rescored.exit_code == 0, rescored.output
     assert "| scpp_order | PPN | 5/5 | 100.00 |" in rescored.stdout
+    # its own answers file is replaced by a rerun; a user's file only with --force
+    written = out.read_bytes()
+    assert all(line.startswith(b'{"generator": "lexsem", ') for line in written.splitlines())
+    out.write_bytes(written + b"\n")
+    ask = ["ask", "-m", f"openai:tiny-vlm?base_url={url}", *common, "--replay-only", "-o", str(out)]
+    assert CliRunner().invoke(app, ask).exit_code == 0 and out.read_bytes() == written
+    mine = b'{"id": 0, "subset": "swap_obj", "ordering": "NPP", "answer": "(2)"}\n'
+    out.write_bytes(mine)
+    refused = CliRunner().invoke(app, ask)
+    assert refused.exit_code == 2 and refused.output == (
+        f"error: --out {out} exists and was not written by lexsem; pass --force to replace it\n"
+    )
+    assert out.read_bytes() == mine
+    assert CliRunner().invoke(app, [*ask, "--force"]).exit_code == 0 and out.read_bytes() == written
     bad = CliRunner().invoke(app, ["ask", "-m", f"openai:tiny-vlm?base_ur={url}", *common])
     assert bad.exit_code == 2
     assert "unknown model option 'base_ur' (did you mean 'base_url'?)" in bad.output

@@ -255,6 +255,7 @@ def test_ask_vqascore_from_the_cli(
     assert "15 requests: 0 answered from the store, 15 sent" in res.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 15 and {r["role"] for r in rows} == {"p1", "p2", "n"}
+    assert all(r["generator"] == "lexsem" for r in rows)  # lexsem's: replaced by a rerun
     assert rows[0]["probs"]["Yes"]["tokens"] == ["Yes", " yes"]
     replay = CliRunner().invoke(app, ["ask", *common, "--vqascore", "--replay-only"])
     assert replay.exit_code == 0 and "15 answered from the store, 0 sent" in replay.stderr

@@ -89,7 +89,8 @@ def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
     tmp_path: Path, test_data_dir: Path
 ) -> None:
     """On the public swap_obj file: two of its items and one it lacks, in the published shape;
-    an existing output is kept unless --force, and an output inside the folder is refused."""
+    an existing output lexsem did not write is kept unless --force (its own is replaced), and an
+    output inside the folder is refused."""
     from typer.testing import CliRunner
 
     from lexsem.cli.app import app
@@ -115,11 +116,20 @@ def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
     ]
     assert "pos_first swap_obj: 3 answers" in res.stdout
     assert "item 999 is about no public item (kept)" in res.stdout
-    before = out.read_bytes()
+    assert all(
+        line.startswith('{"generator": "lexsem", ') for line in out.read_text().split("\n")[:-1]
+    )
+    converted = out.read_bytes()
+    out.write_bytes(converted + b"\n")  # its own output (edited) is replaced without --force
+    assert CliRunner().invoke(app, args).exit_code == 0 and out.read_bytes() == converted
+    mine = b'{"id": "0", "ordering": "pos_first", "answer": "(2)"}\n'  # a user's, no mark
+    out.write_bytes(mine)
     again = CliRunner().invoke(app, args)
-    assert again.exit_code == 2 and "exists; pass --force" in again.output
-    assert out.read_bytes() == before
+    assert again.exit_code == 2
+    assert f"OUT {out} exists and was not written by lexsem; pass --force" in again.output
+    assert out.read_bytes() == mine
     assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
+    assert out.read_bytes() == converted
     inside = [*args[:2], str(folder / "out.jsonl"), *args[3:]]
     res = CliRunner().invoke(app, inside)
     assert res.exit_code == 2 and "must not be inside the published folder" in res.output

@@ -204,6 +204,7 @@ def write_answers(run: Run, path: Path, *, shots: int = 0, shot_seed: int = 0) -
     """The raw answers of `run`'s multiple-choice tasks, one record per item and ordering (the
     format `score-answers` reads; with `shots`, the k-shot settings in every record)."""
     from lexsem.atomic import atomic_open
+    from lexsem.outputs import GENERATOR
     from lexsem.tasks.choice import ORDERINGS, PROMPTS
     from lexsem.tasks.choice_task import CHOICE_TASKS
 
@@ -214,7 +215,7 @@ def write_answers(run: Run, path: Path, *, shots: int = 0, shot_seed: int = 0) -
             if prompt is None or r["metric"] != "circular":
                 continue
             for o in ORDERINGS[PROMPTS[prompt].n_options]:
-                rec = {"id": r["item_id"], "subset": r["subset"], "prompt": prompt,
+                rec = {**GENERATOR, "id": r["item_id"], "subset": r["subset"], "prompt": prompt,
                        "ordering": o, "answer": r[f"text_answer_{o}"], **extra}  # fmt: skip
                 fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
@@ -223,6 +224,7 @@ def write_scores(run: Run, path: Path) -> None:
     """Every VQAScore of `run`: one record per item and (image, caption), with the answers'
     probabilities (`role`: the caption's column without its `s_`/`s_i_` prefix)."""
     from lexsem.atomic import atomic_open
+    from lexsem.outputs import GENERATOR
     from lexsem.tasks.catalog import get_task
 
     with atomic_open(path, "w", encoding="utf-8") as fh:
@@ -238,7 +240,7 @@ def write_scores(run: Run, path: Path) -> None:
                         continue
                     d = json.loads(detail)
                     role = col.name.removeprefix("s_").removeprefix("i_")
-                    rec = {"id": r["item_id"], "subset": r["subset"], "role": role,
+                    rec = {**GENERATOR, "id": r["item_id"], "subset": r["subset"], "role": role,
                            "image": d["image"], "text": d["text"], "score": d["score"],
                            "probs": d["probs"]}  # fmt: skip
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

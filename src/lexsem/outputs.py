@@ -13,7 +13,16 @@ A command never writes over what it reads, nor into a folder lexsem keeps whole:
   runs/ft --html runs/ft/report.html`), never over one of its files;
 - an output folder of one kind is never a run folder of another kind, nor inside one (`train
   -o` an evaluation run, `eval --out` a training run, `train-data` into either);
-- an output file is never an existing folder, and its folder must be writable.
+- an output file is never an existing folder, and its folder must be writable;
+- an existing output file is replaced without `--force` only when lexsem wrote it (or it is
+  empty): a paper draft, a user's notes, a CSV, anything else is refused before any work.
+  lexsem's outputs are told by how they open (`OWN_OPENINGS`, read from the first
+  `PREFIX_BYTES` bytes): the HTML report's `<meta name="generator" content="lexsem VERSION">`;
+  a JSON output (`score-answers --json`, `validate --json`) or JSON Lines answers and scores
+  (`ask -o`, `convert-answers`) whose first object opens with `"generator": "lexsem"`
+  (`GENERATOR`, the first key of each record lexsem writes); a Markdown table opening with the
+  line `<!-- lexsem -->` and a LaTeX table with `% lexsem` (`TABLE_MARKS`, written by `report
+  -o`). A CSV table has no place for a mark: an existing one is replaced only with `--force`.
 
 Paths are compared after `..` and symbolic links are resolved (`os.path.realpath`), so
 `-o ./x/../RUN/run.json` or a link to an input is caught too. Errors are `LexsemError`s naming
@@ -23,6 +32,8 @@ the option, the path and what it collides with.
 from __future__ import annotations
 
 import os
+import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -30,17 +41,33 @@ from typing import Literal
 from lexsem.errors import LexsemError
 
 __all__ = [
+    "GENERATOR",
+    "OWN_OPENINGS",
+    "PREFIX_BYTES",
     "RUN_MARKERS",
+    "TABLE_MARKS",
     "check_output_dir",
     "check_output_file",
     "check_outputs",
     "named_paths",
     "run_folder_of",
+    "written_by_lexsem",
 ]
 
 # the file that makes a folder a run folder, per kind
 RUN_MARKERS = {"run.json": "an evaluation run", "train.json": "a training run"}
 FolderKind = Literal["run.json", "train.json"] | None  # None: a folder of data, not a run
+
+# the first key of every JSON object and JSON Lines record lexsem writes as an output file
+GENERATOR = {"generator": "lexsem"}
+# the first line of a table `report -o` writes, per format (CSV has none: no comment syntax)
+TABLE_MARKS = {"md": "<!-- lexsem -->\n", "latex": "% lexsem\n"}
+PREFIX_BYTES = 4096  # how much of an existing file is read to tell whether lexsem wrote it
+OWN_OPENINGS = (
+    re.compile(r'\A\s*\{\s*"generator"\s*:\s*"lexsem"'),  # JSON, or a JSON Lines record
+    re.compile(r'\A<!DOCTYPE html>.*?<meta name="generator" content="lexsem[ "]', re.DOTALL),
+    *(re.compile(r"\A" + re.escape(mark)) for mark in TABLE_MARKS.values()),
+)
 
 
 def _real(path: str | Path) -> Path:
@@ -87,12 +114,32 @@ def _collision(real: Path, inputs: Iterable[str | Path], folder: bool) -> tuple[
     return None
 
 
+def written_by_lexsem(path: str | Path) -> bool:
+    """Whether the existing file `path` is one of lexsem's outputs, or empty (nothing to
+    lose), told from its first `PREFIX_BYTES` bytes (see the module doc). A file that cannot be
+    read, or is no regular file (a pipe, a device), is not."""
+    real = _real(path)
+    try:
+        if not stat.S_ISREG(real.stat().st_mode):
+            return False
+        with open(real, "rb") as fh:
+            head = fh.read(PREFIX_BYTES)
+    except OSError:
+        return False
+    text = head.decode("utf-8", errors="replace")
+    return not head or any(opening.match(text) for opening in OWN_OPENINGS)
+
+
 def check_output_file(
-    out: str | Path, *, inputs: Iterable[str | Path] = (), option: str = "--out"
+    out: str | Path,
+    *,
+    inputs: Iterable[str | Path] = (),
+    option: str = "--out",
+    force: bool = False,
 ) -> None:
     """Refuse, before any work, a file output `out` that is (or lies inside) one of `inputs`,
-    lies inside a run folder, is a folder, or lies in a read-only folder (see the module
-    doc)."""
+    lies inside a run folder, is a folder, lies in a read-only folder, or (unless `force`)
+    exists and was not written by lexsem (see the module doc)."""
     real = _real(out)
     hit = _collision(real, inputs, folder=False)
     if hit is not None:
@@ -118,6 +165,10 @@ def check_output_file(
         raise LexsemError(f"{option} {out}: the folder {parent} is read-only")
     if real.exists() and not os.access(real, os.W_OK):
         raise LexsemError(f"{option} {out} is read-only")
+    if not force and real.exists() and not written_by_lexsem(real):
+        raise LexsemError(
+            f"{option} {out} exists and was not written by lexsem; pass --force to replace it"
+        )
 
 
 def check_output_dir(
@@ -149,7 +200,9 @@ def check_output_dir(
                 )
 
 
-def check_outputs(files: dict[str, str | Path | None], *, inputs: Iterable[str | Path]) -> None:
+def check_outputs(
+    files: dict[str, str | Path | None], *, inputs: Iterable[str | Path], force: bool = False
+) -> None:
     """`check_output_file` for each option → path given (None: not given); two options naming
     one file are refused too."""
     inputs = list(inputs)
@@ -157,7 +210,7 @@ def check_outputs(files: dict[str, str | Path | None], *, inputs: Iterable[str |
     for option, path in files.items():
         if path is None or str(path) == "-":
             continue
-        check_output_file(path, inputs=inputs, option=option)
+        check_output_file(path, inputs=inputs, option=option, force=force)
         real = _real(path)
         if real in seen:
             raise LexsemError(f"{option} and {seen[real]} name the same file {path}")

@@ -85,13 +85,15 @@ def convert_gpt4v_answers(
 
 
 def write_gpt4v_answers(folder: Path, items: Iterable[Any], out: Path) -> ConvertStats:
-    """`convert_gpt4v_answers`, written to `out` as JSON Lines."""
+    """`convert_gpt4v_answers`, written to `out` as JSON Lines, each record marked as
+    lexsem's (`lexsem.outputs.GENERATOR`)."""
     from lexsem.atomic import atomic_open
+    from lexsem.outputs import GENERATOR
 
     records, stats = convert_gpt4v_answers(folder, items)
     with atomic_open(out, "w", encoding="utf-8") as fh:
         for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            fh.write(json.dumps({**GENERATOR, **rec}, ensure_ascii=False) + "\n")
     return stats
 
 

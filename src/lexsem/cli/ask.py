@@ -66,7 +66,9 @@ ImportFile = Annotated[
 Force = Annotated[
     bool,
     typer.Option(
-        "--force", help="--import replaces stored answers that differ; --run replaces a run."
+        "--force",
+        help="--import replaces stored answers that differ; --run replaces a run; --out "
+        "replaces a file that lexsem did not write.",
     ),
 ]
 VQAScore = Annotated[
@@ -134,7 +136,7 @@ def ask(
     from lexsem.report.choice import choice_markdown, choice_scores, vqa_markdown
 
     library.check_ask(prompt, vqascore, shots, import_file, score)
-    check_outputs({"--out": out}, inputs=named_paths(import_file, benchmark, run_out))
+    check_outputs({"--out": out}, inputs=named_paths(import_file, benchmark, run_out), force=force)
     if run_out is not None:
         check_output_dir(run_out, kind="run.json", inputs=named_paths(import_file, benchmark),
                          option="--run")  # fmt: skip

@@ -25,7 +25,9 @@ def convert_answers(
     ] = "sugarcrepe-gpt4v",
     subset: Annotated[str | None, typer.Option(help="One subset only (e.g. swap_obj).")] = None,
     data_dir: DataDir = EVAL.data_dir,
-    force: Annotated[bool, typer.Option(help="Replace OUT if it exists.")] = False,
+    force: Annotated[
+        bool, typer.Option(help="Replace OUT if it exists and lexsem did not write it.")
+    ] = False,
 ) -> None:
     """Convert published answers to recorded answers: every record matched to the public item
     by its subset and key (captions and image file name checked); a record about an item the
@@ -40,9 +42,7 @@ def convert_answers(
     folder, target = folder.resolve(), out.resolve()
     if target == folder or folder in target.parents:
         raise LexsemError(f"{out}: the output must not be inside the published folder {folder}")
-    check_outputs({"OUT": out}, inputs=[folder])
-    if out.exists() and not force:
-        raise LexsemError(f"{out} exists; pass --force to replace it")
+    check_outputs({"OUT": out}, inputs=[folder], force=force)
     selector = "sugarcrepe" + (f"/{subset}" if subset else "")
     bench = load_benchmark(selector, data_dir=data_dir)
     stats = write_gpt4v_answers(folder, bench.items, out)

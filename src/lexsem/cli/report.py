@@ -46,6 +46,12 @@ def report(
     n_boot: NBoot = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed (at least 0).")] = 0,
     title: Annotated[str, typer.Option(help="Title of the HTML page.")] = "lexsem report",
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace an existing --out or --html file that lexsem did not write."
+        ),
+    ] = False,
 ) -> None:
     """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
@@ -53,7 +59,7 @@ def report(
     from lexsem.cli.options import check_bounds
     from lexsem.cli.run_paths import check_output_file, run_folders
     from lexsem.config import EvalConfig
-    from lexsem.outputs import check_outputs
+    from lexsem.outputs import TABLE_MARKS, check_outputs
     from lexsem.report.all_tables import build_tables
     from lexsem.report.tables import to_csv, to_latex, to_markdown
     from lexsem.report.training import is_training_run, training_page, training_sections
@@ -66,7 +72,7 @@ def report(
     for path, option, example in ((out, "--out", f"tables.{fmt}"), (html, "--html", "report.html")):
         if path is not None:
             check_output_file(path, option, example)
-    check_outputs({"--out": out, "--html": html}, inputs=runs)
+    check_outputs({"--out": out, "--html": html}, inputs=runs, force=force)
     trained = [p for p in runs if is_training_run(p)]
     runs = run_folders(runs, untabulated=html is not None)
     if not runs and html is not None:  # training runs with no evaluation: their curves only
@@ -88,7 +94,7 @@ def report(
         typer.echo(text, nl=False)
     else:
         with atomic_open(out, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(TABLE_MARKS.get(fmt, "") + text)  # the mark tells a later -o it is lexsem's
     if loaded is not None:
         from lexsem.report.analyses import ReportOptions, build_report
 

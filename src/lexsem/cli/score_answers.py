@@ -40,7 +40,12 @@ def score_answers(
     name: Annotated[
         str | None, typer.Option(help="The model's name in the run (default: the file's stem).")
     ] = None,
-    force: Annotated[bool, typer.Option(help="Replace a run already in --run.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            help="Replace a run already in --run, and a --json file that lexsem did not write."
+        ),
+    ] = False,
     answer_rule: AnswerRule = EVAL.answer_rule,
     strict_items: Annotated[
         bool,
@@ -59,7 +64,9 @@ def score_answers(
     from lexsem.outputs import check_output_dir, check_outputs, named_paths
     from lexsem.report.choice import choice_markdown, choice_record, choice_scores, coverage_lines
 
-    check_outputs({"--json": json_out}, inputs=named_paths(answers, benchmark, run_out))
+    check_outputs(
+        {"--json": json_out}, inputs=named_paths(answers, benchmark, run_out), force=force
+    )
     if run_out is not None:
         check_output_dir(run_out, kind="run.json", inputs=named_paths(answers, benchmark),
                          option="--run")  # fmt: skip
@@ -77,6 +84,7 @@ def score_answers(
         import json
 
         from lexsem.atomic import atomic_open
+        from lexsem.outputs import GENERATOR
 
         with atomic_open(json_out, "w", encoding="utf-8") as fh:
-            json.dump(choice_record(scores), fh, indent=2)
+            json.dump({**GENERATOR, **choice_record(scores)}, fh, indent=2)

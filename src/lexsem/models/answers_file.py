@@ -12,6 +12,9 @@ The file is JSON Lines (one object per line) or a JSON list of objects, each wit
 - `prompt`: optional, a name of `lexsem.tasks.choice.PROMPTS` (else the one given to
   `read_answers`).
 
+Other keys are ignored (lexsem's own files open each record with `"generator": "lexsem"`,
+`lexsem.outputs.GENERATOR`, and `ask -o` adds `shots` and `shot_seed`).
+
 Errors name the file and the line (JSONL) or the record (JSON list). `read_answer_records`
 keeps where each answer is (`line 3`, `record 3`), for checks made later (`lexsem ask
 --import`).
