@@ -97,7 +97,7 @@ def test_eval_and_train_share_device_and_the_evaluation_settings() -> None:
 
 
 def test_bounds_are_said_in_the_help_and_checked_by_the_config() -> None:
-    assert "(at least 1)" in (_params("eval")["batch_size"].help or "")
+    assert "(at least 1, at most 65536)" in (_params("eval")["batch_size"].help or "")
     assert "(at least 2)" in (_params("train")["batch_size"].help or "")
     out = runner.invoke(app, ["train", "--manifest", "m", "-o", "o", "-m", "x", "--epochs", "0"])
     assert out.exit_code == 2, out.output
@@ -105,6 +105,21 @@ def test_bounds_are_said_in_the_help_and_checked_by_the_config() -> None:
         "error: invalid training settings: --epochs 0: must be greater than or equal to 1 "
         "(allowed: at least 1)" in out.output
     )
+
+
+def test_every_size_and_seed_of_an_evaluation_is_bounded() -> None:
+    """Resamples, batch size, workers, memory, pixels and seeds have upper bounds too (a huge
+    value fails at once, one line, instead of exhausting memory mid-run)."""
+    cases = {"--n-boot": "100001", "--batch-size": "65537", "--num-workers": "257",
+             "--seed": "-1"}  # fmt: skip
+    for option, value in cases.items():
+        out = runner.invoke(app, ["eval", "-m", "minilm", "-b", "synthetic", "-o", "o",
+                                  option, value])  # fmt: skip
+        assert out.exit_code == 2, (option, out.output)
+        errors = [line for line in out.output.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1 and "Traceback" not in out.output, (option, out.output)
+    out = runner.invoke(app, ["report", "r", "--n-boot", "100001"])
+    assert out.exit_code == 2 and "--n-boot 100001: must be" in out.output, out.output
 
 
 @pytest.fixture

@@ -52,13 +52,15 @@ class EvalConfig(BaseModel):
     )
     # statistics
     tie_policy: TiePolicyName = Field("strict", description="strict or lenient.")
-    seed: int = Field(0, description="Bootstrap seed.")
-    n_boot: int = Field(1000, ge=0, description="Bootstrap resamples (0: none).")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="Bootstrap seed.")
+    n_boot: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples (0: none).")
     confidence: float = Field(
         0.95, gt=0.0, lt=1.0, description="Confidence level of the bootstrap intervals."
     )
     # model execution
-    batch_size: int = Field(64, ge=1, description="Texts, images or pairs per model call.")
+    batch_size: int = Field(
+        64, ge=1, le=65_536, description="Texts, images or pairs per model call."
+    )
     device: str | None = Field(
         None,
         description="auto, cpu, cuda, cuda:N or mps (default: auto: cuda, else mps, else cpu).",
@@ -79,6 +81,7 @@ class EvalConfig(BaseModel):
     max_image_pixels: int = Field(  # larger images: ImageError
         DEFAULT_MAX_IMAGE_PIXELS,
         ge=1,
+        le=2**31,
         description="Refuse images with more pixels (width × height) than this; the "
         "benchmarks' images have a few megapixels at most.",
     )
@@ -90,6 +93,7 @@ class EvalConfig(BaseModel):
     num_workers: int | None = Field(
         None,
         ge=0,
+        le=256,
         description="Image decoding workers (default: auto, from the CPUs, the device and the "
         "number of images).",
     )
@@ -98,6 +102,7 @@ class EvalConfig(BaseModel):
     keep_decoded_mb: int = Field(
         DEFAULT_DECODED_IMAGE_MB,
         ge=0,
+        le=1_048_576,
         description="Decoded images an Evaluator keeps in memory across its runs (MiB; 0: none).",
     )
     progress: bool = Field(
@@ -112,7 +117,7 @@ class EvalConfig(BaseModel):
         le=64,
         description="Show K other items of the subset, answered rightly, before each question.",
     )
-    shot_seed: int = Field(0, description="Seed of the demonstrations drawn.")
+    shot_seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the demonstrations drawn.")
     replay_only: bool = Field(False, description="Send nothing: every answer from the store.")
     max_requests: int | None = Field(
         None, ge=0, description="Refuse to send more requests than this (default: no limit)."

@@ -81,7 +81,9 @@ class TrainConfig(BaseModel):
     warmup: int = Field(50, ge=0, description="Warm-up steps.")
     accumulate: int = Field(1, ge=1, description="Micro-batches per optimizer step.")
     precision: Precision = Field("fp32", description="fp32, amp_bf16 or amp_fp16 (GPU).")
-    seed: int = Field(0, description="Seed of the batch order and the initialisation.")
+    seed: int = Field(
+        0, ge=0, le=2**32 - 1, description="Seed of the batch order and the initialisation."
+    )
     max_steps: int | None = Field(  # smoke runs; a killed run
         None, ge=1, description="Stop after N optimizer steps (resumable)."
     )
