@@ -430,6 +430,23 @@ def test_cross_benchmark_ranks_arrows_and_correlations() -> None:
     assert cb_default.baseline == "m1"
 
 
+def test_cross_benchmark_refuses_runs_on_different_data() -> None:
+    """Two runs whose `sc` files differ (same name, other content) are not ranked together."""
+    from lexsem.results.schema import BenchmarkInfo, FileInfo
+
+    runs = [make_run(name, _acc_rows("sc", "acc", a)) for name, a in (("m1", 50), ("m2", 70))]
+    runs += [make_run(name, _acc_rows("scpp", "itt", b)) for name, b in (("m1", 40), ("m2", 30))]
+    for run, sha in zip(runs[:2], ("a" * 64, "b" * 64), strict=True):
+        run.record.benchmarks = [
+            BenchmarkInfo(name="sc", subsets=["s"], items={"s": 10},
+                          files=[FileInfo(subset="s", file="sc.json", sha256=sha)])
+        ]  # fmt: skip
+    with pytest.raises(LexsemError, match=r"not ranked together: sc/s was read from different"):
+        cross_benchmark(runs, ("sc", "acc"), ("scpp", "itt"))
+    runs[1].record.benchmarks[0].files[0].sha256 = "a" * 64  # the same file: ranked
+    assert len(cross_benchmark(runs, ("sc", "acc"), ("scpp", "itt")).table) >= 1
+
+
 def test_results_frame() -> None:
     runs = [
         evaluate(BagOfWordsEncoder(name="bow"), ["synthetic/swap_obj,replace_att"], n_boot=50),

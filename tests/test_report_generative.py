@@ -162,6 +162,26 @@ def test_table8_is_npp_per_model_and_prompt(choice_runs: dict[str, Run]) -> None
     assert not any(k[0] == "four" for k in rows)  # a 4-shot run is Table 14's
 
 
+def test_runs_on_different_data_get_separate_paper_tables(choice_runs: dict[str, Run]) -> None:
+    """Two runs whose benchmark files differ (another version, a user file of the same name)
+    are never rows of one paper table: each group gets its own, marked, with the reason."""
+    oracle, one = choice_runs["oracle"].record, choice_runs["one"].record.model_copy(deep=True)
+    for info in one.benchmarks:
+        for f in info.files:
+            f.sha256 = "0" * 64
+    tables = [t for t in generative.paper_tables([oracle, one]) if "Table 8" in t.title]
+    assert [t.title.rsplit(" ", 4)[-4:] for t in tables] == [
+        ["[data", "1", "of", "2]"],
+        ["[data", "2", "of", "2]"],
+    ]
+    assert {k[0] for k in _rows(tables[0])} == {"oracle"} and {k[0] for k in _rows(tables[1])} == {
+        "one"
+    }
+    assert all("read from different data" in " ".join(t.notes) for t in tables)
+    together = _table(generative.paper_tables([oracle, choice_runs["one"].record]), "Table 8")
+    assert {k[0] for k in _rows(together)} == {"oracle", "one"}  # same data: one table
+
+
 def test_table14_labels_rows_by_shots_or_by_run_name(choice_runs: dict[str, Run]) -> None:
     recs = [choice_runs[k].record for k in ("oracle", "four", "swap")]
     recorded = choice_runs["swap"].record.model_copy(deep=True)

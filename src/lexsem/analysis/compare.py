@@ -453,11 +453,17 @@ def cross_benchmark(
     rank_change (rank_a − rank_b: > 0 = the model climbs on B), vs_baseline_a, vs_baseline_b
     (↑ / ↓ / = : accuracy above / below / equal to the baseline's — the same as ranking above /
     below it), flip (the arrows differ: the benchmarks disagree about the model vs the
-    baseline). Models lacking A or B are left out and listed in `left_out`.
+    baseline). Models lacking A or B are left out and listed in `left_out`. Runs that read
+    different data of A's or B's benchmark (`lexsem.results.same_data`) are a `LexsemError`.
     """
     ra, rb = _ref(metric_a), _ref(metric_b)
     if not runs:
         raise LexsemError("no runs given")
+    from lexsem.results.same_data import comparable_groups
+
+    parts, why = comparable_groups([r.record for r in runs], [ra[0], rb[0]])
+    if len(parts) > 1:  # ranks of accuracies on unlike data would compare unlike things
+        raise LexsemError(f"not ranked together: {why[0]}")
     labels = model_labels(runs)
     acc: dict[str, dict[str, tuple[float, int]]] = {k: {} for k in labels}
     for which, (bench, metric, subset) in (("a", ra), ("b", rb)):

@@ -45,6 +45,7 @@ import numpy as np
 from lexsem.report.html import Section
 from lexsem.report.labels import run_labels
 from lexsem.report.tables import Table, _cell, label, subset_order, unique_runs
+from lexsem.results.same_data import comparable_groups
 from lexsem.results.schema import MetricResult, ModelInfo, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks.choice import ORDERINGS, PROMPTS
@@ -527,7 +528,21 @@ def paper_tables(runs: Iterable[Any], *, ci: bool = False) -> list[Table]:
     if not records:
         return []
     builders = (table8, table14, table17, table18, table19, bivlc_table2)
-    return [t for build in builders for t in build(records, ci)]
+    benches = list(dict.fromkeys(res.benchmark for r in records for res in r.results))
+    parts, why = comparable_groups(records, benches)
+    if len(parts) == 1:
+        return [t for build in builders for t in build(records, ci)]
+    # runs that read different data of a benchmark are never rows of one table
+    note = f"[data k of {len(parts)}]: runs that read different data are shown apart: " + "; ".join(
+        why
+    )
+    out: list[Table] = []
+    for k, part in enumerate(parts, 1):
+        for t in (t for build in builders for t in build(part, ci)):
+            t.title += f" [data {k} of {len(parts)}]"
+            t.notes.append(note)
+            out.append(t)
+    return out
 
 
 # -- position bias -----------------------------------------------------------------------------
