@@ -289,10 +289,7 @@ class _Run:
     def check_budget(self, spec: StageSpec, stage: Stage, rows: Any) -> None:
         if self.asker is None or stage.requests is None:
             return
-        from lexsem.build.stage import accepted as _accepted
-
-        live = rows.filter(_accepted(rows))
-        prompts = list(stage.requests(live, **spec.settings))
+        prompts = list(stage.requests(rows, **spec.settings))
         todo = 0 if not prompts else self.asker.missing(prompts)
         self.say(f"{spec.label}: {len(prompts)} requests, {todo} to send")
         if todo and self.asker.replay_only:
