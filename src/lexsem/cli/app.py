@@ -14,6 +14,7 @@ import typer
 import typer.rich_utils
 
 from lexsem.cli.ask import ask
+from lexsem.cli.build import build
 from lexsem.cli.compare import compare
 from lexsem.cli.convert_answers import convert_answers
 from lexsem.cli.download import download
@@ -90,6 +91,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "ask": ask,
     "train": train,
     "train-data": train_data,
+    "build": build,
 }
 for _name, _command in COMMANDS.items():
     app.command(_name)(friendly(_command))

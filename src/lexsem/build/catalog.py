@@ -1,0 +1,16 @@
+"""The modules that register lexsem's built-in stages (and input sources) when imported:
+`load_stages` imports them before a recipe is checked."""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["STAGE_MODULES", "load_stages"]
+
+STAGE_MODULES = ("lexsem.build.caption_format",)
+
+
+def load_stages(extra: tuple[str, ...] = ()) -> None:
+    """Import the built-in stage modules and `extra` (a recipe's `imports`)."""
+    for name in (*STAGE_MODULES, *extra):
+        importlib.import_module(name)

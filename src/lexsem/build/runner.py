@@ -1,0 +1,367 @@
+"""Run a recipe: its stages in order, each output kept as ``DIR/stages/NN-name.parquet``
+(written atomically) and recorded in ``DIR/build.json``; a rerun resumes (docs/building.md).
+
+build.json (written after every stage, so a killed build keeps what it finished) records the
+lexsem version, the recipe (path, sha256, name), the input (what, sha256, rows), the generator
+(spec without credentials, fingerprint) and per stage: its settings and their digest (the stage,
+its settings, the seed, and the generator's fingerprint for a stage that asks one), the sha256
+of its input and of its output, rows, accepted and rejected rows per reason, the stage's own
+counts, requests (asked, served by the store, sent) and seconds.
+
+Resume: stage k is not run again when its settings digest and its input's sha256 equal the
+recorded ones and its output file is the one recorded; from the first stage that runs, every
+later stage runs too (so a change in stage k reruns k and everything after it). `force` runs
+every stage.
+
+Requests: before any work, the prompts a stage declares (`Stage.requests`) for the first stage
+to run are keyed and looked up in the store; the number to send is shown, and a build that
+would send more than `max_requests` is refused before anything runs. Each later stage is
+checked the same way before it runs, and every `ctx.ask` sends at most what is left of the
+budget (`lexsem.engine.chat`: nothing over it is sent). `replay_only`: nothing is sent, a
+request without a stored answer is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lexsem._version import __version__
+from lexsem.atomic import atomic_open, atomic_path
+from lexsem.build.inputs import file_sha256, read_input
+from lexsem.build.recipe import Recipe, StageSpec, load_recipe
+from lexsem.build.stage import REJECTED, Stage, StageContext, accepted, check_rows, get_stage
+from lexsem.credentials import redact, redacted
+from lexsem.errors import LexsemError
+
+__all__ = ["BUILD_FILE", "BuildResult", "StageRecord", "build", "stage_file"]
+
+BUILD_FILE = "build.json"
+
+
+@dataclass
+class StageRecord:
+    """What build.json says of one stage."""
+
+    index: int
+    name: str
+    use: str
+    settings: dict[str, Any]
+    settings_digest: str
+    input_sha256: str
+    output: str = ""
+    output_sha256: str = ""
+    rows: int = 0
+    accepted: int = 0
+    rejected: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    reused: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "reused"}
+
+
+@dataclass
+class BuildResult:
+    folder: Path
+    stages: list[StageRecord]
+    output: Path
+    sent: int
+
+
+def stage_file(index: int, name: str) -> str:
+    """The output of stage `index` (1-based), relative to the build folder."""
+    return f"stages/{index:02d}-{name}.parquet"
+
+
+def _load_generator(spec: str) -> Any:
+    """The chat model of `spec` (the model layer's `load_model`)."""
+    from lexsem.models.factory import load_model
+
+    model = load_model(spec)
+    if not (hasattr(model, "request_body") and hasattr(model, "send")):
+        raise LexsemError(f"generator {redact(spec)!r} is not a chat model")
+    return model
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class _Asker:
+    """The generator's requests through the request store, within the build's budget."""
+
+    def __init__(
+        self, model: Any, store: Any, params: Mapping[str, Any], *, replay_only: bool,
+        max_requests: int | None, progress: bool,
+    ) -> None:  # fmt: skip
+        self.model, self.store, self.params = model, store, dict(params)
+        self.replay_only, self.max_requests, self.progress = replay_only, max_requests, progress
+        self.sent = 0
+        self.stats: Counter[str] = Counter()
+
+    def requests(self, prompts: Sequence[Any], params: Mapping[str, Any]) -> list[Any]:
+        from lexsem.models.chat import ChatRequest
+
+        out = []
+        for p in prompts:
+            req = p if isinstance(p, ChatRequest) else ChatRequest.ask(str(p), None)
+            out.append(ChatRequest(req.turns, {**self.params, **req.params, **params}, req.about))
+        return out
+
+    def missing(self, prompts: Sequence[Any], params: Mapping[str, Any] | None = None) -> int:
+        """How many distinct requests of `prompts` the store has no answer to."""
+        from lexsem.engine.chat import ImageKeys, chat_key
+
+        keys = {chat_key(self.model, r, ImageKeys()) for r in self.requests(prompts, params or {})}
+        found = self.store.get_records(list(keys)) if self.store is not None else {}
+        return sum(1 for k in keys if not (isinstance(found.get(k), dict) and "text" in found[k]))
+
+    def left(self) -> int | None:
+        return None if self.max_requests is None else max(0, self.max_requests - self.sent)
+
+    def __call__(self, prompts: Sequence[Any], params: Mapping[str, Any]) -> list[str]:
+        from lexsem.engine.chat import chat_answers
+
+        answers, stats = chat_answers(
+            self.model, self.requests(prompts, params), self.store,
+            replay_only=self.replay_only, max_requests=self.left(),
+            concurrency=int(getattr(self.model, "concurrency", 1) or 1), progress=self.progress,
+        )  # fmt: skip
+        self.sent += stats.n_sent
+        self.stats["asked"] += stats.n_requests
+        self.stats["stored"] += stats.n_stored
+        self.stats["sent"] += stats.n_sent
+        return answers
+
+
+def build(
+    recipe: str | Path | Recipe,
+    out: str | Path,
+    *,
+    replay_only: bool = False,
+    max_requests: int | None = None,
+    force: bool = False,
+    cache_dir: str | Path | None = None,
+    progress: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> BuildResult:
+    """Run `recipe` into the folder `out` (see the module doc)."""
+    from lexsem.outputs import check_output_dir, named_paths
+
+    say = echo or (lambda text: print(text, file=sys.stderr))
+    recipe = recipe if isinstance(recipe, Recipe) else load_recipe(recipe)
+    out = Path(out)
+    input_path = recipe.input_path()
+    check_output_dir(out, kind=None, inputs=named_paths(input_path, recipe.path), option="-o")
+    if max_requests is not None and max_requests < 0:
+        raise LexsemError(f"--max-requests {max_requests}: must be 0 or more")
+    if out.is_file():
+        raise LexsemError(f"-o {out} is a file: give a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / BUILD_FILE).is_file() and not force:
+        raise LexsemError(
+            f"-o {out} holds files and no {BUILD_FILE}: not a build folder; choose another "
+            "folder (or pass --force to build in it)"
+        )
+    previous = {} if force else _previous(out, recipe)
+    data = read_input(input_path, recipe.input.source, recipe.input.settings)
+    check_rows(data.rows, f"input {data.described}")
+    stages = [get_stage(s.use) for s in recipe.stages]
+    model = store = None
+    if recipe.generator is not None and any(s.generator for s in stages):
+        model = _load_generator(recipe.generator)
+    try:
+        if model is not None:
+            from lexsem.engine.request_store import RequestStore
+            from lexsem.models.protocols import fingerprint_key
+            from lexsem.paths import cache_dir as cache_root
+
+            store = RequestStore(
+                cache_root(cache_dir), fingerprint_key(model.fingerprint), readonly=replay_only
+            )
+        params = {"seed": recipe.seed} if recipe.send_seed else {}
+        asker = (
+            _Asker(
+                model,
+                store,
+                params,
+                replay_only=replay_only,
+                max_requests=max_requests,
+                progress=progress,
+            )
+            if model is not None
+            else None
+        )
+        run = _Run(recipe, out, data, stages, asker, previous, say, progress)
+        return run.all()
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _previous(out: Path, recipe: Recipe) -> dict[str, dict[str, Any]]:
+    """The stage records of the build folder's build.json, by name (none when unreadable)."""
+    try:
+        record = json.loads((out / BUILD_FILE).read_text(encoding="utf-8"))
+        return {s["name"]: s for s in record.get("stages", []) if isinstance(s, dict)}
+    except (OSError, ValueError, AttributeError, TypeError):
+        return {}
+
+
+class _Run:
+    def __init__(
+        self, recipe: Recipe, out: Path, data: Any, stages: list[Stage], asker: _Asker | None,
+        previous: dict[str, dict[str, Any]], say: Callable[[str], None], progress: bool,
+    ) -> None:  # fmt: skip
+        self.recipe, self.out, self.data, self.stages = recipe, out, data, stages
+        self.asker, self.previous, self.say, self.progress = asker, previous, say, progress
+        self.records: list[StageRecord] = []
+
+    def settings_digest(self, spec: StageSpec, stage: Stage) -> str:
+        model = self.asker.model if self.asker is not None and stage.generator else None
+        return _digest({
+            "use": spec.use, "settings": spec.settings, "seed": self.recipe.seed,
+            "send_seed": self.recipe.send_seed,
+            "generator": redacted(model.fingerprint) if model is not None else None,
+        })  # fmt: skip
+
+    def reusable(self, record: StageRecord) -> dict[str, Any] | None:
+        old = self.previous.get(record.name)
+        if not old or old.get("settings_digest") != record.settings_digest:
+            return None
+        if old.get("input_sha256") != record.input_sha256 or old.get("use") != record.use:
+            return None
+        path = self.out / str(old.get("output", ""))
+        if not path.is_file() or file_sha256(path) != old.get("output_sha256"):
+            return None
+        return old
+
+    def all(self) -> BuildResult:
+        import pyarrow.parquet as pq
+
+        rows, input_sha, rerun = self.data.rows, self.data.sha256, False
+        checked_first = False
+        for n, (spec, stage) in enumerate(zip(self.recipe.stages, self.stages, strict=True), 1):
+            record = StageRecord(
+                n, spec.label, spec.use, dict(spec.settings),
+                self.settings_digest(spec, stage), input_sha,
+            )  # fmt: skip
+            old = None if rerun else self.reusable(record)
+            if old is not None:
+                record = StageRecord(**{k: old[k] for k in StageRecord.__dataclass_fields__
+                                        if k in old and k != "reused"}, reused=True)  # fmt: skip
+                rows = None  # read only when a later stage needs it
+            else:
+                if rows is None:
+                    rows = pq.read_table(self.out / self.records[-1].output)
+                if not checked_first:
+                    self.plan(n, rows)
+                    checked_first = True
+                self.check_budget(spec, stage, rows)
+                rows = self.run_stage(record, spec, stage, rows)
+                rerun = True
+            self.records.append(record)
+            input_sha = record.output_sha256
+            self.write(complete=False)
+        self.write(complete=True)
+        self.summary()
+        last = self.out / self.records[-1].output
+        return BuildResult(self.out, self.records, last, self.asker.sent if self.asker else 0)
+
+    def plan(self, first: int, rows: Any) -> None:
+        """Before any work: what runs, and the requests the first stage to run will send."""
+        reused = [r.name for r in self.records]
+        if reused:
+            self.say(f"reused: {', '.join(reused)} (unchanged)")
+        todo = [s.label for s in self.recipe.stages[first - 1 :]]
+        self.say(f"to run: {', '.join(todo)}")
+
+    def check_budget(self, spec: StageSpec, stage: Stage, rows: Any) -> None:
+        if self.asker is None or stage.requests is None:
+            return
+        prompts = list(stage.requests(rows, **spec.settings))
+        todo = 0 if not prompts else self.asker.missing(prompts)
+        self.say(f"{spec.label}: {len(prompts)} requests, {todo} to send")
+        if todo and self.asker.replay_only:
+            raise LexsemError(
+                f"replay only: stage {spec.label!r} has {todo} requests without a stored answer "
+                f"in {self.asker.store.path if self.asker.store is not None else 'the store'}"
+            )
+        left = self.asker.left()
+        if left is not None and todo > left:
+            raise LexsemError(
+                f"stage {spec.label!r} would send {todo} requests, more than --max-requests "
+                f"{self.asker.max_requests} allows ({left} left); nothing more was sent"
+            )
+
+    def run_stage(self, record: StageRecord, spec: StageSpec, stage: Stage, rows: Any) -> Any:
+        import pyarrow.parquet as pq
+
+        ctx = StageContext(self.out, self.recipe.seed, spec.label, self.progress, self.asker)
+        before = Counter(self.asker.stats) if self.asker is not None else Counter()
+        self.say(f"{spec.label}: {rows.num_rows} rows in")
+        start = time.perf_counter()
+        result = stage.fn(rows, ctx, **spec.settings)
+        record.seconds = round(time.perf_counter() - start, 3)
+        check_rows(result, f"stage {record.index} ({spec.label})")
+        record.output = stage_file(record.index, spec.label)
+        with atomic_path(self.out / record.output) as tmp:
+            pq.write_table(result, tmp)
+        record.output_sha256 = file_sha256(self.out / record.output)
+        record.rows = result.num_rows
+        mask = accepted(result).to_pylist()
+        record.accepted = sum(mask)
+        reasons = result[REJECTED].to_pylist() if REJECTED in result.column_names else []
+        record.rejected = dict(Counter(r for r in reasons if r is not None).most_common())
+        record.counts = dict(ctx.counts)
+        if self.asker is not None:
+            after = self.asker.stats
+            record.requests = {k: after[k] - before[k] for k in ("asked", "stored", "sent")}
+        return result
+
+    def write(self, *, complete: bool) -> None:
+        recipe = self.recipe
+        model = self.asker.model if self.asker is not None else None
+        body = {
+            "generator": "lexsem",
+            "kind": "build",
+            "lexsem_version": __version__,
+            "complete": complete,
+            "recipe": {"name": recipe.name, "path": str(recipe.path), "sha256": recipe.sha256},
+            "input": {
+                "described": self.data.described,
+                "sha256": self.data.sha256,
+                "rows": self.data.rows.num_rows,
+            },
+            "model": None
+            if model is None
+            else {
+                "spec": redact(str(recipe.generator)),
+                "fingerprint": redacted(model.fingerprint),
+            },
+            "seed": recipe.seed,
+            "stages": [r.as_json() for r in self.records],
+        }
+        self.out.mkdir(parents=True, exist_ok=True)
+        with atomic_open(self.out / BUILD_FILE, encoding="utf-8") as fh:
+            json.dump(body, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+
+    def summary(self) -> None:
+        self.say("stage                     rows  accepted  rejected (per reason)")
+        for r in self.records:
+            why = ", ".join(f"{k}: {v}" for k, v in r.rejected.items()) or "-"
+            state = " (reused)" if r.reused else ""
+            self.say(f"{r.index:02d} {r.name[:20]:<20} {r.rows:>6} {r.accepted:>9}  {why}{state}")
+        if self.asker is not None:
+            self.say(f"requests sent: {self.asker.sent}")

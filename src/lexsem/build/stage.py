@@ -1,0 +1,180 @@
+"""The stage interface of `lexsem build` and the registry of stages (docs/building.md).
+
+A stage is a function ``fn(rows: pyarrow.Table, ctx: StageContext, **settings) ->
+pyarrow.Table``: one row per candidate item. Rows keep their provenance columns (`PROVENANCE`:
+``source``, ``source_id``); a row a stage rejects is kept, with its reason in the string column
+``rejected`` (`REJECTED`; null: accepted), so acceptance statistics per reason can be counted.
+A stage passes rejected rows on unchanged (`accepted` selects the others).
+
+`register_stage(name, fn, requests=..., generator=...)` makes a stage usable in recipes: a
+stage that asks a generator says so (`generator=True`: a recipe without one is refused before
+any work) and may say which prompts it will ask (`requests(rows, **settings)`), so the runner
+can count the requests a build will send, and refuse one over `--max-requests`, before any
+work.
+
+`StageContext.ask(prompts)` asks the recipe's generator (a chat model of the model layer)
+through the engine's stored-request path (`lexsem.engine.chat`): each request is keyed by the
+rendered prompt, the model's fingerprint and every generation parameter, the seed included
+(`ChatRequest.params`), so a rerun sends nothing twice and `replay_only` works.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lexsem.errors import LexsemError
+
+__all__ = [
+    "PROVENANCE",
+    "REJECTED",
+    "Stage",
+    "StageContext",
+    "StageFn",
+    "accepted",
+    "check_rows",
+    "get_stage",
+    "register_stage",
+    "reject",
+    "stage_names",
+]
+
+PROVENANCE = ("source", "source_id")
+REJECTED = "rejected"
+
+StageFn = Callable[..., Any]  # (rows: pa.Table, ctx: StageContext, **settings) -> pa.Table
+RequestsFn = Callable[..., Sequence[Any]]  # (rows: pa.Table, **settings) -> prompts
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A registered stage: its function, whether it asks a generator, and (optional) the
+    prompts it will ask for given rows and settings."""
+
+    name: str
+    fn: StageFn
+    generator: bool = False
+    requests: RequestsFn | None = None
+
+
+_STAGES: dict[str, Stage] = {}
+
+
+def register_stage(
+    name: str,
+    fn: StageFn,
+    *,
+    generator: bool = False,
+    requests: RequestsFn | None = None,
+    replace: bool = False,
+) -> None:
+    """Make `fn` usable as stage `name` in recipes (a taken name is refused unless
+    `replace`)."""
+    if not isinstance(name, str) or not name.replace("_", "").isalnum() or not name[:1].isalpha():
+        raise LexsemError(f"a stage name is letters, digits and '_', got {name!r}")
+    if name in _STAGES and not replace and _STAGES[name].fn is not fn:
+        raise LexsemError(f"stage {name!r} is already registered")
+    _STAGES[name] = Stage(name, fn, generator, requests)
+
+
+def get_stage(name: str) -> Stage:
+    """The stage registered as `name`; `LexsemError` naming the known ones."""
+    try:
+        return _STAGES[name]
+    except KeyError:
+        known = ", ".join(stage_names()) or "none"
+        raise LexsemError(f"unknown stage {name!r}; known stages: {known}") from None
+
+
+def stage_names() -> list[str]:
+    """The registered stage names, sorted."""
+    return sorted(_STAGES)
+
+
+@dataclass
+class StageContext:
+    """What a stage may use besides its rows and settings.
+
+    - `out`: the build folder (a stage may keep files of its own under ``out / "files"``);
+    - `seed`: the recipe's seed (a stage draws with ``numpy.random.default_rng(ctx.seed)``);
+    - `ask(prompts, **params)`: the generator's answers, through the request store;
+    - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines.
+    """
+
+    out: Path
+    seed: int = 0
+    stage: str = ""
+    progress: bool = False
+    asker: Callable[[Sequence[Any], Mapping[str, Any]], list[str]] | None = None
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def ask(self, prompts: Sequence[Any], **params: Any) -> list[str]:
+        """The generator's answer to each prompt (a string, or a `ChatRequest`), in order;
+        `params`: extra generation parameters, sent and keyed (the seed is added by the
+        runner where the recipe says so)."""
+        if self.asker is None:
+            raise LexsemError(
+                f"stage {self.stage!r} asks a generator, but the recipe names none "
+                '(set `generator = "BACKEND:MODEL"`)'
+            )
+        answers = self.asker(prompts, params)
+        self.counts["requests asked"] += len(prompts)
+        return answers
+
+    def count(self, what: str, n: int = 1) -> None:
+        """Add `n` to the statistic `what` of this stage (in build.json)."""
+        self.counts[what] += n
+
+    def log(self, text: str) -> None:
+        """A progress line on stderr (when progress is shown)."""
+        if self.progress:
+            print(f"[{self.stage}] {text}", file=sys.stderr, flush=True)
+
+
+def check_rows(rows: Any, where: str) -> None:
+    """Refuse a table without the provenance columns, or whose `rejected` column is not
+    text."""
+    import pyarrow as pa
+
+    if not isinstance(rows, pa.Table):
+        raise LexsemError(f"{where}: a stage returns a pyarrow.Table, not {type(rows).__name__}")
+    missing = [c for c in PROVENANCE if c not in rows.column_names]
+    if missing:
+        raise LexsemError(f"{where}: the rows lack the provenance column(s) {', '.join(missing)}")
+    if REJECTED in rows.column_names and not (
+        pa.types.is_string(rows.schema.field(REJECTED).type)
+        or pa.types.is_large_string(rows.schema.field(REJECTED).type)
+        or pa.types.is_null(rows.schema.field(REJECTED).type)
+    ):
+        raise LexsemError(f"{where}: the column {REJECTED!r} holds reasons (text)")
+
+
+def accepted(rows: Any) -> Any:
+    """A boolean mask (pyarrow array) of the rows not rejected."""
+    import pyarrow.compute as pc
+
+    if REJECTED not in rows.column_names:
+        import pyarrow as pa
+
+        return pa.array([True] * rows.num_rows, pa.bool_())
+    return pc.is_null(rows[REJECTED])
+
+
+def reject(rows: Any, reasons: Sequence[str | None]) -> Any:
+    """`rows` with `reasons` (one per row; None: no new rejection) in the `rejected` column; a
+    row already rejected keeps its first reason."""
+    import pyarrow as pa
+
+    if len(reasons) != rows.num_rows:
+        raise ValueError(f"{len(reasons)} reasons for {rows.num_rows} rows")
+    old = rows[REJECTED].to_pylist() if REJECTED in rows.column_names else [None] * rows.num_rows
+    merged = pa.array(
+        [o if o is not None else r for o, r in zip(old, reasons, strict=True)], pa.string()
+    )
+    if REJECTED in rows.column_names:
+        return rows.set_column(rows.column_names.index(REJECTED), REJECTED, merged)
+    return rows.append_column(REJECTED, merged)
