@@ -238,8 +238,9 @@ def vsr_negative_candidates(
     """Pairs -> negative candidates (`CANDIDATE_SCHEMA`), VISLA §3.3 "Negative Caption".
 
     The candidates of a pair are the unique caption texts of `captions` (the `vsr_read` table;
-    read from the VSR file at `path` when not given) that occur on an image other than the pair's, differ from P1 and P2, and (with
-    `pool="same_objects"`) name the same two objects as the pair in either order; with
+    read from the VSR file at `path` when not given) that occur on an image other than the
+    pair's, differ from P1 and P2, and (with `pool="same_objects"`) name the same two objects
+    as the pair in either order; with
     `pool="all"` every unique caption of another image is a candidate. They are ranked by
     Jaccard similarity of word sets with P1 (highest first), ties broken by Jaccard with P2
     (highest first), then by the caption text (code-point order). The top `top_k` each make
