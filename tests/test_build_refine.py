@@ -286,3 +286,41 @@ def test_a_bad_gap_names_the_item(gap: object, shown: str) -> None:
 def test_a_missing_gap_column_is_named() -> None:
     with pytest.raises(DataError, match="score-gap column 'plaus'"):
         adversarial_refine(_small_table(), None, model1_gap="plaus")
+
+
+def test_a_recipe_refines_through_lexsem_build(tmp_path: Path) -> None:
+    """A recipe whose input holds the two gap columns, run by the CLI: the rows kept are those
+    `refine_keep` keeps per category with the recipe's seed; the others are rejected by name."""
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from lexsem.build.refine import refine_keep
+    from lexsem.cli import app
+
+    rng = np.random.default_rng(7)
+    rows = [{"id": i, "category": ("a", "b")[i % 2],
+             "vera_gap": float(rng.choice([-0.5, -0.3, -0.1, 0.1, 0.3, 0.5])),
+             "cola_gap": float(rng.choice([-0.5, -0.1, 0.1, 0.5]))}
+            for i in range(120)]  # fmt: skip
+    data = tmp_path / "gaps.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    recipe = tmp_path / "refine.toml"
+    recipe.write_text(
+        'name = "refine"\nseed = 3\n[input]\npath = "gaps.jsonl"\n[[stages]]\n'
+        'use = "adversarial_refine"\n[stages.settings]\nseed = 3\ngroup_by = "category"\n',
+        encoding="utf-8",
+    )
+    out = tmp_path / "built"
+    res = CliRunner().invoke(app, ["build", str(recipe), "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    (stage,) = sorted((out / "stages").glob("*.parquet"))
+    got = pq.read_table(stage).to_pylist()
+    kept = {r["id"] for r in got if r["rejected"] is None}
+    want: set[int] = set()
+    for cat in ("a", "b"):
+        group = [r for r in rows if r["category"] == cat]
+        picks = refine_keep([r["vera_gap"] for r in group], [r["cola_gap"] for r in group],
+                            np.random.RandomState(3))  # fmt: skip
+        want |= {group[k]["id"] for k in picks}
+    assert kept == want and 0 < len(kept) < len(rows)
+    assert {r["rejected"] for r in got if r["id"] not in kept} == {"adversarial_refinement"}

@@ -7,7 +7,11 @@ import importlib
 
 __all__ = ["STAGE_MODULES", "load_stages"]
 
-STAGE_MODULES = ("lexsem.build.caption_format",)
+STAGE_MODULES = (
+    "lexsem.build.caption_format",
+    "lexsem.build.refine",
+    "lexsem.build.vsr_spatial",
+)
 
 
 def load_stages(extra: tuple[str, ...] = ()) -> None:

@@ -1,0 +1,286 @@
+"""VISLA spatial candidates from VSR (`lexsem.build.vsr_spatial`; VISLA, §3.3): hand-made tables
+with every pair and ranking worked out by hand, and the real VSR file checked against an
+independent re-count and against VISLA's published spatial triplets."""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from lexsem.build.vsr_spatial import (
+    caption_words,
+    jaccard,
+    vsr_negative_candidates,
+    vsr_positive_pairs,
+    vsr_read,
+)
+from lexsem.errors import DataError
+
+# (image, caption, relation, label); the source_id of a row is its 1-based line number.
+TINY = [
+    ("A", "The cat is in the basket.", "in", 1),  # 1
+    ("A", "The basket contains the cat.", "contains", 1),  # 2
+    ("A", "The basket is under the cat.", "under", 0),  # 3
+    ("A", "The cat is on the dog.", "on", 1),  # 4
+    ("B", "The cat is outside the basket.", "outside", 0),  # 5
+    ("B", "The basket is far from the cat.", "far from", 1),  # 6
+    ("B", "The cat is in the basket.", "in", 1),  # 7
+    ("B", "The dog is in the basket.", "in", 1),  # 8
+    ("C", "The cat is on the basket.", "on", 1),  # 9
+    ("D", "The basket is in the cat.", "in", 0),  # 10
+    ("D", "The cat contains the basket.", "contains", 0),  # 11
+    ("D", "The cat by the basket.", "by", 0),  # 12
+]
+
+
+def _write(path: Path, rows: list[tuple[str, str, str, int]]) -> Path:
+    lines = [
+        json.dumps({"image": i, "caption": c, "relation": r, "label": lab, "annotator_id": 0})
+        for i, c, r, lab in rows
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def tiny(tmp_path: Path) -> pa.Table:
+    return vsr_read(None, None, path=_write(tmp_path / "vsr.jsonl", TINY))
+
+
+def test_words_and_jaccard() -> None:
+    assert caption_words("The Cat is on top-of the cat.") == {"the", "cat", "is", "on", "top", "of"}
+    assert jaccard(frozenset("ab"), frozenset("bc")) == 1 / 3
+    assert jaccard(frozenset(), frozenset()) == 0.0
+
+
+def test_read_parses_subject_and_object(tiny: pa.Table) -> None:
+    assert tiny.num_rows == 12
+    assert set(tiny["source"].to_pylist()) == {"vsr"}
+    assert tiny["source_id"].to_pylist() == [str(i) for i in range(1, 13)]
+    assert tiny["rejected"].null_count == 12
+    got = list(zip(tiny["subj"].to_pylist(), tiny["obj"].to_pylist(), strict=True))
+    assert got[1] == ("basket", "cat")
+    assert got[5] == ("basket", "cat")  # "is far from"
+    assert got[11] == ("cat", "basket")  # no "is"
+    assert tiny["label"].to_pylist()[:3] == [True, True, False]
+
+
+def test_read_keeps_an_unparsed_caption_as_rejected(tmp_path: Path) -> None:
+    table = vsr_read(None, None, path=_write(tmp_path / "v.jsonl", [("A", "A cat.", "in", 1)]))
+    assert table["rejected"].to_pylist() == ["caption_not_parsed"]
+    assert vsr_positive_pairs(table, None).num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "v.jsonl:2: not a JSON object"),
+        (
+            '{"image": "A", "caption": "The a is in the b.", "label": 1}',
+            "missing field(s) relation",
+        ),
+        (
+            '{"image": "A", "caption": "The a is in the b.", "relation": "in", "label": 2}',
+            "v.jsonl:2: label must be 0, 1, true or false",
+        ),
+    ],
+)
+def test_read_names_the_bad_line(tmp_path: Path, line: str, message: str) -> None:
+    path = _write(tmp_path / "v.jsonl", TINY[:1])
+    path.write_text(path.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=re.escape(message)):
+        vsr_read(None, None, path=path)
+
+
+def test_positive_pairs_are_swapped_captions_of_one_image(tiny: pa.Table) -> None:
+    pairs = vsr_positive_pairs(tiny, None)
+    assert pairs["source_id"].to_pylist() == ["1+2", "1+3", "5+6", "6+7", "10+11", "10+12"]
+    assert pairs["rejected"].to_pylist() == [
+        None,
+        "not_both_true",
+        "not_both_true",
+        None,
+        "not_both_true",
+        "not_both_true",
+    ]
+    first = pairs.slice(0, 1).to_pylist()[0]
+    assert (first["p1"], first["p2"], first["image"]) == (
+        "The cat is in the basket.",
+        "The basket contains the cat.",
+        "A",
+    )
+    assert (first["p1_relation"], first["p2_relation"]) == ("in", "contains")
+    assert vsr_positive_pairs(tiny, None, require_true=False)["rejected"].null_count == 6
+
+
+def test_a_repeated_caption_pair_is_one_pair(tmp_path: Path) -> None:
+    rows = [TINY[0], TINY[1], TINY[1], TINY[0]]
+    pairs = vsr_positive_pairs(vsr_read(None, None, path=_write(tmp_path / "v.jsonl", rows)))
+    assert pairs["source_id"].to_pylist() == ["1+2", "2+4"]  # P2 -> P1 order is another pair
+
+
+def _ranking(candidates: pa.Table, source_id: str) -> list[tuple[str, int, float]]:
+    rows = [r for r in candidates.to_pylist() if r["source_id"] == source_id]
+    return [(r["n"], r["n_rank"], r["n_jaccard"]) for r in rows]
+
+
+def test_negatives_ranked_by_jaccard_with_p1_then_p2_then_text(tiny: pa.Table) -> None:
+    pairs = vsr_positive_pairs(tiny, None)
+    out = vsr_negative_candidates(pairs, None, captions=tiny, top_k=6)
+    # P1 "The cat is in the basket." on image A; "The cat is in the basket." of image B is P1's
+    # text and "The basket is under the cat." occurs only on A: neither is a candidate.
+    assert _ranking(out, "1+2") == [
+        ("The basket is in the cat.", 1, 1.0),
+        ("The cat is on the basket.", 2, 4 / 6),  # ties with the next on P1 and P2: text order
+        ("The cat is outside the basket.", 3, 4 / 6),
+        ("The basket is far from the cat.", 4, 4 / 7),
+        ("The cat contains the basket.", 5, 3 / 6),  # P2-Jaccard 1.0
+        ("The cat by the basket.", 6, 3 / 6),  # P2-Jaccard 0.6
+    ]
+    # P1 "The basket is far from the cat.", P2 "The cat is in the basket." on image B.
+    assert _ranking(out, "6+7") == [
+        ("The basket is in the cat.", 1, 4 / 7),  # P2-Jaccard 1.0
+        ("The basket is under the cat.", 2, 4 / 7),  # P2-Jaccard 4/6, then text order
+        ("The cat is on the basket.", 3, 4 / 7),
+        ("The basket contains the cat.", 4, 3 / 7),  # P2-Jaccard all 0.5: text order
+        ("The cat by the basket.", 5, 3 / 7),
+        ("The cat contains the basket.", 6, 3 / 7),
+    ]
+    row = next(r for r in out.to_pylist() if r["n"] == "The basket is under the cat.")
+    assert (row["n_image"], row["n_source_id"], row["n_relation"]) == ("A", "3", "under")
+    rejected = [r for r in out.to_pylist() if r["rejected"] is not None]
+    assert [r["source_id"] for r in rejected] == ["1+3", "5+6", "10+11", "10+12"]
+    assert all(r["n"] is None for r in rejected)
+
+
+def test_default_top_three_and_the_all_captions_pool(tiny: pa.Table) -> None:
+    pairs = vsr_positive_pairs(tiny, None)
+    top3 = vsr_negative_candidates(pairs, None, captions=tiny)
+    assert [n for n, _, _ in _ranking(top3, "6+7")] == [
+        "The basket is in the cat.",
+        "The basket is under the cat.",
+        "The cat is on the basket.",
+    ]
+    every = vsr_negative_candidates(pairs, None, captions=tiny, top_k=4, pool="all")
+    # "The dog is in the basket." names other objects: a candidate only in the "all" pool.
+    assert [n for n, _, _ in _ranking(every, "1+2")] == [
+        "The basket is in the cat.",
+        "The cat is on the basket.",
+        "The cat is outside the basket.",
+        "The dog is in the basket.",
+    ]
+
+
+def test_a_pair_without_candidates_is_kept_as_rejected(tmp_path: Path) -> None:
+    captions = vsr_read(None, None, path=_write(tmp_path / "v.jsonl", TINY[:2]))
+    out = vsr_negative_candidates(vsr_positive_pairs(captions, None), None, captions=captions)
+    assert out["rejected"].to_pylist() == ["no_negative_candidate"]
+    with pytest.raises(DataError, match="top_k must be an integer >= 1"):
+        vsr_negative_candidates(out, None, captions=captions, top_k=0)
+
+
+# --- the real VSR file ---------------------------------------------------------------------
+
+
+def _vsr(test_data_dir: Path) -> Path:
+    return test_data_dir / "vsr" / "all_vsr_validated_data.jsonl"
+
+
+def _oracle_pairs(path: Path) -> set[tuple[str, str, str]]:
+    """Swapped, both-True caption pairs of one image, counted independently of the module."""
+    by_image = defaultdict(set)
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        head, tail = r["caption"].split(" " + r["relation"] + " the ", 1)
+        subj = re.sub(r"^The | (is|are)$", "", head)
+        if r["label"] == 1:
+            by_image[r["image"]].add((r["caption"], subj, tail.rstrip(".")))
+    out = set()
+    for image, captions in by_image.items():
+        for a, b in itertools.combinations(sorted(captions), 2):
+            if a[1] == b[2] and a[2] == b[1]:
+                out.add((image, *sorted((a[0], b[0]))))
+    return out
+
+
+@pytest.mark.data
+def test_real_vsr_pairs_match_an_independent_count(test_data_dir: Path) -> None:
+    captions = vsr_read(None, None, path=_vsr(test_data_dir))
+    assert captions.num_rows == len(_vsr(test_data_dir).read_text(encoding="utf-8").splitlines())
+    assert captions["rejected"].null_count == captions.num_rows  # every caption parses
+    pairs = vsr_positive_pairs(captions, None)
+    kept = [r for r in pairs.to_pylist() if r["rejected"] is None]
+    mined = {(r["image"], *sorted((r["p1"], r["p2"]))) for r in kept}
+    assert len(mined) == len(kept)
+    assert mined == _oracle_pairs(_vsr(test_data_dir))
+    again = vsr_positive_pairs(vsr_read(None, None, path=_vsr(test_data_dir)), None)
+    assert again.equals(pairs)
+    out = vsr_negative_candidates(pairs, None, captions=captions)
+    assert out.equals(vsr_negative_candidates(pairs, None, captions=captions))
+    ranks = defaultdict(list)
+    for r in out.to_pylist():
+        if r["rejected"] is None:
+            ranks[r["source_id"]].append(r["n_rank"])
+            assert r["n_image"] != r["image"] and r["n"] not in (r["p1"], r["p2"])
+    assert all(v == list(range(1, len(v) + 1)) and len(v) <= 3 for v in ranks.values())
+
+
+@pytest.mark.data
+def test_mined_pairs_cover_the_verbatim_visla_spatial_pairs(test_data_dir: Path) -> None:
+    """Of VISLA's published spatial triplets, those whose P1 and P2 are unedited, both-True VSR
+    captions of the triplet's image with subject and object swapped are all mined; the
+    measured count is at least 185 (docs/fidelity.md, "Building: VISLA spatial")."""
+    pairs = vsr_positive_pairs(vsr_read(None, None, path=_vsr(test_data_dir)), None)
+    mined = {
+        (r["image"], frozenset((r["p1"], r["p2"])))
+        for r in pairs.to_pylist()
+        if r["rejected"] is None
+    }
+    with (test_data_dir / "visla" / "Spatial_VISLA.tsv").open(encoding="utf-8") as f:
+        visla = list(csv.DictReader(f, delimiter="\t"))
+    oracle = _oracle_pairs(_vsr(test_data_dir))
+    swapped = [x for x in visla if (x["image"], *sorted((x["sent1"], x["sent2"]))) in oracle]
+    found = [x for x in visla if (x["image"], frozenset((x["sent1"], x["sent2"]))) in mined]
+    assert found == swapped
+    assert len(found) >= 185
+
+
+def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
+    test_data_dir: Path, tmp_path: Path
+) -> None:
+    """`src/lexsem/build/recipes/visla_spatial.toml` with the real VSR path, run by the CLI:
+    its stage outputs equal the stage functions called directly, and a rerun redoes nothing."""
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    from lexsem.cli import app
+
+    shipped = Path(__file__).parents[1] / "src/lexsem/build/recipes/visla_spatial.toml"
+    recipe = tmp_path / "visla_spatial.toml"
+    recipe.write_text(
+        shipped.read_text("utf-8").replace("PATH/TO/all_vsr_validated_data.jsonl",
+                                           str(_vsr(test_data_dir))),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = tmp_path / "built"
+    res = CliRunner().invoke(app, ["build", str(recipe), "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    stages = sorted((out / "stages").glob("*.parquet"))
+    assert [p.name.split("-", 1)[1] for p in stages] == ["pairs.parquet", "candidates.parquet"]
+    captions = vsr_read(None, None, path=_vsr(test_data_dir))
+    pairs = vsr_positive_pairs(captions, None)
+    want = vsr_negative_candidates(pairs, None, path=_vsr(test_data_dir), top_k=3)
+    got = pq.read_table(stages[1])
+    assert got.select(want.column_names).equals(want)
+    record = json.loads((out / "build.json").read_text("utf-8"))
+    assert record["complete"] is True
+    again = CliRunner().invoke(app, ["build", str(recipe), "-o", str(out), "-q"])
+    assert again.exit_code == 0, again.output
+    assert json.loads((out / "build.json").read_text("utf-8"))["stages"] == record["stages"]
