@@ -138,18 +138,7 @@ def train(
         "image_root": image_root, "device": device, "num_workers": num_workers,
         "n_boot": n_boot,
     }  # fmt: skip
-    # what the command line (or an environment variable) set replaces the preset; the rest is
-    # the preset's, else TrainConfig's default (the option's)
-    given = {k: v for k, v in fields.items() if _given(ctx, k)}
-    if lora:
-        given["lora"] = _settings(
-            LoraConfig, targets=tuple(lora.split(",")), r=lora_r, alpha=lora_alpha
-        )
-    if preset and preset not in PRESETS:
-        raise typer.BadParameter(f"unknown preset {preset!r} ({', '.join(PRESETS)})")
-    settings = {**(PRESETS[preset] if preset else {}), **given}
-    if settings.get("model") is None:
-        raise typer.BadParameter("give --model (or a --preset that names one)")
+    settings = _preset_and_given(ctx, fields, preset, lora, lora_r, lora_alpha)
     if not resume or (out / "train.json").is_file():  # else the resume check names what it is
         check_output_dir(out, kind="train.json", inputs=named_paths(manifest))
     cfg = _settings(TrainConfig, manifest=manifest, out=out, **settings)
@@ -160,6 +149,29 @@ def train(
         typer.echo(f"final: {res.final}")
     if res.best:
         typer.echo(f"best: {res.best}")
+
+
+def _preset_and_given(
+    ctx: typer.Context,
+    fields: dict[str, Any],
+    preset: str | None,
+    lora: str | None,
+    lora_r: int,
+    lora_alpha: float,
+) -> dict[str, Any]:
+    """The training settings: what the command line (or an environment variable) set replaces
+    the preset; the rest is the preset's, else TrainConfig's default (the option's)."""
+    given = {k: v for k, v in fields.items() if _given(ctx, k)}
+    if lora:
+        given["lora"] = _settings(
+            LoraConfig, targets=tuple(lora.split(",")), r=lora_r, alpha=lora_alpha
+        )
+    if preset and preset not in PRESETS:
+        raise typer.BadParameter(f"unknown preset {preset!r} ({', '.join(PRESETS)})")
+    settings = {**(PRESETS[preset] if preset else {}), **given}
+    if settings.get("model") is None:
+        raise typer.BadParameter("give --model (or a --preset that names one)")
+    return settings
 
 
 def _given(ctx: typer.Context, param: str) -> bool:
