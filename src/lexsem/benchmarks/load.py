@@ -11,7 +11,7 @@ from lexsem.benchmarks import checks
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset
 from lexsem.benchmarks.checks import Notice
 from lexsem.benchmarks.items import Item
-from lexsem.benchmarks.selectors import parse_selector
+from lexsem.benchmarks.selectors import names_subsets, parse_selector
 
 
 @dataclass
@@ -65,15 +65,7 @@ def load_benchmark(
     loaded = [bench.loader(bench, sub, ctx) for sub in subsets]
     if not strict:  # `lexsem validate`: everything as read, it reports what it finds
         return LoadedBenchmark(bench, loaded)
-    return _checked(bench, loaded, named=_names_subsets(selector))
-
-
-def _names_subsets(selector: str) -> bool:
-    """True for `NAME/SUBSET[,...]` (the user chose those subsets), False for a whole benchmark
-    or a user's file or folder."""
-    from lexsem.benchmarks import user
-
-    return not user.is_user_selector(selector) and "/" in selector.strip()
+    return _checked(bench, loaded, named=names_subsets(selector))
 
 
 def _checked(bench: Benchmark, loaded: list[LoadedSubset], *, named: bool) -> LoadedBenchmark:

@@ -1,7 +1,8 @@
 """A user's own benchmark file, evaluated without a pinned checksum: `FORMAT:PATH`.
 
 PATH is one file (one subset, named after the file) or a folder (one subset per file of the
-format's extension; for parquet, the subsets the data names). The benchmark behaves as the
+format's extension, except a frozen benchmark's `data_card.json`, `lexsem.benchmarks.frozen`;
+for parquet, the subsets the data names). The benchmark behaves as the
 built-in one of the same format (tasks, aggregates, image decoding) and is recorded in the run
 as `origin: user` with the sha256 of every file read.
 
@@ -23,6 +24,7 @@ from lexsem.benchmarks.formats import (
     load_visla_generic_tsv,
     load_visla_spatial_tsv,
 )
+from lexsem.benchmarks.frozen import CARD_JSON
 from lexsem.benchmarks.sources.files import Parser, parse_keeping_complete
 from lexsem.download import sha256_file
 from lexsem.errors import DataError, LexsemError
@@ -122,7 +124,9 @@ def _files(path: Path, ext: str, selector: str) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
-        found = sorted(p for p in path.iterdir() if p.suffix == ext and p.is_file())
+        found = sorted(
+            p for p in path.iterdir() if p.suffix == ext and p.is_file() and p.name != CARD_JSON
+        )
         if found:
             return found
         raise DataError(f"{selector}: no {ext} files in the folder {path}")

@@ -9,6 +9,7 @@ __all__ = ["STAGE_MODULES", "load_stages"]
 
 STAGE_MODULES = (
     "lexsem.build.caption_format",
+    "lexsem.build.freeze",
     "lexsem.build.refine",
     "lexsem.build.vsr_spatial",
 )

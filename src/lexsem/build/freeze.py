@@ -1,0 +1,254 @@
+"""Stage `freeze`: the accepted rows of a build written as a benchmark in lexsem's own formats,
+with the sha256 of every file and a data card (docs/building.md, "Freeze").
+
+Datasheets for datasets ask a dataset to say where its items came from, how they were made and
+filtered, and under which licence; the card holds what the build recorded (build.json: recipe,
+input sha256, generator id and fingerprint, seed, each stage's settings, prompts among them,
+and its acceptance counts, lexsem version) and what the recipe adds (`licences`, `notes`:
+human validation counts, blind-text baseline scores, ...).
+
+Output, in the build folder (layout: `lexsem.benchmarks.frozen`), written as one folder swapped
+into place (`lexsem.atomic.replace_dir`): ``benchmark/<subset>.json`` (format ``scpp``:
+SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs), ``benchmark/data_card.json`` and
+``benchmark/DATA_CARD.md``. `lexsem eval -b build:DIR` runs it. The rows are returned
+unchanged; rejected rows are left out of the benchmark and counted per reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from lexsem._version import __version__
+from lexsem.atomic import replace_dir
+from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
+from lexsem.build.inputs import file_sha256
+from lexsem.build.stage import REJECTED, StageContext, accepted, register_stage
+from lexsem.errors import LexsemError
+
+__all__ = ["freeze"]
+
+FORMATS = ("scpp", "sugarcrepe")
+SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+BUILD_FILE = "build.json"  # lexsem.build.runner.BUILD_FILE (the runner imports the stages)
+
+
+def _column(rows: Any, name: str, what: str) -> list[Any]:
+    if name not in rows.column_names:
+        raise LexsemError(
+            f"freeze: the rows have no column {name!r} (setting `{what}`); they have "
+            f"{', '.join(rows.column_names)}"
+        )
+    return rows[name].to_pylist()
+
+
+def _text(value: Any, row: dict[str, Any], what: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise LexsemError(
+            f"freeze: accepted row {row['source']}:{row['source_id']} has no text in `{what}` "
+            f"({value!r}); reject it in an earlier stage"
+        )
+    return value
+
+
+def _items(
+    rows: Any, fmt: str, cols: dict[str, str | None], subset: str | None, default_subset: str,
+    id_column: str | None,
+) -> dict[str, list[dict[str, Any]]]:  # fmt: skip
+    """The accepted rows as items of `fmt`, per subset, in row order."""
+    keep = accepted(rows).to_pylist()
+    data = {k: _column(rows, c, k) for k, c in cols.items() if c is not None and k != "image"}
+    images = (
+        rows[cols["image"]].to_pylist()
+        if cols["image"] is not None and cols["image"] in rows.column_names
+        else [None] * rows.num_rows
+    )
+    subsets = _column(rows, subset, "subset") if subset else [default_subset] * rows.num_rows
+    ids = _column(rows, id_column, "id") if id_column else None
+    sources, source_ids = rows["source"].to_pylist(), rows["source_id"].to_pylist()
+    out: dict[str, list[dict[str, Any]]] = {}
+    for i, ok in enumerate(keep):
+        if not ok:
+            continue
+        prov = {"source": sources[i], "source_id": source_ids[i]}
+        name = subsets[i]
+        if not isinstance(name, str) or not SUBSET_NAME.match(name):
+            raise LexsemError(
+                f"freeze: accepted row {prov['source']}:{prov['source_id']}: subset {name!r} is "
+                "not a file name (letters, digits, '_', '-', '.')"
+            )
+        items = out.setdefault(name, [])
+        key = str(ids[i]) if ids is not None else str(len(items))
+        texts = {k: _text(v[i], prov, k) for k, v in data.items()}
+        image = images[i] if isinstance(images[i], str) and images[i] else None
+        if fmt == "scpp":
+            item = {"id": key, "filename": image, "caption": texts["p1"],
+                    "caption2": texts["p2"], "negative_caption": texts["n"]}  # fmt: skip
+        else:
+            item = {"id": key, "filename": image, "caption": texts["p1"],
+                    "negative_caption": texts["n"]}  # fmt: skip
+        if image is None:
+            del item["filename"]
+        items.append({**item, **prov})
+    for name, items in out.items():
+        seen = Counter(it["id"] for it in items)
+        twice = [k for k, n in seen.items() if n > 1]
+        if twice:
+            raise LexsemError(
+                f"freeze: subset {name!r}: item id(s) {', '.join(twice[:5])} given to more than "
+                f"one row (column {id_column!r})"
+            )
+    return out
+
+
+def _write_items(fmt: str, items: list[dict[str, Any]], path: Path) -> None:
+    if fmt == "sugarcrepe":
+        body: Any = {it["id"]: {k: v for k, v in it.items() if k != "id"} for it in items}
+    else:
+        body = items
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(body, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+
+
+def _build_record(folder: Path) -> dict[str, Any] | None:
+    """What build.json records of the stages before this one (None outside a build)."""
+    try:
+        record = json.loads((folder / BUILD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    keep = ("lexsem_version", "recipe", "input", "model", "seed", "stages")
+    return {k: record.get(k) for k in keep}
+
+
+def freeze(
+    rows: Any,
+    ctx: StageContext | None,
+    *,
+    format: str = "scpp",
+    p1: str = "p1",
+    p2: str | None = None,
+    n: str = "n",
+    image: str | None = "image",
+    id: str | None = None,
+    subset: str | None = None,
+    default_subset: str = "all",
+    title: str = "",
+    licences: dict[str, str] | None = None,
+    notes: dict[str, Any] | None = None,
+) -> Any:
+    """Write the accepted rows as a benchmark in `ctx.out`/benchmark (see the module doc).
+
+    `p1`, `p2`, `n`, `image`: the columns of the positive, second positive (``scpp`` only;
+    default ``p2``), negative and image reference (optional: a missing column or a null is an
+    item without an image); `id`: the column of item ids (default: 0, 1, ... per subset);
+    `subset`: the column naming each row's subset (default: every row in `default_subset`);
+    `licences`: {source: licence} for the card; `notes`: more sections of the card (e.g.
+    ``{"human validation" = {...}, "blind-text baselines" = {...}}``)."""
+    if ctx is None:
+        raise LexsemError("freeze: needs the build folder (a StageContext)")
+    if format not in FORMATS:
+        raise LexsemError(f"freeze: format must be one of {', '.join(FORMATS)}, not {format!r}")
+    if format == "sugarcrepe" and p2 is not None:
+        raise LexsemError("freeze: format 'sugarcrepe' is pairs: it takes no `p2` column")
+    if not SUBSET_NAME.match(default_subset):
+        raise LexsemError(f"freeze: default_subset {default_subset!r} is not a file name")
+    cols = {"p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image}
+    subsets = _items(rows, format, cols, subset, default_subset, id)
+    if not subsets:
+        raise LexsemError("freeze: no accepted rows to freeze")
+    reasons = rows[REJECTED].to_pylist() if REJECTED in rows.column_names else []
+    left_out = dict(Counter(r for r in reasons if r is not None).most_common())
+
+    target = ctx.out / BENCHMARK_DIR
+    new = ctx.out / f".{BENCHMARK_DIR}.new"
+    shutil.rmtree(new, ignore_errors=True)
+    new.mkdir(parents=True)
+    try:
+        files = []
+        for name in sorted(subsets):
+            path = new / f"{name}.json"
+            _write_items(format, subsets[name], path)
+            files.append({"subset": name, "file": path.name, "sha256": file_sha256(path),
+                          "items": len(subsets[name])})  # fmt: skip
+        frozen = [it for name in sorted(subsets) for it in subsets[name]]
+        by_source = Counter(it["source"] for it in frozen)
+        card = {
+            "generator": "lexsem",
+            "kind": CARD_KIND,
+            "lexsem_version": __version__,
+            "title": title,
+            "format": format,
+            "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
+            "files": files,
+            "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
+            "sources": [
+                {"source": s, "items": c, "licence": (licences or {}).get(s)}
+                for s, c in sorted(by_source.items())
+            ],
+            "seed": ctx.seed,
+            "build": _build_record(ctx.out),
+            "notes": notes or {},
+        }
+        with open(new / CARD_JSON, "w", encoding="utf-8") as fh:
+            json.dump(card, fh, indent=2, ensure_ascii=False, default=str)
+            fh.write("\n")
+        (new / CARD_MD).write_text(_markdown(card), encoding="utf-8")
+        replace_dir(new, target, ctx.out / f".{BENCHMARK_DIR}.old")
+    finally:
+        shutil.rmtree(new, ignore_errors=True)
+    ctx.count("frozen", len(frozen))
+    ctx.count("left out", sum(left_out.values()))
+    ctx.log(f"{len(frozen)} items in {len(files)} subset(s) -> {target}")
+    return rows
+
+
+def _markdown(card: dict[str, Any]) -> str:
+    """The data card for people: the same facts as data_card.json."""
+    build = card["build"] or {}
+    recipe = build.get("recipe") or {}
+    out = [f"# Data card: {card['title'] or recipe.get('name') or 'built benchmark'}", ""]
+    out += [f"Format `{card['format']}` (run it: `lexsem eval -b build:DIR`); "
+            f"lexsem {card['lexsem_version']}; seed {card['seed']}.", ""]  # fmt: skip
+    out += ["## Files", "", "| subset | file | items | sha256 |", "|---|---|---|---|"]
+    out += [
+        f"| {f['subset']} | {f['file']} | {f['items']} | `{f['sha256']}` |" for f in card["files"]
+    ]
+    rows = card["rows"]
+    out += ["", "## Rows", "", f"{rows['in']} rows in, {rows['frozen']} frozen, "
+            f"{sum(rows['left_out'].values())} left out (rejected)."]  # fmt: skip
+    out += [f"- {why}: {k}" for why, k in rows["left_out"].items()]
+    out += ["", "## Sources", "", "| source | items | licence |", "|---|---|---|"]
+    out += [f"| {s['source']} | {s['items']} | {s['licence'] or 'not given'} |"
+            for s in card["sources"]]  # fmt: skip
+    out += ["", "## Build", ""]
+    if not build:
+        out += ["No build record (build.json) was found."]
+    else:
+        inp = build.get("input") or {}
+        model = build.get("model") or {}
+        out += [f"- recipe: {recipe.get('name')} (sha256 `{recipe.get('sha256')}`)",
+                f"- input: {inp.get('described')} ({inp.get('rows')} rows, sha256 "
+                f"`{inp.get('sha256')}`)",
+                f"- generator: {model.get('spec') or 'none'}"]  # fmt: skip
+        if model.get("fingerprint"):
+            out.append(f"- generator fingerprint: `{json.dumps(model['fingerprint'])}`")
+        out += ["", "| stage | uses | rows | accepted | rejected (per reason) | settings |",
+                "|---|---|---|---|---|---|"]  # fmt: skip
+        for s in build.get("stages") or []:
+            why = ", ".join(f"{k}: {v}" for k, v in (s.get("rejected") or {}).items()) or "-"
+            settings = json.dumps(s.get("settings") or {}, ensure_ascii=False)
+            out.append(f"| {s.get('name')} | {s.get('use')} | {s.get('rows')} | "
+                       f"{s.get('accepted')} | {why} | `{settings}` |")  # fmt: skip
+    for section, body in card["notes"].items():
+        out += ["", f"## {section}", "", "```json", json.dumps(body, indent=2, default=str), "```"]
+    return "\n".join(out) + "\n"
+
+
+register_stage("freeze", freeze)

@@ -1,0 +1,154 @@
+"""Stage `freeze` (docs/building.md, "Freeze"): a build's accepted rows written as a benchmark
+with its sha256s and data card, run by `lexsem eval -b build:DIR` and passed by
+`lexsem validate`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from lexsem.benchmarks.load import load_benchmark
+from lexsem.cli.app import app
+from lexsem.errors import DataError
+
+runner = CliRunner()
+
+TRIPLETS = [
+    {"p1": "a dog on a sofa", "p2": "a sofa with a dog on it", "n": "a sofa on a dog"},
+    {"p1": "", "p2": "nothing", "n": "something"},  # rejected by caption_format
+    {"p1": "two cats near a box", "p2": "a box near two cats", "n": "two boxes near a cat"},
+    {"p1": "a man rides a horse", "p2": "a horse carries a man", "n": "a horse rides a man"},
+]
+
+RECIPE = """
+name = "tiny-triplets"
+seed = 7
+
+[input]
+path = "triplets.jsonl"
+
+[[stages]]
+use = "caption_format"
+name = "format"
+[stages.settings]
+column = "p1"
+
+[[stages]]
+use = "freeze"
+[stages.settings]
+format = "scpp"
+image = "image"
+title = "Tiny triplets"
+licences = { "triplets.jsonl" = "CC0-1.0" }
+[stages.settings.notes."human validation"]
+checked = 3
+kept = 3
+"""
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    (tmp_path / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TRIPLETS))
+    (tmp_path / "recipe.toml").write_text(RECIPE)
+    out = tmp_path / "build"
+    res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    return out
+
+
+def test_freeze_writes_items_and_card(built: Path) -> None:
+    folder = built / "benchmark"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "DATA_CARD.md",
+        "all.json",
+        "data_card.json",
+    ]
+    items = json.loads((folder / "all.json").read_text())
+    kept = [t for t in TRIPLETS if t["p1"]]
+    assert [it["caption2"] for it in items] == [t["p2"] for t in kept]
+    assert [it["negative_caption"] for it in items] == [t["n"] for t in kept]
+    assert items[0]["caption"] == "A dog on a sofa."  # formatted by the stage before
+    assert [it["source_id"] for it in items] == ["1", "3", "4"]  # JSON Lines line numbers
+    assert all("filename" not in it for it in items)  # no image column: text-only items
+
+    card = json.loads((folder / "data_card.json").read_text())
+    assert card["files"] == [
+        {"subset": "all", "file": "all.json", "sha256": _sha(folder / "all.json"), "items": 3}
+    ]
+    assert card["rows"] == {"in": 4, "frozen": 3, "left_out": {"empty caption": 1}}
+    assert card["sources"] == [{"source": "triplets.jsonl", "items": 3, "licence": "CC0-1.0"}]
+    assert card["notes"] == {"human validation": {"checked": 3, "kept": 3}}
+    build = card["build"]
+    assert build["input"]["sha256"] == _sha(built.parent / "triplets.jsonl")
+    assert build["recipe"]["sha256"] == _sha(built.parent / "recipe.toml")
+    assert build["seed"] == 7
+    (fmt,) = build["stages"]  # the stages before freeze
+    assert fmt["use"] == "caption_format" and fmt["settings"] == {"column": "p1"}
+    assert (fmt["rows"], fmt["accepted"], fmt["rejected"]) == (4, 3, {"empty caption": 1})
+    md = (folder / "DATA_CARD.md").read_text()
+    assert "# Data card: Tiny triplets" in md and _sha(folder / "all.json") in md
+    assert "| triplets.jsonl | 3 | CC0-1.0 |" in md and "empty caption: 1" in md
+
+    record = json.loads((built / "build.json").read_text())
+    last = record["stages"][-1]
+    assert last["use"] == "freeze" and last["rows"] == 4 and last["accepted"] == 3
+    assert last["counts"] == {"frozen": 3, "left out": 1}
+
+
+def test_build_selector_eval_and_validate(built: Path, tmp_path: Path, minilm_path: Path) -> None:
+    loaded = load_benchmark(f"build:{built}")
+    assert loaded.spec.name == "build:build" and loaded.spec.origin == "user"
+    assert [s.spec.name for s in loaded.subsets] == ["all"]
+    assert [it.p2 for it in loaded.items] == [t["p2"] for t in TRIPLETS if t["p1"]]
+    same = load_benchmark(f"scpp:{built / 'benchmark'}")  # the card is not a subset
+    assert [s.spec.name for s in same.subsets] == ["all"]
+
+    res = runner.invoke(app, ["validate", f"build:{built}"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "run"
+    res = runner.invoke(
+        app,
+        ["eval", "-m", "minilm", "-b", f"build:{built}", "-o", str(run), "--n-boot", "10",
+         "--device", "cpu"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    record = json.loads((run / "run.json").read_text())
+    assert record["benchmarks"][0]["name"] == "build:build"
+    results = [r for r in record["results"] if r["subset"] == "all"]
+    assert results and all(r["n"] == 3 for r in results if "n" in r)
+
+
+def test_changed_file_is_refused(built: Path) -> None:
+    path = built / "benchmark" / "all.json"
+    path.write_text(path.read_text().replace("dog", "cat"))
+    with pytest.raises(DataError, match="changed after it was frozen"):
+        load_benchmark(f"build:{built}")
+    with pytest.raises(DataError, match="no frozen benchmark"):
+        load_benchmark(f"build:{built / 'stages'}")
+
+
+def test_rebuild_replaces_subsets_and_sugarcrepe_pairs(built: Path) -> None:
+    recipe = built.parent / "recipe.toml"
+    text = RECIPE.replace('format = "scpp"', 'format = "sugarcrepe"\nsubset = "kind"')
+    rows = [{**t, "kind": "swap" if i % 2 else "replace"} for i, t in enumerate(TRIPLETS)]
+    (built.parent / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in rows))
+    recipe.write_text(text)
+    res = runner.invoke(app, ["build", str(recipe), "-o", str(built)])
+    assert res.exit_code == 0, res.output
+    folder = built / "benchmark"
+    assert sorted(p.name for p in folder.glob("*.json")) == [
+        "data_card.json", "replace.json", "swap.json"
+    ]  # fmt: skip
+    pairs = json.loads((folder / "swap.json").read_text())
+    assert list(pairs) == ["0"] and pairs["0"]["negative_caption"] == TRIPLETS[3]["n"]
+    loaded = load_benchmark(f"build:{built}")
+    assert {s.spec.name: len(s.items) for s in loaded.subsets} == {"replace": 2, "swap": 1}
+    assert loaded.spec.item_kind == "pair"
