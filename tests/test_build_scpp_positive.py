@@ -270,10 +270,16 @@ def test_a_rerun_sends_nothing(tmp_path: Path, gen: RuleGenerator) -> None:
     assert pq.read_table(again.output).equals(pq.read_table(first.output))
 
 
-def test_lexsem_build_writes_triplets_for_human_validation(
+def test_lexsem_build_runs_the_shipped_recipe_into_triplets(
     tmp_path: Path, gen: RuleGenerator
 ) -> None:
-    recipe = _recipe(tmp_path, ALL)
+    """`src/lexsem/build/recipes/scpp_positive.toml`, its input and generator replaced."""
+    _recipe(tmp_path, ALL)
+    shipped = Path(__file__).parents[1] / "src/lexsem/build/recipes/scpp_positive.toml"
+    text = shipped.read_text(encoding="utf-8").replace("PATH/TO/items.jsonl", "triplets.jsonl")
+    text = re.sub(r'(?m)^generator = ".*"$', 'generator = "fake:x"', text)
+    recipe = tmp_path / "shipped.toml"
+    recipe.write_text(text.replace("seed = 0", "seed = 7"), encoding="utf-8")
     out = tmp_path / "out"
     args = ["build", str(recipe), "-o", str(out), "--cache-dir", str(tmp_path / "c")]
     done = CliRunner().invoke(app, args)
