@@ -11,6 +11,7 @@ STAGE_MODULES = (
     "lexsem.build.caption_format",
     "lexsem.build.freeze",
     "lexsem.build.refine",
+    "lexsem.build.scpp_positive",
     "lexsem.build.vsr_spatial",
 )
 

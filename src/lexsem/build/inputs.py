@@ -83,7 +83,8 @@ def _read_file(path: Path) -> Any:
                 raise DataError(f"{path}, line {n}: not JSON ({exc.msg})") from None
             if not isinstance(row, dict):
                 raise DataError(f"{path}, line {n}: a JSON object per line, not {row!r:.40}")
-            row.setdefault("source_id", str(n))
+            if "id" not in row:  # the line number; else `with_provenance` takes the id
+                row.setdefault("source_id", str(n))
             rows.append(row)
     if not rows:
         raise DataError(f"{path}: no rows")
