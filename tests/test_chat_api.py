@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from builders.chat_server import NEGATIVES, Server, make_bench, serve
+from builders.chat_server import NEGATIVES, Server
 from builders.fakes import TRIPLETS
 from lexsem.cli import app
 from lexsem.engine.chat import chat_records
@@ -29,17 +28,6 @@ from lexsem.tasks.catalog import get_task
 from lexsem.tasks.choice import Answer, score_choices
 
 KEY = "sk-test-never-written-0123456789"
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[Server, str]]:
-    with serve() as running:
-        yield running
-
-
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    return make_bench(tmp_path, monkeypatch)
 
 
 def ask_choices(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from builders.chat_server import NEGATIVES, ODD, Server, make_bench, serve
+from builders.chat_server import NEGATIVES, ODD, Server
 from lexsem.cli import app
 from lexsem.engine.chat import answer_probabilities
 from lexsem.engine.request_store import RequestStore
@@ -25,17 +24,6 @@ from lexsem.errors import LexsemError, ModelError
 from lexsem.models.backends.openai_chat import OpenAIChat, prompt_answer_prob, top_answer_probs
 from lexsem.models.chat import AnswerProb, StopRun
 from lexsem.models.protocols import fingerprint_key
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[Server, str]]:
-    with serve() as running:
-        yield running
-
-
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    return make_bench(tmp_path, monkeypatch)
 
 
 @dataclass

@@ -9,14 +9,12 @@ import io
 import re
 import socket
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from builders.chat_server import Server, make_bench, serve
+from builders.chat_server import Server
 from lexsem.cli import app
 from lexsem.engine import progress
 from lexsem.engine.chat import chat_records
@@ -29,17 +27,6 @@ from lexsem.images.image_store import ImageStore
 from lexsem.models.backends.openai_chat import OpenAIChat
 from lexsem.models.protocols import fingerprint_key
 from lexsem.tasks.catalog import get_task
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[Server, str]]:
-    with serve() as running:
-        yield running
-
-
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    return make_bench(tmp_path, monkeypatch)
 
 
 @pytest.fixture
@@ -113,7 +100,7 @@ def test_waiting_shows_answered_failed_and_retrying(
     state.faults = ["500"] * 3
     state.fail = "never-in-a-prompt"
     monkeypatch.setattr(progress, "LINE_INTERVAL_S", 0.0)
-    monkeypatch.setattr(progress, "_is_tty", lambda stream: False)
+    monkeypatch.setattr(progress, "is_tty", lambda stream: False)
     err = io.StringIO()
     monkeypatch.setattr("sys.stderr", err)
     _records(url, bench, concurrency=1, backoff=0.3, progress=True)

@@ -6,29 +6,17 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from builders.chat_server import Server, make_bench, serve
+from builders.chat_server import Server
 from lexsem.cli import app
 from lexsem.credentials import redact, redact_url, redacted
 
 KEY = "Sk9TopSecret4242"
-
-
-@pytest.fixture
-def server() -> Iterator[tuple[Server, str]]:
-    with serve() as running:
-        yield running
-
-
-@pytest.fixture
-def bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    return make_bench(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize(

@@ -11,31 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 from typer.testing import CliRunner
 
 from builders.backends import require_module
+from builders.tiny_dual_models import write_tiny_openclip
 
 pytestmark = pytest.mark.torch
-
-TINY_CFG: dict[str, Any] = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random tiny open_clip CLIP as a custom arch file and a checkpoint: its spec."""
-    oc = require_module("open_clip")
-    folder = tmp_path_factory.mktemp("tiny-clip")
-    cfg = folder / "tiny-changes.json"
-    cfg.write_text(json.dumps(TINY_CFG))
-    oc.add_model_config(folder)
-    torch.manual_seed(0)
-    torch.save(oc.create_model("tiny-changes").state_dict(), folder / "init.pt")
-    return f"openclip:{cfg}@{folder / 'init.pt'}?quick_gelu=false"
+    require_module("open_clip")
+    return write_tiny_openclip(tmp_path_factory.mktemp("tiny-clip"), "tiny-changes")
 
 
 @pytest.fixture

@@ -14,29 +14,17 @@ import pytest
 import torch
 
 from builders.backends import require_module
+from builders.tiny_dual_models import write_tiny_openclip
 from lexsem.errors import DataError, ModelError
 
 pytestmark = pytest.mark.torch
-
-TINY_CFG: dict[str, Any] = {
-    "embed_dim": 16,
-    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
-    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
-}
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A random tiny open_clip CLIP as a custom arch file and a checkpoint: its spec."""
-    oc = require_module("open_clip")
-    folder = tmp_path_factory.mktemp("tiny-clip")
-    cfg = folder / "tiny-train.json"
-    cfg.write_text(json.dumps(TINY_CFG))
-    oc.add_model_config(folder)
-    torch.manual_seed(0)
-    model = oc.create_model("tiny-train")
-    torch.save(model.state_dict(), folder / "init.pt")
-    return f"openclip:{cfg}@{folder / 'init.pt'}?quick_gelu=false"
+    require_module("open_clip")
+    return write_tiny_openclip(tmp_path_factory.mktemp("tiny-clip"), "tiny-train")
 
 
 @pytest.fixture(scope="module")

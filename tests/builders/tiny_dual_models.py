@@ -109,3 +109,23 @@ def direct_tokens(family: str, folder: Path, texts: list[str], max_length: int |
     if family in ("siglip", "siglip2"):  # trained without a padding mask
         return {"input_ids": enc["input_ids"]}
     return dict(enc)
+
+
+TINY_OPENCLIP_CFG: dict[str, Any] = {
+    "embed_dim": 16,
+    "vision_cfg": {"image_size": 32, "layers": 1, "width": 32, "head_width": 16, "patch_size": 16},
+    "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": 32, "heads": 2, "layers": 1},
+}
+
+
+def write_tiny_openclip(folder: Path, name: str, seed: int = 0) -> str:
+    """A random tiny open_clip CLIP (32-px ViT, width 32, one layer per tower) as the custom
+    architecture file `folder/NAME.json` and the checkpoint `folder/init.pt`: its spec."""
+    oc = optional_import("open_clip")
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = folder / f"{name}.json"
+    cfg.write_text(json.dumps(TINY_OPENCLIP_CFG))
+    oc.add_model_config(folder)
+    torch.manual_seed(seed)
+    torch.save(oc.create_model(name).state_dict(), folder / "init.pt")
+    return f"openclip:{cfg}@{folder / 'init.pt'}?quick_gelu=false"

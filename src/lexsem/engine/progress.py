@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TextIO
 
-__all__ = ["LINE_INTERVAL_S", "Interrupted", "Progress", "duration"]
+__all__ = ["LINE_INTERVAL_S", "Interrupted", "Progress", "duration", "is_tty", "rich_bar"]
 
 LINE_INTERVAL_S = 15.0  # seconds between two progress lines when stderr is not a terminal
 
@@ -89,7 +89,7 @@ class Progress:
         self._start = self._last = clock()
         self.mode = "off"
         if enabled and self.total > 0:
-            self.mode = "bar" if _is_tty(self._stream) else "lines"
+            self.mode = "bar" if is_tty(self._stream) else "lines"
         self._bar: Any = None
         self._task: Any = None
         self.detail = ""  # shown after the counts: what the loop is waiting on
@@ -124,7 +124,7 @@ class Progress:
     # -- context -----------------------------------------------------------------------------------
     def __enter__(self) -> Progress:
         if self.mode == "bar":
-            self._bar = _rich_bar(self.label, self._stream)
+            self._bar = rich_bar(self._stream)
             self._bar.__enter__()
             self._task = self._bar.add_task(self.label, total=self.total)
         elif self.mode == "lines":
@@ -167,15 +167,17 @@ class Progress:
         print(text, file=self._stream, flush=True)
 
 
-def _is_tty(stream: Any) -> bool:
+def is_tty(stream: Any) -> bool:
+    """Whether `stream` is a terminal (False for a stream without `isatty` or closed)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         return False
 
 
-def _rich_bar(label: str, stream: TextIO) -> Any:
-    """A transient rich bar on `stream`."""
+def rich_bar(stream: TextIO, *, info: bool = False) -> Any:
+    """A transient rich bar on `stream`: the task's description, bar, done / total, (with
+    `info`, the task's `info` field,) elapsed and remaining time."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -184,14 +186,14 @@ def _rich_bar(label: str, stream: TextIO) -> Any:
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
-    from rich.progress import (
-        Progress as RichProgress,
-    )
+    from rich.progress import Progress as RichProgress
 
+    extra = [TextColumn("{task.fields[info]}")] if info else []
     return RichProgress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
+        *extra,
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=Console(file=stream),

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from lexsem.engine.progress import duration
+from lexsem.engine.progress import duration, is_tty, rich_bar
 
 __all__ = ["LOG_EVERY", "TrainProgress"]
 
@@ -46,7 +46,7 @@ class TrainProgress:
         self._first: int | None = None  # the step this process started from (a resumed run)
         self.mode = "off"
         if enabled:
-            self.mode = "bar" if _is_tty(self._stream) else "lines"
+            self.mode = "bar" if is_tty(self._stream) else "lines"
         self._bar: Any = None
         self._task: Any = None
 
@@ -61,7 +61,7 @@ class TrainProgress:
             f"training: {self.total:,} steps, {self.epochs} epochs of {self.per_epoch:,}, {where}"
         )
         if self.mode == "bar":
-            self._bar = _rich_line(self._stream)
+            self._bar = rich_bar(self._stream, info=True)
             self._bar.__enter__()
             self._task = self._bar.add_task("training", total=self.total, completed=step, info="")
 
@@ -113,34 +113,3 @@ class TrainProgress:
             self._bar.console.print(text, markup=False, highlight=False)
         else:
             print(text, file=self._stream, flush=True)
-
-
-def _is_tty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):  # no isatty, or a closed stream
-        return False
-
-
-def _rich_line(stream: TextIO) -> Any:
-    """A transient rich progress line on `stream`: bar, steps, the step's loss and rate."""
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.progress import Progress as RichProgress
-
-    return RichProgress(
-        TextColumn("training"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[info]}"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(file=stream),
-        transient=True,
-    )
