@@ -8,6 +8,7 @@ import importlib
 __all__ = ["STAGE_MODULES", "load_stages"]
 
 STAGE_MODULES = (
+    "lexsem.build.baselines",
     "lexsem.build.caption_format",
     "lexsem.build.freeze",
     "lexsem.build.refine",

@@ -30,7 +30,7 @@ from lexsem.build.inputs import file_sha256
 from lexsem.build.stage import REJECTED, StageContext, accepted, register_stage
 from lexsem.errors import LexsemError
 
-__all__ = ["freeze"]
+__all__ = ["card_markdown", "freeze"]
 
 FORMATS = ("scpp", "sugarcrepe")
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
@@ -199,7 +199,7 @@ def freeze(
         with open(new / CARD_JSON, "w", encoding="utf-8") as fh:
             json.dump(card, fh, indent=2, ensure_ascii=False, default=str)
             fh.write("\n")
-        (new / CARD_MD).write_text(_markdown(card), encoding="utf-8")
+        (new / CARD_MD).write_text(card_markdown(card), encoding="utf-8")
         replace_dir(new, target, ctx.out / f".{BENCHMARK_DIR}.old")
     finally:
         shutil.rmtree(new, ignore_errors=True)
@@ -209,7 +209,7 @@ def freeze(
     return rows
 
 
-def _markdown(card: dict[str, Any]) -> str:
+def card_markdown(card: dict[str, Any]) -> str:
     """The data card for people: the same facts as data_card.json."""
     build = card["build"] or {}
     recipe = build.get("recipe") or {}
@@ -246,9 +246,28 @@ def _markdown(card: dict[str, Any]) -> str:
             settings = json.dumps(s.get("settings") or {}, ensure_ascii=False)
             out.append(f"| {s.get('name')} | {s.get('use')} | {s.get('rows')} | "
                        f"{s.get('accepted')} | {why} | `{settings}` |")  # fmt: skip
+    out += _baselines_markdown(card.get("baselines") or [])
     for section, body in card["notes"].items():
         out += ["", f"## {section}", "", "```json", json.dumps(body, indent=2, default=str), "```"]
     return "\n".join(out) + "\n"
+
+
+def _baselines_markdown(baselines: list[dict[str, Any]]) -> list[str]:
+    """The `baselines` of the card (stage `baseline_scores`) as a table, micro rows only."""
+    rows = [b for b in baselines if b.get("subset") == "_micro"] or baselines
+    if not rows:
+        return []
+    out = ["", "## Baselines", "", "| model | task | metric | subset | n | accuracy | CI |",
+           "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for b in rows:
+        ci = (
+            f"[{b['ci_low']:.2f}, {b['ci_high']:.2f}]"
+            if b.get("ci_low") is not None and b.get("ci_high") is not None
+            else "-"
+        )
+        out.append(f"| {b['model']} | {b['task']} | {b['metric']} | {b['subset']} | {b['n']} | "
+                   f"{b['accuracy']:.2f} | {ci} |")  # fmt: skip
+    return out
 
 
 register_stage("freeze", freeze)
