@@ -27,9 +27,7 @@ def _images(out: Path, n_rows: int, k: int) -> list[list[str]]:
         for j in range(k):
             rel = f"files/gen/{r}_{r:012d}_{j}.png"
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
-            Image.new("RGB", (36, 36), ((60 * r + 90 * j) % 256, 30 * j % 256, 200)).save(
-                out / rel
-            )
+            Image.new("RGB", (36, 36), ((60 * r + 90 * j) % 256, 30 * j % 256, 200)).save(out / rel)
             paths.append(rel)
         lists.append(paths)
     return lists
@@ -37,12 +35,15 @@ def _images(out: Path, n_rows: int, k: int) -> list[list[str]]:
 
 def _rows(lists: list[list[str] | None], rejected: list[str | None] | None = None) -> pa.Table:
     n = len(lists)
-    return pa.table({
-        "source": ["coco"] * n, "source_id": [str(100 + i) for i in range(n)],
-        "negative_caption": [f"A red object number {i}." for i in range(n)],
-        "images": pa.array(lists, pa.list_(pa.string())),
-        "rejected": pa.array(rejected or [None] * n, pa.string()),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "source": ["coco"] * n,
+            "source_id": [str(100 + i) for i in range(n)],
+            "negative_caption": [f"A red object number {i}." for i in range(n)],
+            "images": pa.array(lists, pa.list_(pa.string())),
+            "rejected": pa.array(rejected or [None] * n, pa.string()),
+        }
+    )
 
 
 def _reference_best(scores: Sequence[float]) -> int:
@@ -68,9 +69,12 @@ def test_first_is_the_one_image_bivlc_generated(tmp_path: Path) -> None:
 def test_score_takes_the_reference_argmax_on_tiny_scores(tmp_path: Path) -> None:
     lists = _images(tmp_path, 5, 3)
     table = {  # row -> scores of its 3 images
-        "100": [0.1, 0.7, 0.3], "101": [0.5, 0.5, 0.2], "102": [-1.0, -2.0, -0.5],
-        "103": [0.2, 0.2, 0.2], "104": [0.0, 0.4, 0.9],
-    }  # fmt: skip
+        "100": [0.1, 0.7, 0.3],
+        "101": [0.5, 0.5, 0.2],
+        "102": [-1.0, -2.0, -0.5],
+        "103": [0.2, 0.2, 0.2],
+        "104": [0.0, 0.4, 0.9],
+    }
     by_caption = {f"A red object number {i}.": table[str(100 + i)] for i in range(5)}
 
     def scorer(paths: Sequence[Path], caption: str) -> list[float]:
@@ -78,8 +82,9 @@ def test_score_takes_the_reference_argmax_on_tiny_scores(tmp_path: Path) -> None
         return by_caption[caption]
 
     rows = _rows(lists, [None, None, None, "duplicate", None])
-    out = select_best_image(rows, StageContext(tmp_path), rule="score", scorer=scorer,
-                            min_score=0.25).to_pylist()  # fmt: skip
+    out = select_best_image(
+        rows, StageContext(tmp_path), rule="score", scorer=scorer, min_score=0.25
+    ).to_pylist()
     for i, r in enumerate(out):
         if i == 3:  # rejected earlier: untouched
             assert r["negative_image"] is None and r["rejected"] == "duplicate"
@@ -88,8 +93,12 @@ def test_score_takes_the_reference_argmax_on_tiny_scores(tmp_path: Path) -> None
         assert r["image_choice"] == best and r["negative_image"] == lists[i][best]
         assert r["image_scores"] == table[r["source_id"]]
     assert [r["rejected"] for r in out] == [
-        None, None, "image score below min_score", "duplicate", None,
-    ]  # fmt: skip
+        None,
+        None,
+        "image score below min_score",
+        "duplicate",
+        None,
+    ]
 
 
 @pytest.mark.torch
@@ -104,8 +113,9 @@ def test_score_with_a_tiny_openclip_is_open_clips_cosine(tmp_path: Path) -> None
 
     spec = write_tiny_openclip(tmp_path / "clip", "tiny-best-image")
     lists = _images(tmp_path, 2, 3)
-    out = select_best_image(_rows(lists), StageContext(tmp_path), rule="score", model=spec,
-                            device="cpu").to_pylist()  # fmt: skip
+    out = select_best_image(
+        _rows(lists), StageContext(tmp_path), rule="score", model=spec, device="cpu"
+    ).to_pylist()
     model = open_clip.create_model("tiny-best-image")
     model.load_state_dict(torch.load(tmp_path / "clip" / "init.pt"))
     model.eval()
@@ -113,8 +123,9 @@ def test_score_with_a_tiny_openclip_is_open_clips_cosine(tmp_path: Path) -> None
     tok = open_clip.get_tokenizer("tiny-best-image")
     for i, r in enumerate(out):
         with torch.no_grad():
-            pix = torch.stack([preprocess(Image.open(tmp_path / p).convert("RGB"))
-                               for p in lists[i]])  # fmt: skip
+            pix = torch.stack(
+                [preprocess(Image.open(tmp_path / p).convert("RGB")) for p in lists[i]]
+            )
             img = model.encode_image(pix, normalize=True)
             txt = model.encode_text(tok([f"A red object number {i}."]), normalize=True)
         want = (img @ txt.T)[:, 0].numpy()

@@ -19,7 +19,7 @@ def _reference_rows(payload: dict[str, Any]) -> list[tuple[str, str]]:
     """BiVLC's TROHN_Text_generation.py reading, transcribed: '%012d.jpg' % image_id, the
     caption stripped, then its line breaks made spaces."""
     return [
-        ("%012d.jpg" % a["image_id"], a["caption"].strip().replace("\n", " "))
+        (f"{a['image_id']:012d}.jpg", a["caption"].strip().replace("\n", " "))
         for a in payload["annotations"]
     ]
 
@@ -87,8 +87,11 @@ def test_bad_files_are_named_with_the_item(tmp_path: Path, mutate: Any, message:
 def test_unreadable_files_and_missing_images(tmp_path: Path) -> None:
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "broken.json").write_text('{"annotations": [')
-    for name, message in (("list.json", "expected a JSON object"), ("broken.json", "not JSON"),
-                          ("absent.json", "cannot read")):  # fmt: skip
+    for name, message in (
+        ("list.json", "expected a JSON object"),
+        ("broken.json", "not JSON"),
+        ("absent.json", "cannot read"),
+    ):
         with pytest.raises(DataError, match=message) as err:
             coco_captions(tmp_path / name)
         assert name in str(err.value)

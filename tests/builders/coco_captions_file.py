@@ -25,9 +25,7 @@ def coco_payload(annotations: tuple[tuple[int, int, str], ...] = ANNOTATIONS) ->
     return {
         "info": {"description": "tiny"},
         "images": [{"id": i, "file_name": f"{i:012d}.jpg", "height": 8, "width": 8} for i in ids],
-        "annotations": [
-            {"id": a, "image_id": i, "caption": c} for a, i, c in annotations
-        ],
+        "annotations": [{"id": a, "image_id": i, "caption": c} for a, i, c in annotations],
     }
 
 

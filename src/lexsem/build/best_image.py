@@ -150,8 +150,9 @@ def select_best_image(
     positions: list[int | None] = []
     all_scores: list[list[float] | None] = []
     reasons: list[str | None] = []
-    for ok, item, paths, caption in zip(accepted(rows).to_pylist(), ids, lists, captions,
-                                        strict=True):  # fmt: skip
+    for ok, item, paths, caption in zip(
+        accepted(rows).to_pylist(), ids, lists, captions, strict=True
+    ):
         pick: int | None = None
         scores: list[float] | None = None
         reason: str | None = None

@@ -25,8 +25,10 @@ The manifest is written to ``<build folder>/<name>.jsonl`` (or ``.parquet``), be
 generated images so that ``manifest:`` references resolve; its record
 ``<build folder>/<name>.json`` holds its sha256, rows per split, the split's seed and fraction
 and the command that trains on it, which the stage also prints. An accepted row whose negative
-caption is missing, or equal to its caption (the manifest refuses it), is rejected
-(``no negative caption``, ``negative equals caption``). The output rows gain ``split``
+caption is missing, or equal to its caption (the manifest refuses it), or (TROHN-Img) that has
+no negative image, is rejected (``no negative caption``, ``negative equals caption``, ``no
+negative image``); a negative image outside the build folder or missing is a `DataError`
+naming the row's ``source_id``. The output rows gain ``split``
 (``train`` / ``dev``; null for a rejected row).
 """
 
@@ -125,6 +127,7 @@ def train_manifest(
     )
     ids = [str(i) for i in rows["source_id"].to_pylist()]
     reasons: list[str | None] = [None] * rows.num_rows
+    refs: dict[int, str] = {}
     keep: list[int] = []
     for r, ok in enumerate(accepted(rows).to_pylist()):
         if not ok:
@@ -134,7 +137,11 @@ def train_manifest(
             reasons[r] = "no negative caption"
         elif neg == captions[r]:
             reasons[r] = "negative equals caption"
+        elif kind == "img" and not neg_images[r]:
+            reasons[r] = "no negative image"
         else:
+            if kind == "img":
+                refs[r] = _negative_ref(ctx.out, neg_images[r], ids[r])
             keep.append(r)
     if len(keep) < 2:
         raise DataError(f"train_manifest: {len(keep)} usable row(s); a split needs at least 2")
@@ -151,9 +158,15 @@ def train_manifest(
             if kind == "text":
                 examples.append(Example(images[r], captions[r], (negatives[r],), split=split))
             else:
-                ref = _negative_ref(ctx.out, neg_images[r], ids[r])
-                examples.append(Example(images[r], captions[r], negative_image=ref,
-                                        negative_image_caption=negatives[r], split=split))  # fmt: skip
+                examples.append(
+                    Example(
+                        images[r],
+                        captions[r],
+                        negative_image=refs[r],
+                        negative_image_caption=negatives[r],
+                        split=split,
+                    )
+                )
     path = write_manifest(ctx.out / f"{name}.{format}", examples)
     digest = manifest_sha256(path)
     command = train_command(path, kind, _coco_folder(rows, keep, images))
