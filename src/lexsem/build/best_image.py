@@ -136,6 +136,8 @@ def select_best_image(
                 f"select_best_image: the rows have no column {column!r}; they have "
                 f"{', '.join(rows.column_names)}"
             )
+    if scorer is not None and not callable(scorer):
+        raise DataError("select_best_image: `scorer` is a function (from Python), not a setting")
     if rule == "score" and scorer is None:
         if not model:
             raise DataError('select_best_image: rule "score" needs `model` (a model spec)')
