@@ -9,10 +9,13 @@ __all__ = ["STAGE_MODULES", "load_stages"]
 
 STAGE_MODULES = (
     "lexsem.build.baselines",
+    "lexsem.build.best_image",
     "lexsem.build.caption_format",
+    "lexsem.build.coco_captions",
     "lexsem.build.freeze",
     "lexsem.build.refine",
     "lexsem.build.scpp_positive",
+    "lexsem.build.train_manifest",
     "lexsem.build.vsr_spatial",
 )
 
