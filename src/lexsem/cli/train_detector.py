@@ -41,13 +41,16 @@ EmbedBatch = config_option(DetectorConfig, "embed_batch", "--embed-batch")
 def train_detector(
     manifest: Annotated[
         Path,
-        typer.Argument(help="Training manifest (JSONL or Parquet): natural image/caption vs "
-                       "negative_image / negative_image_caption, with a dev split."),
-    ],  # fmt: skip
+        typer.Argument(
+            help="Training manifest (JSONL or Parquet): natural image/caption vs "
+            "negative_image / negative_image_caption, with a dev split."
+        ),
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The detector folder.")],
     model: Model = DET.model,
     kind: Annotated[
-        str, typer.Option(help="Heads to train: text, image or both.", callback=one_of(tuple(KINDS)))
+        str,
+        typer.Option(help="Heads to train: text, image or both.", callback=one_of(tuple(KINDS))),
     ] = "both",
     text_epochs: TextEpochs = DET.text_epochs,
     image_epochs: ImageEpochs = DET.image_epochs,
@@ -57,9 +60,13 @@ def train_detector(
     embed_batch: EmbedBatch = DET.embed_batch,
     benchmark: Annotated[
         list[str] | None,
-        typer.Option("--benchmark", "-b", help="After training, judge both detectors on this "
-                     "benchmark with the reference's rule (repeatable)."),
-    ] = None,  # fmt: skip
+        typer.Option(
+            "--benchmark",
+            "-b",
+            help="After training, judge both detectors on this benchmark with the reference's "
+            "rule (repeatable).",
+        ),
+    ] = None,
     data_dir: DataDir = None,
     cache_dir: CacheDir = None,
     coco_val2017: CocoVal = None,

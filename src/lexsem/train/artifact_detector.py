@@ -149,7 +149,7 @@ def image_embedder(towers: Any, images: Any) -> Callable[[list[str]], Any]:
         for ref in refs:
             try:
                 image = decode_image(images.read(ref), max_pixels=images.max_pixels)
-            except Exception as exc:  # noqa: BLE001 - any failure to read: named
+            except Exception as exc:  # any failure to read or decode: named
                 raise DataError(f"image {ref!r}: cannot be read ({exc})") from None
             pixels.append(towers.preprocess(image))
         return towers.image_features(torch.stack(pixels).to(device))
@@ -165,6 +165,13 @@ def _matrices(pairs: list[tuple[str, str]], table: dict[str, Any]) -> tuple[Any,
     return (torch.stack([table[a] for a, _ in pairs]), torch.stack([table[b] for _, b in pairs]))
 
 
+def _settings(c: DetectorConfig, kind: str) -> dict[str, Any]:
+    return {"epochs": c.epochs(kind), "batch_size": c.batch_size, "optimizer": "Adam",
+            "lr": c.lr, "betas": list(c.betas), "eps": c.eps, "weight_decay": 0.0,
+            "loss": "BCELoss", "selection": "first epoch of highest validation accuracy",
+            "embed_batch": c.embed_batch}  # fmt: skip
+
+
 def _image_store(c: DetectorConfig) -> Any:
     from lexsem.evaluator import attach_embedded_images
     from lexsem.images.image_store import ImageStore
@@ -176,11 +183,11 @@ def _image_store(c: DetectorConfig) -> Any:
     return store
 
 
-def train_detectors(config: DetectorConfig, *, echo: Callable[[str], None] | None = None) -> (
-    DetectorResult
-):
+def train_detectors(
+    config: DetectorConfig, *, echo: Callable[[str], None] | None = None
+) -> DetectorResult:
     """Train the heads `config.kinds` and write them to `config.out` (module doc)."""
-    from lexsem import __version__
+    from lexsem._version import __version__
     from lexsem.models.detector_heads import save_head
     from lexsem.models.factory import load_model
     from lexsem.train.artifact_head import train_head
@@ -229,10 +236,7 @@ def train_detectors(config: DetectorConfig, *, echo: Callable[[str], None] | Non
                 "validation_rows": len(p.validation),
                 "left_out_rows": p.left_out,
             },
-            "settings": {"epochs": c.epochs(kind), "batch_size": c.batch_size,
-                         "optimizer": "Adam", "lr": c.lr, "betas": list(c.betas), "eps": c.eps,
-                         "weight_decay": 0.0, "loss": "BCELoss",
-                         "selection": "first epoch of highest validation accuracy"},  # fmt: skip
+            "settings": _settings(c, kind),
             "seed": c.seed,
             "embedding_dim": int(nat.shape[1]),
             "validation_accuracy": [e.val_accuracy for e in res.epochs],

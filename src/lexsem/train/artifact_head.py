@@ -133,7 +133,8 @@ def train_head(
         res = EpochResult(epoch, _mean(losses), _mean(accs), _mean(val_losses), _mean(val_accs))
         results.append(res)
         if best is None or res.val_accuracy > best[0]:
-            best = (res.val_accuracy, epoch, head.weight.detach().clone(), head.bias.detach().clone())
+            weight, bias = head.weight.detach().clone(), head.bias.detach().clone()
+            best = (res.val_accuracy, epoch, weight, bias)
     assert best is not None  # epochs >= 1
     return HeadResult(best[2], best[3], tuple(results), best[1], steps)
 

@@ -4,10 +4,10 @@ Training starts from the same backend object evaluation uses (`openclip:` or `cl
 CLIP-family model), so the trained module *is* the evaluated one: the Evaluator reads the
 model's fingerprint every run, and a module whose weights changed gets its own cache entries
 (`lexsem.models.weights`). `Towers` gives the differentiable pieces the loop needs — image and
-text embeddings (L2-normalised, and unnormalised as `image_features` / `text_features`: what the
-artifact detectors of `lexsem.train.artifact_detector` read), the logit scale (exp applied), the image preprocessing (the
-model's own evaluation transform) and the tokenizer — and saves a checkpoint that the
-evaluation backends load as they are (`openclip:ARCH@ckpt.pt`, `clip:folder`).
+text embeddings (L2-normalised; unnormalised as `image_features` / `text_features`, what the
+artifact detectors of `lexsem.train.artifact_detector` read), the logit scale (exp applied),
+the image preprocessing (the model's own evaluation transform) and the tokenizer — and saves a
+checkpoint that the evaluation backends load as they are (`openclip:ARCH@ckpt.pt`, `clip:folder`).
 """
 
 from __future__ import annotations
