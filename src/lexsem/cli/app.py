@@ -23,6 +23,7 @@ from lexsem.cli.list import list_cmd
 from lexsem.cli.report import report
 from lexsem.cli.score_answers import score_answers
 from lexsem.cli.train import train, train_data
+from lexsem.cli.train_detector import train_detector
 from lexsem.cli.validate import validate
 from lexsem.credentials import redact
 from lexsem.errors import LexsemError
@@ -91,6 +92,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "ask": ask,
     "train": train,
     "train-data": train_data,
+    "train-detector": train_detector,
     "build": build,
 }
 for _name, _command in COMMANDS.items():

@@ -59,6 +59,7 @@ BACKENDS.add("recorded", "lexsem.models.backends.recorded:RecordedChat")
 BACKENDS.add("lm", "lexsem.models.backends.lm:PerplexityScorer")
 BACKENDS.add("vera", "lexsem.models.backends.vera:PlausibilityScorer")
 BACKENDS.add("cola", "lexsem.models.backends.cola:GrammarScorer")
+BACKENDS.add("artifact", "lexsem.models.backends.artifact:ArtifactScorer")
 
 # what a built-in backend needs beyond lexsem's own dependencies (`lexsem list backends` says
 # it without importing the backend); the others need nothing more

@@ -4,9 +4,10 @@ Training starts from the same backend object evaluation uses (`openclip:` or `cl
 CLIP-family model), so the trained module *is* the evaluated one: the Evaluator reads the
 model's fingerprint every run, and a module whose weights changed gets its own cache entries
 (`lexsem.models.weights`). `Towers` gives the differentiable pieces the loop needs — image and
-text embeddings (L2-normalised), the logit scale (exp applied), the image preprocessing (the
-model's own evaluation transform) and the tokenizer — and saves a checkpoint that the
-evaluation backends load as they are (`openclip:ARCH@ckpt.pt`, `clip:folder`).
+text embeddings (L2-normalised; unnormalised as `image_features` / `text_features`, what the
+artifact detectors of `lexsem.train.artifact_detector` read), the logit scale (exp applied),
+the image preprocessing (the model's own evaluation transform) and the tokenizer — and saves a
+checkpoint that the evaluation backends load as they are (`openclip:ARCH@ckpt.pt`, `clip:folder`).
 """
 
 from __future__ import annotations
@@ -35,11 +36,19 @@ class Towers:
     def tokens(self, texts: Sequence[str]) -> Any:
         raise NotImplementedError
 
-    def embed_images(self, pixels: Any) -> Any:
+    def image_features(self, pixels: Any) -> Any:
+        """The unnormalised image embeddings (the projected CLS token)."""
         raise NotImplementedError
 
-    def embed_texts(self, tokens: Any) -> Any:
+    def text_features(self, tokens: Any) -> Any:
+        """The unnormalised text embeddings (the projected EOT token)."""
         raise NotImplementedError
+
+    def embed_images(self, pixels: Any) -> Any:
+        return _normed(self.image_features(pixels))
+
+    def embed_texts(self, tokens: Any) -> Any:
+        return _normed(self.text_features(tokens))
 
     def logit_scale(self) -> Any:
         return self.module.logit_scale.exp()
@@ -61,11 +70,11 @@ class OpenClipTowers(Towers):
     def tokens(self, texts: Sequence[str]) -> Any:
         return self.encoder.tokenizer([self.encoder.spec.format_text(t) for t in texts])
 
-    def embed_images(self, pixels: Any) -> Any:
-        return _normed(self.module.encode_image(pixels))
+    def image_features(self, pixels: Any) -> Any:
+        return self.module.encode_image(pixels)
 
-    def embed_texts(self, tokens: Any) -> Any:
-        return _normed(self.module.encode_text(tokens))
+    def text_features(self, tokens: Any) -> Any:
+        return self.module.encode_text(tokens)
 
     def save(self, path: Path, state: dict[str, Any]) -> str:
         import torch
@@ -86,11 +95,11 @@ class HFClipTowers(Towers):
     def tokens(self, texts: Sequence[str]) -> Any:
         return dict(self.encoder.tokenize(self.encoder.format_texts(list(texts))))
 
-    def embed_images(self, pixels: Any) -> Any:
-        return _normed(self.encoder.image_features(self.module, {"pixel_values": pixels}))
+    def image_features(self, pixels: Any) -> Any:
+        return self.encoder.image_features(self.module, {"pixel_values": pixels})
 
-    def embed_texts(self, tokens: Any) -> Any:
-        return _normed(self.encoder.text_features(self.module, tokens))
+    def text_features(self, tokens: Any) -> Any:
+        return self.encoder.text_features(self.module, tokens)
 
     def save(self, path: Path, state: dict[str, Any]) -> str:
         """A model folder: the weights (`save_pretrained` of `state`) and the source folder's
