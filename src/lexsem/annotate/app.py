@@ -120,6 +120,10 @@ def create_app(study: str | Path, *, rate_limit: int = 120, rate_window: float =
     def style() -> Response:
         return Response(css, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(status_code=204)
+
     @app.get("/join/{token}", response_class=HTMLResponse)
     def join_page(request: Request, token: str) -> Response:
         th = _join(token)

@@ -106,7 +106,8 @@ def benchmark_units(
                 for q in item_queries(it, kind, sel, image)
             ]
 
-        return StudyUnits(queries(main), queries(extra[:practice]), queries(extra[practice:]))
+        gold_queries = [(k, q) for k, q in queries(extra[practice:]) if q.correct is not None]
+        return StudyUnits(queries(main), queries(extra[:practice]), gold_queries)
 
     return kinds, make
 
