@@ -59,7 +59,10 @@ def test_a_study_completed_by_scripted_annotators(study: MadeStudy) -> None:
     rows = table.to_pylist()
     # every answer recorded once; quota 4 items x 2 kinds + 2 practice units + 4 gold units
     assert Counter(r["annotator"] for r in rows) == {"a0001": 14, "a0002": 14, "a0003": 14}
-    assert len({(r["annotator"], r["kind"], r["item_id"], r["practice"], r["gold"]) for r in rows}) == 42
+    assert (
+        len({(r["annotator"], r["kind"], r["item_id"], r["practice"], r["gold"]) for r in rows})
+        == 42
+    )
     for bot, who in zip(runs, ("a0001", "a0002", "a0003"), strict=True):
         mine = [r for r in rows if r["annotator"] == who]
         assert [r["answer"] for r in mine] == [a for _, a in bot.answered]

@@ -190,7 +190,9 @@ def test_study_file_is_wal_and_tokens_are_stored_hashed(tmp_path: Path) -> None:
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     hashes = {r[0] for r in con.execute("SELECT token_hash FROM annotators")}
     con.close()
-    expect = {hashlib.sha256(t.rsplit("/", 1)[1].encode()).hexdigest() for t in made.annotators.values()}
+    expect = {
+        hashlib.sha256(t.rsplit("/", 1)[1].encode()).hexdigest() for t in made.annotators.values()
+    }
     assert hashes == expect
 
 

@@ -158,18 +158,22 @@ def create_app(study: str | Path, *, rate_limit: int = 120, rate_window: float =
                         base=base, link=str(request.url))  # fmt: skip
         unit = assign.next_unit(st.con(), who["id"])
         if unit is None:
-            (count,) = st.con().execute(
-                "SELECT COUNT(*) FROM assignments WHERE annotator = ?", (who["id"],)
-            ).fetchone()
+            (count,) = (
+                st.con()
+                .execute("SELECT COUNT(*) FROM assignments WHERE annotator = ?", (who["id"],))
+                .fetchone()
+            )
             return page(request, "done.html", code=st.settings.completion_code, full=count == 0)
         done, total = _counts(who["id"])
         return page(request, "task.html", unit=unit, base=base, csrf=csrf, done=done,
                     total=total, question=QUESTIONS[unit.kind], choices=_choices(unit))  # fmt: skip
 
     def _counts(aid: str) -> tuple[int, int]:
-        row = st.con().execute(
-            "SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,)
-        ).fetchone()
+        row = (
+            st.con()
+            .execute("SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,))
+            .fetchone()
+        )
         return row[0], row[1]
 
     @app.post("/a/{token}/consent")

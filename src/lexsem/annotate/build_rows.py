@@ -78,7 +78,9 @@ def build_queries(
 def _text(row: Mapping[str, Any], col: str, file: Path, line: int) -> str:
     value = row.get(col)
     if not isinstance(value, str) or not value.strip():
-        raise DataError(f"column {col!r} must be a non-empty text, got {value!r}", file=file, line=line)
+        raise DataError(
+            f"column {col!r} must be a non-empty text, got {value!r}", file=file, line=line
+        )
     return value
 
 
@@ -108,8 +110,7 @@ def _best_of_k(row, cols, item, subset, bench, image, file, line) -> Query:  # t
 def _ambiguity(row, cols, item, subset, bench, image, file, line) -> Query:  # type: ignore[no-untyped-def]
     caption = _text(row, cols["caption"], file, line)
     opts = tuple(
-        Option(f"image{k}", image=image(_text(row, cols[f"image{k}"], file, line)))
-        for k in (0, 1)
+        Option(f"image{k}", image=image(_text(row, cols[f"image{k}"], file, line))) for k in (0, 1)
     )
     return Query("ambiguity", item, subset, bench, opts, None, base_text=caption)
 

@@ -45,13 +45,16 @@ class ImageSink:
             data, fmt = buf.getvalue(), "PNG"
         sha = hashlib.sha256(data).hexdigest()
         self.con.execute(
-            "INSERT OR IGNORE INTO images (sha, mime, data) VALUES (?, ?, ?)", (sha, _MIME[fmt], data)
+            "INSERT OR IGNORE INTO images (sha, mime, data) VALUES (?, ?, ?)",
+            (sha, _MIME[fmt], data),
         )
         self._seen[ref] = sha
         return sha
 
 
-def file_or_store_reader(folder: Path | None, store_read: Callable[[str], bytes]) -> Callable[[str], bytes]:
+def file_or_store_reader(
+    folder: Path | None, store_read: Callable[[str], bytes]
+) -> Callable[[str], bytes]:
     """Read a reference as a file (absolute, or relative to `folder`: a build table's own
     folder) when there is one, else through lexsem's image store (`ROOT:path`, COCO names)."""
 

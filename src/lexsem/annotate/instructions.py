@@ -57,14 +57,14 @@ INSTRUCTIONS: dict[str, str] = {
         "the image that represents the information provided in the description, and discard "
         "the rest. It might be that more than one image is acceptable or none is acceptable. "
         "Select one image that adequately represents the description; in case none of the "
-        "images adequately represents it, select \"None\". Important: all information "
+        'images adequately represents it, select "None". Important: all information '
         "presented in the text description must appear in the image; aesthetic defects are "
         "accepted, such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
     ),
     "ambiguity": (
         "Each instance consists of a description and two images. The objective is to choose "
         "the image that best represents the description or, in case both images represent the "
-        "description equally well, choose \"Both\". Important: aesthetic defects are accepted, "
+        'description equally well, choose "Both". Important: aesthetic defects are accepted, '
         "such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
     ),
     "validate": (

@@ -79,10 +79,16 @@ def progress(con: sqlite3.Connection) -> Progress:
         acc = right / len(gold) if gold else None
         out.append(
             AnnotatorProgress(
-                who, who in consented, len(mine), len(done), sum(r["practice"] for r in done),
-                len(gold), right, statistics.median(secs) if secs else None,
+                who,
+                who in consented,
+                len(mine),
+                len(done),
+                sum(r["practice"] for r in done),
+                len(gold),
+                right,
+                statistics.median(secs) if secs else None,
                 acc is not None and acc < settings.gold_pass,
-            )  # fmt: skip
+            )
         )
     main = [r for r in rows if r["answer"] is not None and not r["practice"] and not r["gold"]]
     return Progress(settings.name, items, settings.overlap, out, _agreement(main), len(main))

@@ -50,7 +50,9 @@ def item_queries(item: Item, kind: str, benchmark: str, image: ImageFn) -> list[
 
 def _need_image(item: TripletItem | PairItem, kind: str, benchmark: str) -> str:
     if not item.image:
-        raise LexsemError(f"{benchmark}: task kind {kind!r} shows the image; item {item.id} has none")
+        raise LexsemError(
+            f"{benchmark}: task kind {kind!r} shows the image; item {item.id} has none"
+        )
     return item.image
 
 
@@ -76,9 +78,14 @@ def _i2t(item: QuadItem, benchmark: str, image: ImageFn) -> list[Query]:
     opts = (Option("caption0", item.caption0), Option("caption1", item.caption1))
     return [
         Query(
-            "bivlc_i2t", query_id(item.id, f"image{k}"), item.subset, benchmark, opts,
-            f"caption{k}", base_image=image(ref),
-        )  # fmt: skip
+            "bivlc_i2t",
+            query_id(item.id, f"image{k}"),
+            item.subset,
+            benchmark,
+            opts,
+            f"caption{k}",
+            base_image=image(ref),
+        )
         for k, ref in enumerate((item.image0, item.image1))
     ]
 
@@ -87,9 +94,14 @@ def _t2i(item: QuadItem, benchmark: str, image: ImageFn) -> list[Query]:
     opts = (Option("image0", image=image(item.image0)), Option("image1", image=image(item.image1)))
     return [
         Query(
-            "bivlc_t2i", query_id(item.id, f"caption{k}"), item.subset, benchmark, opts,
-            f"image{k}", base_text=text,
-        )  # fmt: skip
+            "bivlc_t2i",
+            query_id(item.id, f"caption{k}"),
+            item.subset,
+            benchmark,
+            opts,
+            f"image{k}",
+            base_text=text,
+        )
         for k, text in enumerate((item.caption0, item.caption1))
     ]
 
@@ -116,10 +128,16 @@ def _validate(item: TripletItem, benchmark: str, image: ImageFn) -> list[Query]:
     sha = image(item.image) if item.image else None
     return [
         Query(
-            "validate", item.id, item.subset, benchmark, (), None, base_image=sha,
+            "validate",
+            item.id,
+            item.subset,
+            benchmark,
+            (),
+            None,
+            base_image=sha,
             context=(("Original caption", item.p1), ("Generated second positive", item.p2)),
             edit_text=item.p2,
-        )  # fmt: skip
+        )
     ]
 
 

@@ -67,7 +67,9 @@ def connect(path: str | Path, *, create: bool = False) -> sqlite3.Connection:
             raise LexsemError(f"{path}: not a lexsem study ({exc})") from None
         if version != SCHEMA_VERSION:
             con.close()
-            raise LexsemError(f"{path}: study schema {version!r}, this lexsem reads {SCHEMA_VERSION}")
+            raise LexsemError(
+                f"{path}: study schema {version!r}, this lexsem reads {SCHEMA_VERSION}"
+            )
     return con
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -161,7 +161,9 @@ def _add(con: sqlite3.Connection, study_seed: int, n: int) -> list[tuple[str, st
     return out
 
 
-def add_annotators(con: sqlite3.Connection, n: int, *, consented: bool = False) -> list[tuple[str, str]]:
+def add_annotators(
+    con: sqlite3.Connection, n: int, *, consented: bool = False
+) -> list[tuple[str, str]]:
     """`n` new annotators (opaque ids a0001, ...) and their tokens, committed."""
     seed = load_settings(con).seed
     with store.write(con):
@@ -180,6 +182,3 @@ def load_settings(con: sqlite3.Connection) -> StudySettings:
         raw[key] = tuple(raw[key])
     return StudySettings(**raw)
 
-
-def kinds_in(units: Sequence[tuple[str, Query]]) -> list[str]:
-    return list(dict.fromkeys(q.kind for _, q in units))

@@ -48,14 +48,18 @@ def create(
     study: Study,
     benchmark: Annotated[
         list[str] | None,
-        typer.Option("--benchmark", "-b", help="A benchmark selection (NAME, NAME/SUBSET, build:DIR)."),
+        typer.Option(
+            "--benchmark", "-b", help="A benchmark selection (NAME, NAME/SUBSET, build:DIR)."
+        ),
     ] = None,
     from_build: Annotated[
         Path | None, typer.Option("--from-build", help="A build stage's Parquet output.")
     ] = None,
     kind: Annotated[
         list[str] | None,
-        typer.Option("--kind", "-k", help="Task kind(s), in serving order (default: by item kind)."),
+        typer.Option(
+            "--kind", "-k", help="Task kind(s), in serving order (default: by item kind)."
+        ),
     ] = None,
     sample: Annotated[
         int | None, typer.Option("--sample", min=1, help="Items drawn per subset (default all).")
@@ -112,7 +116,9 @@ def create(
         if len(kinds) != 1:
             raise LexsemError("--from-build: name one --kind (validate, best_of_k or ambiguity)")
         if practice or gold:
-            raise LexsemError("--from-build: generated items have no right answer for practice/gold")
+            raise LexsemError(
+                "--from-build: generated items have no right answer for practice/gold"
+            )
         make = build_units(from_build, kinds[0], columns=_columns(column or []), sample=sample,
                            seed=seed)  # fmt: skip
         sources: tuple[str, ...] = (f"parquet:{from_build}",)
@@ -192,7 +198,9 @@ def status(
         secs = f"{a.median_seconds:.1f}" if a.median_seconds is not None else "-"
         state = ("FLAGGED" if a.flagged else "done" if a.done
                  else "started" if a.assigned else "-")  # fmt: skip
-        typer.echo(f"{a.annotator:<10} {a.answered:>4}/{a.assigned:<4} {gold:<8} {secs:>8}  {state}")
+        typer.echo(
+            f"{a.annotator:<10} {a.answered:>4}/{a.assigned:<4} {gold:<8} {secs:>8}  {state}"
+        )
 
 
 def export(
