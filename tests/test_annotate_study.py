@@ -69,6 +69,16 @@ def test_same_seed_same_sample_other_seed_other_sample(tmp_path: Path) -> None:
     assert ids("a2", "1") != ids("c", "2")
 
 
+def test_sample_total_draws_from_the_whole_selection(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic_bi", "--sample-total", "7", "--seed", "2",
+                      "--practice", "1", "-k", "bivlc_i2t")  # fmt: skip
+    rows = units(made.path)
+    main = {r["item_id"].split("#")[0] for r in rows if not r["practice"]}
+    assert len(main) == 7 and len({r["subset"] for r in rows if not r["practice"]}) > 1
+    practice = {r["item_id"].split("#")[0] for r in rows if r["practice"]}
+    assert len(practice) == 1 and not practice & main
+
+
 def test_bivlc_study_has_four_queries_per_instance(tmp_path: Path) -> None:
     made = make_study(tmp_path, "-b", "synthetic_bi/replace_obj", "--sample", "2")
     rows = units(made.path)

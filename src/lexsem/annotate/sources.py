@@ -68,9 +68,12 @@ def benchmark_units(
     seed: int,
     practice: int,
     gold: int,
+    total: int | None = None,
     data_dir: Path | None = None,
 ) -> tuple[tuple[str, ...], Callable[[ImageFn], StudyUnits]]:
-    """The study's kinds and the maker of its units (called with the study's image sink)."""
+    """The study's kinds and the maker of its units (called with the study's image sink):
+    `sample` items per subset, then `total` items of what that leaves (BiVLC's human baseline:
+    500 instances of the whole benchmark, §4)."""
     loaded = [(sel, load_benchmark(sel, data_dir=data_dir)) for sel in selectors]
     main: list[tuple[str, Item]] = []
     rest: list[tuple[str, Item]] = []
@@ -80,6 +83,10 @@ def benchmark_units(
             ids = {it.id for it in chosen}
             main += [(sel, it) for it in chosen]
             rest += [(sel, it) for it in items if it.id not in ids]
+    if total is not None and total < len(main):  # N items of the whole selection
+        keep = set(random.Random(f"{seed}:total").sample(range(len(main)), total))
+        rest += [p for i, p in enumerate(main) if i not in keep]
+        main = [p for i, p in enumerate(main) if i in keep]
     if not main:
         raise LexsemError(f"{', '.join(selectors)}: no items")
     if not kinds:

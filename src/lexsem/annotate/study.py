@@ -181,4 +181,3 @@ def load_settings(con: sqlite3.Connection) -> StudySettings:
     for key in ("kinds", "benchmarks"):
         raw[key] = tuple(raw[key])
     return StudySettings(**raw)
-

@@ -64,6 +64,10 @@ def create(
     sample: Annotated[
         int | None, typer.Option("--sample", min=1, help="Items drawn per subset (default all).")
     ] = None,
+    sample_total: Annotated[
+        int | None,
+        typer.Option("--sample-total", min=1, help="Items drawn from the whole selection."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Sampling and randomisation seed.")] = 0,
     practice: Annotated[int, typer.Option("--practice", min=0, help="Practice items.")] = 0,
     gold: Annotated[int, typer.Option("--gold", min=0, help="Gold (attention) items.")] = 0,
@@ -115,6 +119,10 @@ def create(
     if from_build is not None:
         if len(kinds) != 1:
             raise LexsemError("--from-build: name one --kind (validate, best_of_k or ambiguity)")
+        if sample_total is not None:
+            raise LexsemError(
+                "--from-build: --sample draws from the table (--sample-total is for -b)"
+            )
         if practice or gold:
             raise LexsemError(
                 "--from-build: generated items have no right answer for practice/gold"
@@ -126,8 +134,10 @@ def create(
     else:
         if column:
             raise LexsemError("--column names a build table's columns (--from-build)")
-        kinds, make = benchmark_units(benchmark or [], kinds, sample=sample, seed=seed,
-                                      practice=practice, gold=gold, data_dir=data_dir)  # fmt: skip
+        kinds, make = benchmark_units(
+            benchmark or [], kinds, sample=sample, seed=seed, practice=practice, gold=gold,
+            total=sample_total, data_dir=data_dir,
+        )  # fmt: skip
         sources, folder = tuple(benchmark or []), None
     settings = StudySettings(
         name=name or study.stem, kinds=kinds, benchmarks=sources, overlap=overlap, quota=quota,
