@@ -20,11 +20,13 @@ from typing import Any
 
 import pytest
 
-from builders.annotate_studies import MadeStudy, make_study
+from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra
 from builders.backends import require, require_module
 from lexsem.annotate.answers import answers_table
 from lexsem.annotate.local_server import LocalServer
 from lexsem.annotate.store import connect
+
+need_annotate_extra()
 
 EDIT = "A large green kite is edited by hand."
 LAYOUT = """() => ({width: window.innerWidth, page: document.documentElement.scrollWidth,

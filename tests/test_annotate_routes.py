@@ -12,17 +12,24 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("fastapi")
-
-from fastapi.testclient import TestClient
-
-from builders.annotate_studies import MadeStudy, make_study, right_policy, wrong_policy
+from builders.annotate_studies import (
+    MadeStudy,
+    make_study,
+    need_annotate_extra,
+    right_policy,
+    wrong_policy,
+)
 from lexsem.annotate.answers import ANSWERS_SCHEMA, answers_table
-from lexsem.annotate.app import create_app
-from lexsem.annotate.order import annotator_seed, option_order
-from lexsem.annotate.progress import progress
-from lexsem.annotate.simulate import ScriptedAnnotator, parse_page
-from lexsem.annotate.store import connect
+
+need_annotate_extra()
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from lexsem.annotate.app import create_app  # noqa: E402
+from lexsem.annotate.order import annotator_seed, option_order  # noqa: E402
+from lexsem.annotate.progress import progress  # noqa: E402
+from lexsem.annotate.simulate import ScriptedAnnotator, parse_page  # noqa: E402
+from lexsem.annotate.store import connect  # noqa: E402
 
 
 def correct_answers(path: Path) -> dict[int, str | None]:

@@ -12,15 +12,14 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-import pytest
 
-pytest.importorskip("uvicorn")
-
-from builders.annotate_studies import make_study
+from builders.annotate_studies import make_study, need_annotate_extra
 from lexsem.annotate.answers import answers_table
 from lexsem.annotate.local_server import LocalServer
 from lexsem.annotate.simulate import ScriptedAnnotator, parse_page
 from lexsem.annotate.store import connect
+
+need_annotate_extra()
 
 
 def test_kill_9_and_restart_mid_study(tmp_path: Path) -> None:

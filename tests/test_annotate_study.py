@@ -19,12 +19,12 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from builders.annotate_studies import make_study
+from builders.annotate_studies import make_study, need_annotate_extra
 from lexsem.annotate.store import connect
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli import app
 
-pytest.importorskip("fastapi")
+need_annotate_extra()
 
 
 def units(path: Path) -> list[dict]:

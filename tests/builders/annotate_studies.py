@@ -10,8 +10,24 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from builders.backends import IN_CI
 from lexsem.annotate.simulate import Page
 from lexsem.cli import app
+
+
+def need_annotate_extra() -> None:
+    """Skip a module locally, fail it in CI, when the `annotate` extra is not installed."""
+    import importlib.util
+
+    import pytest
+
+    missing = [m for m in ("fastapi", "jinja2", "uvicorn", "multipart")
+               if importlib.util.find_spec(m) is None]  # fmt: skip
+    if missing and IN_CI:
+        pytest.fail(f"the annotate extra is not installed ({', '.join(missing)}; required in CI)")
+    if missing:
+        pytest.skip(f"the annotate extra is not installed ({', '.join(missing)})",
+                    allow_module_level=True)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ class _Study:
         return con
 
 
-def create_app(study: str | Path, *, rate_limit: int = 120, rate_window: float = 60.0) -> FastAPI:
+def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float = 60.0) -> FastAPI:
     """The web app serving the study file `study` (`rate_limit` requests per token per
     `rate_window` seconds)."""
     st = _Study(Path(study))

@@ -56,20 +56,17 @@ def connect(path: str | Path, *, create: bool = False) -> sqlite3.Connection:
         raise LexsemError(f"{path}: no such study (make one with `lexsem annotate create`)")
     con = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     con.row_factory = sqlite3.Row
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=FULL")
-    con.execute("PRAGMA foreign_keys=ON")
-    if not create:
-        try:
-            version = get_meta(con, "schema_version")
-        except sqlite3.DatabaseError as exc:
-            con.close()
-            raise LexsemError(f"{path}: not a lexsem study ({exc})") from None
-        if version != SCHEMA_VERSION:
-            con.close()
-            raise LexsemError(
-                f"{path}: study schema {version!r}, this lexsem reads {SCHEMA_VERSION}"
-            )
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=FULL")
+        con.execute("PRAGMA foreign_keys=ON")
+        version = None if create else get_meta(con, "schema_version")
+    except sqlite3.DatabaseError as exc:
+        con.close()
+        raise LexsemError(f"{path}: not a lexsem study ({exc})") from None
+    if not create and version != SCHEMA_VERSION:
+        con.close()
+        raise LexsemError(f"{path}: study schema {version!r}, this lexsem reads {SCHEMA_VERSION}")
     return con
 
 

@@ -168,7 +168,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8000,
     rate_limit: Annotated[
         int, typer.Option("--rate-limit", min=1, help="Requests per token per minute.")
-    ] = 120,
+    ] = 300,
 ) -> None:
     """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise)."""
     import uvicorn
