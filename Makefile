@@ -60,6 +60,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/image_bench.py --device cpu
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/vqa_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/train_bench.py
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/annotate_bench.py
 
 # on a machine with a CUDA GPU: 5000 generated JPEGs, ViT-B/32-size tower, bf16
 bench-gpu: $(STAMP)

@@ -1,0 +1,118 @@
+"""A build stage's Parquet output (`lexsem build`, docs/building.md) → study queries: the
+human steps of dataset construction.
+
+- ``validate``: accept / edit / reject a generated caption (SugarCrepe++ §2.1 second
+  positives; VISLA §3.3 negatives). Columns: ``original`` (default ``caption``), ``generated``
+  (default ``caption2``; ``negative_caption`` for negatives), ``image`` (optional).
+- ``best_of_k``: choose the best of K generated images or none (BiVLC §3 step 3). Columns:
+  ``caption`` (default ``negative_caption``), ``images`` (default ``images``: a list of paths).
+- ``ambiguity``: the original caption and both images (BiVLC §3 step 4). Columns: ``caption``
+  (default ``caption``), ``image0`` (default ``image``), ``image1`` (default ``negative_image``).
+
+A row's item id is ``source:source_id`` (its provenance); rows a stage rejected (a non-null
+``rejected``) are left out; ``subset`` is the row's ``subset`` column where there is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from lexsem.annotate.kinds import Option, Query
+from lexsem.errors import DataError, LexsemError
+
+__all__ = ["BUILD_KINDS", "DEFAULT_COLUMNS", "build_queries"]
+
+DEFAULT_COLUMNS: dict[str, dict[str, str]] = {
+    "validate": {"original": "caption", "generated": "caption2", "image": "image"},
+    "best_of_k": {"caption": "negative_caption", "images": "images"},
+    "ambiguity": {"caption": "caption", "image0": "image", "image1": "negative_image"},
+}
+BUILD_KINDS = tuple(DEFAULT_COLUMNS)
+_OPTIONAL = {("validate", "image")}
+
+
+def build_queries(
+    rows: list[dict[str, Any]],
+    kind: str,
+    benchmark: str,
+    image: Callable[[str], str],
+    *,
+    file: Path,
+    columns: Mapping[str, str] | None = None,
+) -> list[Query]:
+    """The queries of `kind` for the accepted rows of a build stage's table (`rows` as
+    `pyarrow.Table.to_pylist()`), columns named by role (`columns` overrides the defaults)."""
+    if kind not in DEFAULT_COLUMNS:
+        raise LexsemError(
+            f"{file}: a build table gives task kinds {', '.join(BUILD_KINDS)}, not {kind!r}"
+        )
+    cols = {**DEFAULT_COLUMNS[kind], **(columns or {})}
+    unknown = set(columns or {}) - set(DEFAULT_COLUMNS[kind])
+    if unknown:
+        raise LexsemError(
+            f"--column {sorted(unknown)[0]}: task kind {kind!r} has the columns "
+            f"{', '.join(DEFAULT_COLUMNS[kind])}"
+        )
+    present = set(rows[0]) if rows else set()
+    for role, name in cols.items():
+        if rows and name not in present and (kind, role) not in _OPTIONAL:
+            raise DataError(
+                f"no column {name!r} ({kind} {role}; columns: {', '.join(sorted(present))}); "
+                f"name it with --column {role}=NAME",
+                file=file,
+            )
+    out = []
+    for i, row in enumerate(rows, start=1):
+        if row.get("rejected") is not None:
+            continue
+        item = f"{row.get('source', 'row')}:{row.get('source_id', i)}"
+        subset = str(row.get("subset") or "all")
+        out.append(_MAKERS[kind](row, cols, item, subset, benchmark, image, file, i))
+    if not out:
+        raise DataError("no accepted rows", file=file)
+    return out
+
+
+def _text(row: Mapping[str, Any], col: str, file: Path, line: int) -> str:
+    value = row.get(col)
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(
+            f"column {col!r} must be a non-empty text, got {value!r}", file=file, line=line
+        )
+    return value
+
+
+def _validate(row, cols, item, subset, bench, image, file, line) -> Query:  # type: ignore[no-untyped-def]
+    original = _text(row, cols["original"], file, line)
+    generated = _text(row, cols["generated"], file, line)
+    ref = row.get(cols["image"])
+    sha = image(ref) if isinstance(ref, str) and ref else None
+    ctx = (("Original caption", original), (f"Generated ({cols['generated']})", generated))
+    return Query(
+        "validate", item, subset, bench, (), None, base_image=sha, context=ctx, edit_text=generated
+    )
+
+
+def _best_of_k(row, cols, item, subset, bench, image, file, line) -> Query:  # type: ignore[no-untyped-def]
+    caption = _text(row, cols["caption"], file, line)
+    refs = row.get(cols["images"])
+    if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+        raise DataError(
+            f"column {cols['images']!r} must be a non-empty list of image paths, got {refs!r}",
+            file=file, line=line,
+        )  # fmt: skip
+    opts = tuple(Option(f"image{k}", image=image(r)) for k, r in enumerate(refs))
+    return Query("best_of_k", item, subset, bench, opts, None, base_text=caption)
+
+
+def _ambiguity(row, cols, item, subset, bench, image, file, line) -> Query:  # type: ignore[no-untyped-def]
+    caption = _text(row, cols["caption"], file, line)
+    opts = tuple(
+        Option(f"image{k}", image=image(_text(row, cols[f"image{k}"], file, line))) for k in (0, 1)
+    )
+    return Query("ambiguity", item, subset, bench, opts, None, base_text=caption)
+
+
+_MAKERS = {"validate": _validate, "best_of_k": _best_of_k, "ambiguity": _ambiguity}

@@ -1,0 +1,83 @@
+"""The words annotators read: each task kind's question and instructions, taken from the papers
+where they publish them, and the default consent text. A study may replace the instructions
+and the consent text with its own files (`lexsem annotate create --instructions/--consent`).
+
+- BiVLC, App. H.1: the best-of-4 survey ("Select one image that adequately represents the
+  description ..."), the ambiguity filter ("Choose the image that best matches the description,
+  in the case that both images match the description equally well choose 'Both'") and the
+  human baseline's two parts ("Choose the description that BEST represents the image. Pay close
+  attention to word order." / "Choose the image that BEST matches the description. Aesthetic
+  defects are accepted ...") — quoted.
+- SugarCrepe++, §3 ("each person ... was asked to select the negative caption for each
+  sample. In TOT setting, only the three captions were provided. In the ITT setting, image along
+  with the captions were provided"); the text of its App. J (Figure 14) is an image in the paper,
+  so the wording here follows §3.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CONSENT", "INSTRUCTIONS", "QUESTIONS"]
+
+QUESTIONS: dict[str, str] = {
+    "tot": "Two of these captions mean the same thing. Which one means something different?",
+    "itt": "Which caption does not describe the image? (Two of them do, in different words.)",
+    "pair": "Which caption describes the image?",
+    "bivlc_i2t": "Choose the description that BEST represents the image.",
+    "bivlc_t2i": "Choose the image that BEST matches the description.",
+    "best_of_k": "Select one image that adequately represents the description, or None.",
+    "ambiguity": "Choose the image that best matches the description, or Both.",
+    "validate": "Is the generated caption right? Accept it, edit it, or reject it.",
+}
+
+INSTRUCTIONS: dict[str, str] = {
+    "tot": (
+        "Each question shows three captions of one picture. Two of them are written "
+        "differently but mean the same thing; the third changes the meaning (an object, an "
+        "attribute or a relation is replaced, or two words are swapped). Select the caption "
+        "that means something different (SugarCrepe++, §3: the negative caption)."
+    ),
+    "itt": (
+        "Each question shows a picture and three captions. Two captions describe the picture "
+        "in different words; one does not. Select the caption that does not describe the "
+        "picture (SugarCrepe++, §3)."
+    ),
+    "pair": "Each question shows a picture and two captions. Select the caption that describes it.",
+    "bivlc_i2t": (
+        "The question consists of an image and two descriptions. The goal is to choose the "
+        "description that BEST represents the image. Important: pay close attention to word "
+        "order. (BiVLC, App. H.1)"
+    ),
+    "bivlc_t2i": (
+        "The question consists of a description and two images. The objective is to choose the "
+        "image that BEST represents the description. Important: aesthetic defects are "
+        "accepted, such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
+    ),
+    "best_of_k": (
+        "Each instance consists of a text description and several images. The aim is to choose "
+        "the image that represents the information provided in the description, and discard "
+        "the rest. It might be that more than one image is acceptable or none is acceptable. "
+        "Select one image that adequately represents the description; in case none of the "
+        'images adequately represents it, select "None". Important: all information '
+        "presented in the text description must appear in the image; aesthetic defects are "
+        "accepted, such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
+    ),
+    "ambiguity": (
+        "Each instance consists of a description and two images. The objective is to choose "
+        "the image that best represents the description or, in case both images represent the "
+        'description equally well, choose "Both". Important: aesthetic defects are accepted, '
+        "such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
+    ),
+    "validate": (
+        "Each question shows an original caption and a generated one. A generated second "
+        "positive must mean exactly what the original means, in different words; a generated "
+        "negative must contradict it. Accept it if it is right, edit it (and save the edit) if a "
+        "small change makes it right, reject it otherwise (SugarCrepe++, §2.1; VISLA, §3.3)."
+    ),
+}
+
+CONSENT = (
+    "This is a research study on how people and computer models read pictures and captions. "
+    "You will answer short multiple-choice questions. Taking part is voluntary and you may stop "
+    "at any time. We record only your answers, the time each took and an anonymous code: no "
+    "name, e-mail, address or other personal information."
+)

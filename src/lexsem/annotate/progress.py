@@ -1,0 +1,108 @@
+"""How a study is going (`lexsem annotate status` and the admin page): progress per annotator,
+gold accuracy and who fails it (flagged below the study's `gold_pass`), and percent agreement
+so far per task kind (pairs of annotators who answered the same unit, skips left out).
+Chance-corrected agreement (κ, α) is `lexsem.stats`' business, on the exported answers."""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+
+from lexsem.annotate import store
+from lexsem.annotate.study import load_settings
+
+__all__ = ["AnnotatorProgress", "Progress", "progress"]
+
+
+@dataclass(frozen=True)
+class AnnotatorProgress:
+    annotator: str
+    consented: bool
+    assigned: int  # practice, gold and main units
+    answered: int
+    practice_answered: int
+    gold_answered: int
+    gold_correct: int
+    median_seconds: float | None
+    flagged: bool
+
+    @property
+    def done(self) -> bool:
+        return self.assigned > 0 and self.answered == self.assigned
+
+    @property
+    def gold_accuracy(self) -> float | None:
+        return self.gold_correct / self.gold_answered if self.gold_answered else None
+
+
+@dataclass(frozen=True)
+class Progress:
+    study: str
+    items: int  # main items
+    overlap: int
+    annotators: list[AnnotatorProgress]
+    agreement: dict[str, tuple[float, int]]  # kind -> (percent agreement, pairs)
+    answers: int  # main answers given
+
+    @property
+    def needed(self) -> int:
+        return self.items * self.overlap
+
+
+def progress(con: sqlite3.Connection) -> Progress:
+    settings = load_settings(con)
+    with store.read(con):
+        (items,) = con.execute(
+            "SELECT COUNT(DISTINCT item_key) FROM units WHERE practice = 0 AND gold = 0"
+        ).fetchone()
+        people = [r[0] for r in con.execute("SELECT id FROM annotators ORDER BY id")]
+        consented = {
+            r[0] for r in con.execute("SELECT id FROM annotators WHERE consented_at IS NOT NULL")
+        }
+        rows = con.execute(
+            "SELECT a.annotator, a.unit, a.answer, a.seconds, u.kind, u.practice, u.gold,"
+            " u.correct FROM assignments a JOIN units u ON u.id = a.unit"
+        ).fetchall()
+    per: dict[str, list[sqlite3.Row]] = defaultdict(list)
+    for r in rows:
+        per[r["annotator"]].append(r)
+    out = []
+    for who in people:
+        mine = per.get(who, [])
+        done = [r for r in mine if r["answer"] is not None]
+        gold = [r for r in done if r["gold"]]
+        right = sum(r["answer"] == r["correct"] for r in gold)
+        secs = [r["seconds"] for r in done if not r["practice"]]
+        acc = right / len(gold) if gold else None
+        out.append(
+            AnnotatorProgress(
+                who,
+                who in consented,
+                len(mine),
+                len(done),
+                sum(r["practice"] for r in done),
+                len(gold),
+                right,
+                statistics.median(secs) if secs else None,
+                acc is not None and acc < settings.gold_pass,
+            )
+        )
+    main = [r for r in rows if r["answer"] is not None and not r["practice"] and not r["gold"]]
+    return Progress(settings.name, items, settings.overlap, out, _agreement(main), len(main))
+
+
+def _agreement(rows: list[sqlite3.Row]) -> dict[str, tuple[float, int]]:
+    by_unit: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for r in rows:
+        if r["answer"] != "skip":
+            by_unit[(r["kind"], r["unit"])].append(r["answer"])
+    same: dict[str, int] = defaultdict(int)
+    pairs: dict[str, int] = defaultdict(int)
+    for (kind, _), answers in by_unit.items():
+        for a, b in combinations(answers, 2):
+            pairs[kind] += 1
+            same[kind] += a == b
+    return {k: (100.0 * same[k] / n, n) for k, n in sorted(pairs.items())}

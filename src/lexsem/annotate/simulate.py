@@ -1,0 +1,98 @@
+"""A scripted annotator over HTTP: it follows a personal link through consent, instructions,
+practice and questions the way a browser would (reading the pages' forms, posting them with
+their CSRF token), answering with a given policy. The load benchmark
+(`bench/annotate_bench.py`) runs many at once; the tests use it to answer studies."""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+
+__all__ = ["Page", "ScriptedAnnotator", "parse_page"]
+
+_CSRF = re.compile(r'name="csrf" value="([^"]+)"')
+_UNIT = re.compile(r'name="unit" value="(\d+)"')
+_ACTION = re.compile(r'<form method="post" action="([^"]+)"')
+_ANSWER = re.compile(r'<button type="submit" name="answer" value="([^"]+)"')
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a page asks for: its form's action, CSRF token, and for a question its unit and
+    the answers offered (in the order shown)."""
+
+    action: str | None
+    csrf: str | None
+    unit: int | None
+    answers: list[str]
+    done: bool
+    code: str | None
+
+
+def parse_page(html: str) -> Page:
+    action = _ACTION.search(html)
+    csrf = _CSRF.search(html)
+    unit = _UNIT.search(html)
+    code = re.search(r'<code class="code">([^<]+)</code>', html)
+    return Page(
+        action.group(1) if action else None,
+        csrf.group(1) if csrf else None,
+        int(unit.group(1)) if unit else None,
+        _ANSWER.findall(html),
+        "Thank you" in html or "No questions left" in html,
+        code.group(1) if code else None,
+    )
+
+
+Policy = Callable[[Page, random.Random], str]
+
+
+def random_policy(page: Page, rng: random.Random) -> str:
+    return rng.choice([a for a in page.answers if a not in ("skip", "edit")])
+
+
+@dataclass
+class ScriptedAnnotator:
+    """Follows `link` (a path on `client`'s base URL) until done or `max_steps` requests."""
+
+    client: httpx.Client
+    link: str
+    policy: Policy = random_policy
+    seed: int = 0
+    latencies: list[float] = field(default_factory=list)
+    answered: list[tuple[int, str]] = field(default_factory=list)
+    code: str | None = None
+
+    def _timed(self, method: str, url: str, **kw: object) -> httpx.Response:
+        t0 = time.perf_counter()
+        res = self.client.request(method, url, **kw)  # type: ignore[arg-type]
+        self.latencies.append(time.perf_counter() - t0)
+        if res.status_code >= 400:
+            raise RuntimeError(f"{method} {url}: HTTP {res.status_code}")
+        return res
+
+    def run(self, max_steps: int = 10_000, deadline: float | None = None) -> bool:
+        """Answer until the study says done (True) or the steps or time run out (False)."""
+        rng = random.Random(self.seed)
+        for _ in range(max_steps):
+            if deadline is not None and time.monotonic() > deadline:
+                return False
+            page = parse_page(self._timed("GET", self.link).text)
+            if page.done:
+                self.code = page.code
+                return True
+            if page.action is None or page.csrf is None:
+                raise RuntimeError(f"{self.link}: a page without a form")
+            data = {"csrf": page.csrf}
+            if page.unit is not None:
+                data |= {"unit": str(page.unit), "answer": self.policy(page, rng)}
+                self.answered.append((page.unit, data["answer"]))
+            res = self._timed("POST", page.action, data=data, follow_redirects=False)
+            if res.status_code != 303:
+                raise RuntimeError(f"{page.action}: HTTP {res.status_code}")
+        return False

@@ -1,0 +1,183 @@
+"""A study: its settings, its creation (one SQLite file, written whole or not at all) and the
+annotator links it hands out.
+
+A study holds *units* (queries, `lexsem.annotate.kinds`) grouped by item: overlap and quotas
+count items, so an annotator who takes an item answers all its queries (BiVLC's 4 queries
+per instance). Practice units are served first to everyone, with feedback; gold units go to
+everyone, mixed into their items; main units go to `overlap` annotators each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from lexsem.annotate import store
+from lexsem.annotate.images import ImageSink
+from lexsem.annotate.kinds import Query
+from lexsem.annotate.order import annotator_seed
+from lexsem.annotate.security import hash_token, new_secret, new_token
+from lexsem.atomic import atomic_path
+from lexsem.errors import LexsemError
+
+__all__ = [
+    "StudyLinks",
+    "StudySettings",
+    "StudyUnits",
+    "add_annotators",
+    "create_study",
+    "load_settings",
+    "now_iso",
+]
+
+
+@dataclass(frozen=True)
+class StudySettings:
+    """What a study is and how it is run (stored in the study file)."""
+
+    name: str
+    kinds: tuple[str, ...]
+    benchmarks: tuple[str, ...]
+    overlap: int = 1  # annotators per item
+    quota: int | None = None  # items per annotator (None: as many as there are)
+    gold_pass: float = 0.8  # gold accuracy below which an annotator is flagged
+    seed: int = 0
+    completion_code: str = ""
+    instructions: str | None = None  # the study's own instructions (None: the papers')
+    consent: str | None = None  # the study's own consent text (None: the default)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class StudyUnits:
+    """The queries of a study, each with the key of the item it belongs to."""
+
+    main: list[tuple[str, Query]]
+    practice: list[tuple[str, Query]] = field(default_factory=list)
+    gold: list[tuple[str, Query]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StudyLinks:
+    """Secrets shown once: the admin token, the join token, and annotator tokens."""
+
+    admin: str
+    join: str
+    annotators: list[tuple[str, str]]  # (annotator id, token)
+
+    def urls(self, base: str) -> dict[str, Any]:
+        base = base.rstrip("/")
+        return {
+            "admin": f"{base}/admin/{self.admin}",
+            "join": f"{base}/join/{self.join}",
+            "annotators": {a: f"{base}/a/{t}" for a, t in self.annotators},
+        }
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def create_study(
+    path: str | Path,
+    settings: StudySettings,
+    make_units: Callable[[Callable[[str], str]], StudyUnits],
+    read_image: Callable[[str], bytes],
+    *,
+    annotators: int = 0,
+) -> StudyLinks:
+    """Write the study file at `path` (refused if it exists): `make_units(sink)` gives the
+    queries, naming images through `sink(ref) -> sha256`, which stores them in the study."""
+    path = Path(path)
+    if path.exists():
+        raise LexsemError(f"{path}: exists; a study holds answers and is never overwritten")
+    if settings.overlap < 1:
+        raise LexsemError(f"--overlap must be at least 1, got {settings.overlap}")
+    if settings.quota is not None and settings.quota < 1:
+        raise LexsemError(f"--quota must be at least 1, got {settings.quota}")
+    with atomic_path(path) as tmp:
+        tmp.unlink()
+        con = store.connect(tmp, create=True)
+        try:
+            store.create_schema(con)
+            with store.write(con):
+                units = make_units(ImageSink(con, read_image))
+                if not units.main:
+                    raise LexsemError("the study has no items")
+                _insert_units(con, units)
+                admin, join = new_token(), new_token()
+                store.set_meta(con, "settings", dataclasses.asdict(settings))
+                store.set_meta(con, "secret", new_secret())
+                store.set_meta(con, "admin_hash", hash_token(admin))
+                store.set_meta(con, "join_hash", hash_token(join))
+                store.set_meta(con, "created_at", now_iso())
+                tokens = _add(con, settings.seed, annotators)
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            con.close()
+        for suffix in ("-wal", "-shm"):
+            Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    return StudyLinks(admin, join, tokens)
+
+
+def _insert_units(con: sqlite3.Connection, units: StudyUnits) -> None:
+    position = 0
+    for practice, gold, group in ((1, 0, units.practice), (0, 1, units.gold), (0, 0, units.main)):
+        for key, q in group:
+            if gold and q.correct is None:
+                raise LexsemError(f"gold item {q.item_id} ({q.kind}) has no right answer")
+            payload = {
+                "options": [dataclasses.asdict(o) for o in q.options],
+                "base_text": q.base_text,
+                "base_image": q.base_image,
+                "context": [list(c) for c in q.context],
+                "edit_text": q.edit_text,
+            }
+            con.execute(
+                "INSERT INTO units (kind, item_id, subset, benchmark, item_key, practice, gold,"
+                " correct, payload, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (q.kind, q.item_id, q.subset, q.benchmark, key, practice, gold, q.correct,
+                 json.dumps(payload), position),
+            )  # fmt: skip
+            position += 1
+
+
+def _add(con: sqlite3.Connection, study_seed: int, n: int) -> list[tuple[str, str]]:
+    (count,) = con.execute("SELECT COUNT(*) FROM annotators").fetchone()
+    out = []
+    for k in range(count + 1, count + n + 1):
+        aid, token = f"a{k:04d}", new_token()
+        con.execute(
+            "INSERT INTO annotators (id, token_hash, seed, created_at) VALUES (?, ?, ?, ?)",
+            (aid, hash_token(token), annotator_seed(study_seed, aid), now_iso()),
+        )
+        out.append((aid, token))
+    return out
+
+
+def add_annotators(
+    con: sqlite3.Connection, n: int, *, consented: bool = False
+) -> list[tuple[str, str]]:
+    """`n` new annotators (opaque ids a0001, ...) and their tokens, committed."""
+    seed = load_settings(con).seed
+    with store.write(con):
+        made = _add(con, seed, n)
+        if consented:
+            con.executemany(
+                "UPDATE annotators SET consented_at = ? WHERE id = ?",
+                [(now_iso(), aid) for aid, _ in made],
+            )
+    return made
+
+
+def load_settings(con: sqlite3.Connection) -> StudySettings:
+    raw = dict(store.get_meta(con, "settings"))
+    for key in ("kinds", "benchmarks"):
+        raw[key] = tuple(raw[key])
+    return StudySettings(**raw)

@@ -1,0 +1,285 @@
+"""The study server's routes (FastAPI TestClient): the annotator's way through a study, the
+study design (overlap, quotas, practice feedback, gold and flags, randomisation recorded,
+timing), the answers table, and trust (tokens, CSRF, images only from the study, rate limits,
+headers)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from builders.annotate_studies import (
+    MadeStudy,
+    make_study,
+    need_annotate_extra,
+    right_policy,
+    wrong_policy,
+)
+from lexsem.annotate.answers import ANSWERS_SCHEMA, answers_table
+
+need_annotate_extra()
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from lexsem.annotate.app import create_app  # noqa: E402
+from lexsem.annotate.order import annotator_seed, option_order  # noqa: E402
+from lexsem.annotate.progress import progress  # noqa: E402
+from lexsem.annotate.simulate import ScriptedAnnotator, parse_page  # noqa: E402
+from lexsem.annotate.store import connect  # noqa: E402
+
+
+def correct_answers(path: Path) -> dict[int, str | None]:
+    con = connect(path)
+    out = {r[0]: r[1] for r in con.execute("SELECT id, correct FROM units")}
+    con.close()
+    return out
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> MadeStudy:
+    return make_study(tmp_path, "-b", "synthetic", "--sample", "2", "--seed", "3",
+                      "--practice", "1", "--gold", "2", "--overlap", "2", "--quota", "4",
+                      "-n", "4", "--completion-code", "DONE-42")  # fmt: skip
+
+
+def client(study: MadeStudy, **kw: object) -> TestClient:
+    return TestClient(create_app(study.path, **kw))  # type: ignore[arg-type]
+
+
+def test_a_study_completed_by_scripted_annotators(study: MadeStudy) -> None:
+    c = client(study)
+    right = correct_answers(study.path)
+    links = list(study.annotators.values())
+    runs = []
+    for k, link in enumerate(links[:3]):
+        policy = right_policy(right) if k < 2 else wrong_policy(right)
+        bot = ScriptedAnnotator(c, link, policy, seed=k)
+        assert bot.run(max_steps=200)
+        assert bot.code == "DONE-42"
+        runs.append(bot)
+    table = answers_table(connect(study.path))
+    assert table.schema == ANSWERS_SCHEMA
+    rows = table.to_pylist()
+    # every answer recorded once; quota 4 items x 2 kinds + 2 practice units + 4 gold units
+    assert Counter(r["annotator"] for r in rows) == {"a0001": 14, "a0002": 14, "a0003": 14}
+    assert (
+        len({(r["annotator"], r["kind"], r["item_id"], r["practice"], r["gold"]) for r in rows})
+        == 42
+    )
+    for bot, who in zip(runs, ("a0001", "a0002", "a0003"), strict=True):
+        mine = [r for r in rows if r["annotator"] == who]
+        assert [r["answer"] for r in mine] == [a for _, a in bot.answered]
+        assert all(r["correct"] == (who != "a0003") for r in mine)
+    # overlap 2 with quota 4: the first two annotators share their items, the third gets others
+    items = {w: {r["item_id"] for r in rows if r["annotator"] == w and not r["practice"]
+                 and not r["gold"]} for w in ("a0001", "a0002", "a0003")}  # fmt: skip
+    assert items["a0001"] == items["a0002"] and len(items["a0001"]) == 4
+    assert not items["a0003"] & items["a0001"]
+    p = progress(connect(study.path))
+    flagged = {a.annotator for a in p.annotators if a.flagged}
+    assert flagged == {"a0003"}
+    assert p.agreement == {"itt": (100.0, 4), "tot": (100.0, 4)}
+
+
+def test_overlap_is_never_exceeded(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "3", "-k", "tot",
+                      "--overlap", "2", "--quota", "2", "-n", "6")  # fmt: skip
+    c = client(made)
+    for k, link in enumerate(made.annotators.values()):
+        assert ScriptedAnnotator(c, link, seed=k).run(max_steps=50)
+    rows = answers_table(connect(made.path)).to_pylist()
+    per_item = Counter(r["item_id"] for r in rows)
+    assert sorted(per_item.values()) == [2, 2, 2]  # 3 items x overlap 2 = 6 slots, quota 2
+    per_person = Counter(r["annotator"] for r in rows)
+    assert sorted(per_person.values()) == [1, 1, 2, 2]  # two annotators found the study full
+    page = c.get(list(made.annotators.values())[5])
+    assert "No questions left" in page.text
+
+
+def test_option_order_is_seeded_per_annotator_and_recorded(study: MadeStudy) -> None:
+    c = client(study)
+    bot = ScriptedAnnotator(c, study.annotators["a0001"])
+    assert bot.run(max_steps=200)
+    con = connect(study.path)
+    seed = con.execute("SELECT seed FROM annotators WHERE id = 'a0001'").fetchone()[0]
+    assert seed == annotator_seed(3, "a0001")
+    for unit, options in con.execute(
+        "SELECT unit, options FROM assignments WHERE annotator = 'a0001'"
+    ):
+        assert json.loads(options) == option_order(seed, unit, ["p1", "p2", "n"], [])
+    orders = {tuple(r["options"]) for r in answers_table(con).to_pylist()}
+    assert len(orders) > 1  # not one fixed order
+
+
+def test_pages_show_options_in_the_recorded_order(study: MadeStudy) -> None:
+    c = client(study)
+    link = study.annotators["a0002"]
+    for _ in range(2):  # consent, instructions
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    page = parse_page(c.get(link).text)
+    con = connect(study.path)
+    shown = con.execute(
+        "SELECT options FROM assignments WHERE annotator='a0002' AND unit=?", (page.unit,)
+    ).fetchone()[0]
+    assert page.answers == [*json.loads(shown), "skip"]
+
+
+def test_practice_feedback_shows_the_right_answer(study: MadeStudy) -> None:
+    c = client(study)
+    link = study.annotators["a0001"]
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    html = c.get(link).text
+    assert "Practice" in html
+    page = parse_page(html)
+    wrong = next(a for a in page.answers if a not in ("n", "skip"))
+    res = c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": wrong},
+                 follow_redirects=False)  # fmt: skip
+    assert res.status_code == 303 and res.headers["location"].endswith(f"/feedback/{page.unit}")
+    fb = c.get(res.headers["location"]).text
+    assert "Not quite" in fb
+    right = re.search(r'value="(\w+)"[^>]*\n? class="option right', fb)
+    assert right and right.group(1) == "n"
+
+
+def test_an_answer_is_recorded_once(study: MadeStudy) -> None:
+    c = client(study)
+    link = study.annotators["a0001"]
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    page = parse_page(c.get(link).text)
+    data = {"csrf": page.csrf, "unit": page.unit, "answer": page.answers[0]}
+    for _ in range(3):  # a double click, a resubmitted form
+        assert c.post(page.action, data=data, follow_redirects=False).status_code == 303
+    data2 = {**data, "answer": page.answers[1]}
+    c.post(page.action, data=data2, follow_redirects=False)
+    rows = answers_table(connect(study.path)).to_pylist()
+    assert len(rows) == 1 and rows[0]["answer"] == page.answers[0]
+
+
+def test_validate_edit_is_recorded(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-k", "validate",
+                      "-n", "1")  # fmt: skip
+    c = client(made)
+    link = made.annotators["a0001"]
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    html = c.get(link).text
+    page = parse_page(html)
+    assert page.answers == ["accept", "edit", "reject", "skip"]
+    assert "<textarea" in html
+    bad = c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": "edit",
+                                    "edit": "  "})  # fmt: skip
+    assert bad.status_code == 422
+    c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": "edit",
+                              "edit": "An edited caption."})  # fmt: skip
+    (row,) = answers_table(connect(made.path)).to_pylist()
+    assert row["answer"] == "edit" and row["edit"] == "An edited caption."
+    assert row["correct"] is None and row["options"] == ["accept", "edit", "reject"]
+
+
+def test_join_link_makes_a_consented_annotator(study: MadeStudy) -> None:
+    c = client(study)
+    page = parse_page(c.get(study.join).text)
+    assert c.post(page.action, data={}).status_code == 403  # no CSRF token
+    res = c.post(page.action, data={"csrf": page.csrf}, follow_redirects=False)
+    assert res.status_code == 303 and res.headers["location"].startswith("/a/")
+    assert "Instructions" in c.get(res.headers["location"]).text
+    con = connect(study.path)
+    assert con.execute("SELECT COUNT(*) FROM annotators").fetchone()[0] == 5
+
+
+def test_csrf_is_checked_on_every_form(study: MadeStudy) -> None:
+    c = client(study)
+    link = study.annotators["a0001"]
+    other = parse_page(c.get(study.annotators["a0002"]).text).csrf
+    for bad in ({}, {"csrf": "x" * 64}, {"csrf": other}):
+        assert c.post(f"{link}/consent", data=bad).status_code == 403
+    assert c.post(f"{study.admin}/invite", data={"n": "1"}).status_code == 403
+    admin_csrf = re.search(r'name="csrf" value="(\w+)"', c.get(study.admin).text).group(1)
+    res = c.post(f"{study.admin}/invite", data={"n": "2", "csrf": admin_csrf})
+    assert res.status_code == 200 and res.text.count("/a/") == 2
+
+
+def test_tokens_and_admin(study: MadeStudy) -> None:
+    c = client(study)
+    assert c.get("/a/not-a-token").status_code == 404
+    assert c.get("/admin/" + study.annotators["a0001"].rsplit("/", 1)[1]).status_code == 404
+    assert c.get(study.admin.replace("/admin/", "/a/")).status_code == 404
+    html = c.get(study.admin).text
+    assert "a0001" in html and "Agreement" in html
+
+
+def test_images_only_from_the_study(study: MadeStudy, tmp_path: Path) -> None:
+    c = client(study)
+    link = study.annotators["a0001"]
+    con = connect(study.path)
+    sha = con.execute("SELECT sha FROM images").fetchone()[0]
+    res = c.get(f"{link}/img/{sha}")
+    assert res.status_code == 200 and res.headers["content-type"].startswith("image/")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("secret")
+    for name in ("../../../../etc/passwd", "..%2f..%2fetc%2fpasswd", str(secret),
+                 "%2e%2e/%2e%2e/etc/passwd", sha.upper(), "0" * 64, f"{sha}.png",
+                 "....//....//etc/passwd", "%00" + sha):  # fmt: skip
+        res = c.get(f"{link}/img/{name}")
+        assert res.status_code == 404, name
+        assert b"secret" not in res.content and b"root:" not in res.content
+    assert c.get(f"/a/nobody/img/{sha}").status_code == 404  # images need a token
+
+
+def test_rate_limit_per_token(study: MadeStudy) -> None:
+    c = client(study, rate_limit=5, rate_window=60.0)
+    link = study.annotators["a0001"]
+    codes = [c.get(link).status_code for _ in range(7)]
+    assert codes == [200] * 5 + [429] * 2
+    assert c.get(study.annotators["a0002"]).status_code == 200  # another token is not limited
+
+
+def test_security_headers(study: MadeStudy) -> None:
+    c = client(study)
+    res = c.get(study.annotators["a0001"])
+    assert res.headers["referrer-policy"] == "no-referrer"
+    csp = res.headers["content-security-policy"]
+    nonce = re.search(r"'nonce-([^']+)'", csp).group(1)
+    assert f'<script nonce="{nonce}">' in res.text
+    assert "default-src 'none'" in csp and "frame-ancestors 'none'" in csp
+    assert res.headers["x-frame-options"] == "DENY"
+
+
+def test_answer_must_be_offered(study: MadeStudy) -> None:
+    c = client(study)
+    link = study.annotators["a0001"]
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    page = parse_page(c.get(link).text)
+    assert c.post(page.action, data={"csrf": page.csrf, "unit": page.unit,
+                                     "answer": "none"}).status_code == 422  # fmt: skip
+    assert c.post(page.action, data={"csrf": page.csrf, "unit": 10_000,
+                                     "answer": "n"}).status_code == 404  # fmt: skip
+
+
+def test_seconds_are_timed_from_first_display(study: MadeStudy) -> None:
+    import time
+
+    c = client(study)
+    link = study.annotators["a0001"]
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    page = parse_page(c.get(link).text)
+    time.sleep(0.3)
+    c.get(link)  # a reload does not restart the clock
+    c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": "skip"})
+    (row,) = answers_table(connect(study.path)).to_pylist()
+    assert 0.3 <= row["seconds"] < 30
+    assert row["answer"] == "skip" and row["correct"] is False

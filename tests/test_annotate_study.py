@@ -1,0 +1,229 @@
+"""`lexsem annotate create`: what a study holds, from a benchmark selection or a build table.
+
+Checked against the benchmark items themselves: each kind's options are the item's captions or
+images, its right answer the one the paper says (SugarCrepe++ §3: the negative caption; BiVLC
+§4: each image's own caption and each caption's own image), the sample is N items per subset,
+practice and gold items are outside the sample, and bad input fails with one line."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from builders.annotate_studies import make_study, need_annotate_extra
+from lexsem.annotate.store import connect
+from lexsem.benchmarks.load import load_benchmark
+from lexsem.cli import app
+
+need_annotate_extra()
+
+
+def units(path: Path) -> list[dict]:
+    con = connect(path)
+    rows = [dict(r) for r in con.execute("SELECT * FROM units ORDER BY position")]
+    con.close()
+    for r in rows:
+        r["payload"] = json.loads(r["payload"])
+    return rows
+
+
+def test_scpp_style_study_samples_per_subset_and_asks_for_the_negative(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic", "--sample", "3", "--seed", "7",
+                      "--practice", "2", "--gold", "2", "-n", "2")  # fmt: skip
+    rows = units(made.path)
+    items = {it.id: it for it in load_benchmark("synthetic").items}
+    main = [r for r in rows if not r["practice"] and not r["gold"]]
+    # 3 items of each of the 5 subsets, each asked as TOT and ITT
+    assert Counter(r["subset"] for r in main if r["kind"] == "tot") == dict.fromkeys(
+        ["replace_att", "replace_obj", "replace_rel", "swap_att", "swap_obj"], 3
+    )
+    assert Counter(r["kind"] for r in main) == {"tot": 15, "itt": 15}
+    for r in rows:
+        it = items[r["item_id"]]
+        texts = {o["id"]: o["text"] for o in r["payload"]["options"]}
+        assert texts == {"p1": it.p1, "p2": it.p2, "n": it.n}
+        assert r["correct"] == "n"
+        assert (r["payload"]["base_image"] is not None) == (r["kind"] == "itt")
+    main_ids = {r["item_id"] for r in main}
+    extra = {r["item_id"] for r in rows if r["practice"] or r["gold"]}
+    assert len(extra) == 4 and not extra & main_ids
+    assert len(made.annotators) == 2
+
+
+def test_same_seed_same_sample_other_seed_other_sample(tmp_path: Path) -> None:
+    def ids(name: str, seed: str) -> set[str]:
+        made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "5", "--seed", seed,
+                          "-k", "tot", name=name)  # fmt: skip
+        return {r["item_id"] for r in units(made.path)}
+
+    assert ids("a", "1") == ids("b", "1")
+    assert ids("a2", "1") != ids("c", "2")
+
+
+def test_sample_total_draws_from_the_whole_selection(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic_bi", "--sample-total", "7", "--seed", "2",
+                      "--practice", "1", "-k", "bivlc_i2t")  # fmt: skip
+    rows = units(made.path)
+    main = {r["item_id"].split("#")[0] for r in rows if not r["practice"]}
+    assert len(main) == 7 and len({r["subset"] for r in rows if not r["practice"]}) > 1
+    practice = {r["item_id"].split("#")[0] for r in rows if r["practice"]}
+    assert len(practice) == 1 and not practice & main
+
+
+def test_bivlc_study_has_four_queries_per_instance(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic_bi/replace_obj", "--sample", "2")
+    rows = units(made.path)
+    quads = {it.id: it for it in load_benchmark("synthetic_bi").items}
+    assert Counter(r["kind"] for r in rows) == {"bivlc_i2t": 4, "bivlc_t2i": 4}
+    con = connect(made.path)
+    shas = {r[0] for r in con.execute("SELECT sha FROM images")}
+    for sha, data in con.execute("SELECT sha, data FROM images"):
+        assert hashlib.sha256(data).hexdigest() == sha
+    con.close()
+    for r in rows:
+        base_id, query = r["item_id"].split("#")
+        q = quads[base_id]
+        k = query[-1]
+        if r["kind"] == "bivlc_i2t":  # image k with both captions: its own caption is right
+            assert query == f"image{k}" and r["correct"] == f"caption{k}"
+            assert [o["text"] for o in r["payload"]["options"]] == [q.caption0, q.caption1]
+            assert r["payload"]["base_image"] in shas
+        else:  # caption k with both images: its own image is right
+            assert query == f"caption{k}" and r["correct"] == f"image{k}"
+            assert r["payload"]["base_text"] == (q.caption0, q.caption1)[int(k)]
+            assert {o["image"] for o in r["payload"]["options"]} <= shas
+
+
+@pytest.mark.parametrize(
+    ("kind", "right"), [("best_of_k", "image1"), ("ambiguity", "image0"), ("pair", None)]
+)
+def test_other_kinds_from_a_benchmark(tmp_path: Path, kind: str, right: str | None) -> None:
+    sel = "synthetic" if kind == "pair" else "synthetic_bi"
+    made = make_study(tmp_path, "-b", f"{sel}/swap_att", "--sample", "2", "-k", kind)
+    rows = units(made.path)
+    assert len(rows) == 2 and {r["kind"] for r in rows} == {kind}
+    assert {r["correct"] for r in rows} == {right or "pos"}
+
+
+def _png(path: Path, colour: str) -> str:
+    Image.new("RGB", (8, 8), colour).save(path)
+    return path.name
+
+
+def test_build_table_validate_best_of_k_ambiguity(tmp_path: Path) -> None:
+    imgs = [_png(tmp_path / f"{c}.png", c) for c in ("red", "green", "blue")]
+    table = pa.table({
+        "source": ["sc", "sc", "sc"], "source_id": ["1", "2", "3"],
+        "caption": ["A dog on a mat.", "A cat.", "A bird."],
+        "caption2": ["On a mat is a dog.", "A feline.", "A bird flies."],
+        "negative_caption": ["A mat on a dog.", "A dog.", "A fish."],
+        "images": [imgs, imgs[:2], imgs[1:]], "image": imgs, "negative_image": imgs[::-1],
+        "rejected": [None, "too_long", None],
+    })  # fmt: skip
+    pq.write_table(table, tmp_path / "stage.parquet")
+    for kind in ("validate", "best_of_k", "ambiguity"):
+        made = make_study(tmp_path, "--from-build", str(tmp_path / "stage.parquet"), "-k", kind,
+                          name=kind)  # fmt: skip
+        rows = units(made.path)
+        assert [r["item_id"] for r in rows] == ["sc:1", "sc:3"]  # the rejected row left out
+        assert all(r["correct"] is None for r in rows)
+    validate = units(tmp_path / "validate.sqlite")
+    assert validate[0]["payload"]["edit_text"] == "On a mat is a dog."
+    best = units(tmp_path / "best_of_k.sqlite")
+    assert [o["id"] for o in best[1]["payload"]["options"]] == ["image0", "image1"]
+    green = hashlib.sha256((tmp_path / "green.png").read_bytes()).hexdigest()
+    assert best[1]["payload"]["options"][0]["image"] == green
+    made = make_study(tmp_path, "--from-build", str(tmp_path / "stage.parquet"), "-k", "validate",
+                      "--column", "generated=negative_caption", name="neg")  # fmt: skip
+    assert units(made.path)[0]["payload"]["edit_text"] == "A mat on a dog."
+
+
+def run_create(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, ["annotate", "create", *args])
+    return res.exit_code, res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-b", "synthetic", "-k", "tott"], "--kind 'tott': the task kinds are"),
+        (["-b", "synthetic", "-k", "bivlc_i2t"], "needs QuadItem items"),
+        (["-b", "synthetic/swap_obj", "--practice", "200"], "leaves 0"),
+        ([], "give either --benchmark"),
+        (["-b", "synthetic", "--column", "a=b"], "--column names a build table"),
+    ],
+)
+def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    code, out = run_create(str(tmp_path / "s.sqlite"), *args)
+    assert code == 2 and message in out, out
+    assert out.startswith("error: ") and "Traceback" not in out
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+def test_build_table_errors_name_the_file(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"caption": ["x"], "source": ["s"], "source_id": ["1"]}),
+                   tmp_path / "t.parquet")  # fmt: skip
+    code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build",
+                           str(tmp_path / "t.parquet"), "-k", "validate")  # fmt: skip
+    assert code == 2 and "t.parquet" in out and "'caption2'" in out and "--column" in out
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build",
+                           str(tmp_path / "bad.parquet"), "-k", "validate")  # fmt: skip
+    assert code == 2 and "bad.parquet" in out and "not a readable Parquet" in out
+
+
+def test_an_existing_study_is_never_overwritten(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1")
+    before = made.path.read_bytes()
+    code, out = run_create(str(made.path), "-b", "synthetic/swap_obj")
+    assert code == 2 and "never overwritten" in out
+    assert made.path.read_bytes() == before
+
+
+def test_study_file_is_wal_and_tokens_are_stored_hashed(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-n", "2")
+    raw = made.path.read_bytes()
+    for link in [made.admin, made.join, *made.annotators.values()]:
+        token = link.rsplit("/", 1)[1]
+        assert token.encode() not in raw
+        assert len(token) >= 40
+    con = connect(made.path)
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    hashes = {r[0] for r in con.execute("SELECT token_hash FROM annotators")}
+    con.close()
+    expect = {
+        hashlib.sha256(t.rsplit("/", 1)[1].encode()).hexdigest() for t in made.annotators.values()
+    }
+    assert hashes == expect
+
+
+def test_instructions_and_consent_files(tmp_path: Path) -> None:
+    (tmp_path / "i.txt").write_text("Pick the odd one out.\n")
+    (tmp_path / "empty.txt").write_text("")
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1",
+                      "--instructions", str(tmp_path / "i.txt"))  # fmt: skip
+    con = connect(made.path)
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key='settings'").fetchone()[0])
+    con.close()
+    assert settings["instructions"] == "Pick the odd one out."
+    code, out = run_create(str(tmp_path / "s2.sqlite"), "-b", "synthetic",
+                           "--consent", str(tmp_path / "empty.txt"))  # fmt: skip
+    assert code == 2 and "empty.txt" in out and "empty" in out
+
+
+def test_images_are_real_images(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-k", "itt")
+    con = connect(made.path)
+    (mime, data) = con.execute("SELECT mime, data FROM images").fetchone()
+    con.close()
+    with Image.open(io.BytesIO(data)) as img:
+        assert mime == f"image/{img.format.lower()}"
