@@ -31,7 +31,9 @@ CAPTIONS = ["a dog on a sofa", "two cats", "a man in paris", "a red bus", "a tre
 
 
 def _recipe(tmp: Path, url: str, captions: list[str] = CAPTIONS) -> Path:
-    (tmp / "captions.jsonl").write_text("".join(json.dumps({"caption": c}) + "\n" for c in captions))
+    (tmp / "captions.jsonl").write_text(
+        "".join(json.dumps({"caption": c}) + "\n" for c in captions)
+    )
     path = tmp / "recipe.toml"
     path.write_text(
         'name = "api"\nimports = ["builders.build_stages"]\n'

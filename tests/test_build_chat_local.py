@@ -47,8 +47,10 @@ def _one_at_a_time(folder: Path, prompts: list[str], max_new_tokens: int) -> lis
                                        add_generation_prompt=True)  # fmt: skip
         ids = torch.tensor([tok(text, add_special_tokens=False)["input_ids"]])
         with torch.no_grad():
-            new = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                 max_new_tokens=max_new_tokens)[0, ids.shape[1] :].tolist()  # fmt: skip
+            new = model.generate(
+                ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                max_new_tokens=max_new_tokens,
+            )[0, ids.shape[1] :].tolist()  # fmt: skip
         if tok.eos_token_id in new:
             new = new[: new.index(tok.eos_token_id)]
         out.append(tok.decode(new, skip_special_tokens=True).strip())
@@ -117,9 +119,7 @@ def test_a_tokenizer_without_chat_template_is_an_error(tmp_path: Path) -> None:
         model.send(None, model.request_body(ChatRequest.ask("two cats", None)))
 
 
-def test_a_build_with_a_local_generator_stores_its_answers(
-    tiny_chat: Path, tmp_path: Path
-) -> None:
+def test_a_build_with_a_local_generator_stores_its_answers(tiny_chat: Path, tmp_path: Path) -> None:
     captions = PROMPTS[:6]
     (tmp_path / "in.jsonl").write_text("".join(json.dumps({"caption": c}) + "\n" for c in captions))
     recipe = tmp_path / "r.toml"

@@ -30,9 +30,9 @@ class Server:
     time-out); `fail` is a prompt substring answered 500 always; `fail_all` answers every
     request 500. A request without an image (a build's generator) is answered with its prompt
     in upper case. With `hold_after` = k, the requests after the k-th to arrive are held (not
-    answered) until `release` is set. Log-probabilities (`tests/test_chat_logprobs.py`): OpenAI's top log-probs of
-    the first token, or vLLM's prompt log-probs of a continued final assistant message, from
-    `P_YES` (unless `no_logprobs`)."""
+    answered) until `release` is set. Log-probabilities (`tests/test_chat_logprobs.py`):
+    OpenAI's top log-probs of the first token, or vLLM's prompt log-probs of a continued final
+    assistant message, from `P_YES` (unless `no_logprobs`)."""
 
     def __init__(self) -> None:
         self.faults: list[str] = []

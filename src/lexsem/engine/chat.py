@@ -322,8 +322,8 @@ def _send_batches(
                 raise ModelError(
                     f"{model.name}: send_batch answered {len(answers)} of {len(keys)} requests"
                 )
-            new = [(k, {"text": t, "response": raw}) for k, (t, raw) in zip(keys, answers,
-                                                                           strict=True)]  # fmt: skip
+            pairs = zip(keys, answers, strict=True)
+            new = [(k, {"text": t, "response": raw}) for k, (t, raw) in pairs]
             kept = [(k, r) for k, r in new if r["text"] is not None]
             if store is not None and kept:
                 store.put_records([k for k, _ in kept], [r for _, r in kept])
