@@ -23,6 +23,7 @@ from lexsem.models.protocols import TextEncoder, TextScorer, fingerprint_key
 from lexsem.models.spec import ModelSpec, parse_model_spec
 
 BUILT_IN = [
+    "chat",
     "clip",
     "cola",
     "hf",
@@ -175,7 +176,7 @@ def test_register_backend_refusals() -> None:
             parse_model_spec("notone:x")
     finally:
         backend_registry.unregister_backend("notone")
-    with pytest.raises(ModelError, match=r"unknown model backend 'chars'.*known backends: clip \("):
+    with pytest.raises(ModelError, match=r"unknown model backend 'chars'.*known backends: chat \("):
         parse_model_spec("chars:x")
     with pytest.raises(ModelError, match=r"unknown model backend 'clp' \(did you mean 'clip'\?\)"):
         parse_model_spec("clp:x")
@@ -207,7 +208,7 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
         "from lexsem.models.aliases import ALIASES\n"
         "from lexsem.models.spec import parse_model_spec\n"
         "specs = [parse_model_spec(a) for a in ALIASES]\n"
-        "specs += [parse_model_spec('openai:m'), parse_model_spec('recorded:a.jsonl')]\n"
+        "specs += [parse_model_spec(s) for s in ('openai:m', 'chat:m', 'recorded:a.jsonl')]\n"
         "assert {s.backend for s in specs} == set(r.names()), r.names()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip') "
         "if m in sys.modules]\n"
