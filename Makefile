@@ -61,10 +61,14 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/vqa_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/train_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/annotate_bench.py
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/build_bench.py
 
-# on a machine with a CUDA GPU: 5000 generated JPEGs, ViT-B/32-size tower, bf16
+# on a machine with a CUDA GPU: 5000 generated JPEGs, ViT-B/32-size tower, bf16; then the text
+# generation of `lexsem build` (chat:), and its image generation where a diffusers: backend
+# exists (bench/build_gpu.py; docs/performance.md)
 bench-gpu: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/image_bench.py --device cuda
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/build_gpu.py
 
 # lexsem vs LAION's CLIP_benchmark on its own SugarCrepe task, all 7 subsets (~30 min on 2 cores;
 # bench/peer_bench.py says what it compares). clip-benchmark is installed for this target only:

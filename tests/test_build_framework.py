@@ -192,10 +192,12 @@ def test_a_killed_build_resumes_at_the_stage_that_failed(tmp_path: Path) -> None
 def test_requests_are_stored_and_not_resent(tmp_path: Path, gen: FakeGenerator) -> None:
     recipe = _recipe(tmp_path, FORMAT + SHOUT, HEAD)
     first = _build(recipe, tmp_path / "a")
-    assert first.sent == 4 and first.stages[1].requests == {"asked": 4, "stored": 0, "sent": 4}
+    assert first.sent == 4 and first.stages[1].requests == {
+        "asked": 4, "stored": 0, "sent": 4, "retried": 0
+    }  # fmt: skip
     second = _build(recipe, tmp_path / "b")  # a new folder: every stage runs, nothing is sent
     assert second.sent == 0 and len(gen.sent) == 4
-    assert second.stages[1].requests == {"asked": 4, "stored": 4, "sent": 0}
+    assert second.stages[1].requests == {"asked": 4, "stored": 4, "sent": 0, "retried": 0}
     t = pq.read_table(second.output)
     # answers longer than 12 characters: "A DOG ON A SOFA." (16), "A MAN IN PARIS." (15), the bus
     assert t["rejected"].to_pylist() == ["too long", None, "too long", "empty caption", "too long"]

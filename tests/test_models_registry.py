@@ -24,6 +24,7 @@ from lexsem.models.spec import ModelSpec, parse_model_spec
 
 BUILT_IN = [
     "artifact",
+    "chat",
     "clip",
     "cola",
     "hf",
@@ -177,7 +178,7 @@ def test_register_backend_refusals() -> None:
     finally:
         backend_registry.unregister_backend("notone")
     with pytest.raises(
-        ModelError, match=r"unknown model backend 'chars'.*known backends: artifact \(.*clip \("
+        ModelError, match=r"unknown model backend 'chars'.*known backends: artifact \(.*chat \("
     ):
         parse_model_spec("chars:x")
     with pytest.raises(ModelError, match=r"unknown model backend 'clp' \(did you mean 'clip'\?\)"):
@@ -210,8 +211,8 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
         "from lexsem.models.aliases import ALIASES\n"
         "from lexsem.models.spec import parse_model_spec\n"
         "specs = [parse_model_spec(a) for a in ALIASES]\n"
-        "specs += [parse_model_spec('openai:m'), parse_model_spec('recorded:a.jsonl'), "
-        "parse_model_spec('artifact:det')]\n"
+        "specs += [parse_model_spec(s) for s in ('openai:m', 'chat:m', 'recorded:a.jsonl', "
+        "'artifact:det')]\n"
         "assert {s.backend for s in specs} == set(r.names()), r.names()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip') "
         "if m in sys.modules]\n"

@@ -28,9 +28,11 @@ class Server:
     turn; `faults` are applied to the next requests in order: "429", "500", "json" (not JSON),
     "drop" (connection closed without an answer), "slow" (answers after the client's
     time-out); `fail` is a prompt substring answered 500 always; `fail_all` answers every
-    request 500. Log-probabilities (`tests/test_chat_logprobs.py`): OpenAI's top log-probs of
-    the first token, or vLLM's prompt log-probs of a continued final assistant message, from
-    `P_YES` (unless `no_logprobs`)."""
+    request 500. A request without an image (a build's generator) is answered with its prompt
+    in upper case. With `hold_after` = k, the requests after the k-th to arrive are held (not
+    answered) until `release` is set. Log-probabilities (`tests/test_chat_logprobs.py`):
+    OpenAI's top log-probs of the first token, or vLLM's prompt log-probs of a continued final
+    assistant message, from `P_YES` (unless `no_logprobs`)."""
 
     def __init__(self) -> None:
         self.faults: list[str] = []
@@ -42,17 +44,27 @@ class Server:
         self.posts = 0
         self.auth: set[str] = set()
         self.lock = threading.Lock()
+        self.hold_after: int | None = None  # answer this many, then hold every other request
+        self.release = threading.Event()  # ends a hold: the held requests get no answer
 
     def reply(self, handler: BaseHTTPRequestHandler) -> None:
         body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
         with self.lock:
             self.posts += 1
+            arrived = self.posts
             self.bodies.append(body)
             self.auth.add(handler.headers.get("Authorization", ""))
             fault = self.faults.pop(0) if self.faults else None
         parts = [m for m in body["messages"] if m["role"] == "user"][-1]["content"]
+        if isinstance(parts, str):  # a text-only turn
+            parts = [{"type": "text", "text": parts}]
         prompt = next(p["text"] for p in parts if p["type"] == "text")
-        image = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
+        image = next((p["image_url"]["url"] for p in parts if p["type"] == "image_url"), "")
+        if self.hold_after is not None and arrived > self.hold_after:
+            # held: a client killed meanwhile gets nothing; the connection is closed
+            self.release.wait(60)
+            handler.close_connection = True
+            return
         if body["model"] == "no-such-model":
             return _send(handler, 404, b'{"error": "model not found"}')
         if fault == "drop":
@@ -70,6 +82,9 @@ class Server:
             self.answered.append((prompt, image[:60]))
         if body.get("logprobs") or "prompt_logprobs" in body:
             return _send(handler, 200, json.dumps(self.logprobs(body, prompt)).encode())
+        if not image:  # a text-only request (a build's generator): the prompt in upper case
+            answer = {"choices": [{"message": {"role": "assistant", "content": prompt.upper()}}]}
+            return _send(handler, 200, json.dumps(answer).encode())
         options = dict(re.findall(r"\((\d)\)\s*([^;\n]+?)(?:;|\n|$)", prompt))
         pick = next((k for k, text in options.items() if text.strip() in NEGATIVES), "1")
         answer = {"choices": [{"message": {"role": "assistant", "content": f"({pick})"}}]}

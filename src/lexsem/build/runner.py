@@ -6,7 +6,7 @@ lexsem version, the recipe (path, sha256, name), the input (what, sha256, rows),
 (spec without credentials, fingerprint) and per stage: its settings and their digest (the stage,
 its settings, the seed, and the generator's fingerprint for a stage that asks one), the sha256
 of its input and of its output, rows, accepted and rejected rows per reason, the stage's own
-counts, requests (asked, served by the store, sent) and seconds.
+counts, requests (asked, served by the store, sent, retried) and seconds.
 
 Resume: stage k is not run again when its settings digest and its input's sha256 equal the
 recorded ones and its output file is the one recorded; from the first stage that runs, every
@@ -19,6 +19,12 @@ would send more than `max_requests` is refused before anything runs. Each later 
 checked the same way before it runs, and every `ctx.ask` sends at most what is left of the
 budget (`lexsem.engine.chat`: nothing over it is sent). `replay_only`: nothing is sent, a
 request without a stored answer is an error.
+
+Progress: each stage says `stage k/n NAME: R rows in` when it starts and, when it ends, its
+rows out, accepted, rejected per reason, requests sent / served by the store / retried and
+seconds; while it asks the generator, the engine's bar (terminal) or lines (piped) count the
+requests answered, failed, waiting to be retried and retried (`lexsem.engine.progress`). After
+the build: the table of every stage (`summary`).
 """
 
 from __future__ import annotations
@@ -93,6 +99,19 @@ def _load_generator(spec: str) -> Any:
     return model
 
 
+def _done_line(record: StageRecord) -> str:
+    """What a finished stage did: rows, accepted, rejected per reason, requests, seconds."""
+    rejected = record.rows - record.accepted
+    why = ", ".join(f"{k}: {v}" for k, v in record.rejected.items())
+    text = f"{record.rows} rows out, {record.accepted} accepted, {rejected} rejected"
+    text += f" ({why})" if why else ""
+    if record.requests:
+        q = record.requests
+        text += (f"; {q.get('sent', 0)} requests sent, {q.get('stored', 0)} from the store, "
+                 f"{q.get('retried', 0)} retried")  # fmt: skip
+    return f"{text}; {record.seconds:.1f} s"
+
+
 def _digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -103,12 +122,14 @@ class _Asker:
 
     def __init__(
         self, model: Any, store: Any, params: Mapping[str, Any], *, replay_only: bool,
-        max_requests: int | None, progress: bool,
+        max_requests: int | None, progress: bool, retries: int = 5, backoff: float = 1.0,
     ) -> None:  # fmt: skip
         self.model, self.store, self.params = model, store, dict(params)
         self.replay_only, self.max_requests, self.progress = replay_only, max_requests, progress
+        self.retries, self.backoff = retries, backoff
         self.sent = 0
         self.stats: Counter[str] = Counter()
+        self.label = "asking"  # the stage asking, shown on its progress bar or lines
 
     def requests(self, prompts: Sequence[Any], params: Mapping[str, Any]) -> list[Any]:
         from lexsem.models.chat import ChatRequest
@@ -137,11 +158,13 @@ class _Asker:
             self.model, self.requests(prompts, params), self.store,
             replay_only=self.replay_only, max_requests=self.left(),
             concurrency=int(getattr(self.model, "concurrency", 1) or 1), progress=self.progress,
+            label=self.label, retries=self.retries, backoff=self.backoff,
         )  # fmt: skip
         self.sent += stats.n_sent
         self.stats["asked"] += stats.n_requests
         self.stats["stored"] += stats.n_stored
         self.stats["sent"] += stats.n_sent
+        self.stats["retried"] += stats.n_retried
         return answers
 
 
@@ -155,8 +178,12 @@ def build(
     cache_dir: str | Path | None = None,
     progress: bool = False,
     echo: Callable[[str], None] | None = None,
+    retries: int = 5,
+    backoff: float = 1.0,
 ) -> BuildResult:
-    """Run `recipe` into the folder `out` (see the module doc)."""
+    """Run `recipe` into the folder `out` (see the module doc); `retries` and `backoff`:
+    how a generator request that may succeed later (a rate limit, a server error, a time-out)
+    is retried (`lexsem.engine.chat`)."""
     from lexsem.outputs import check_output_dir, named_paths
 
     say = echo or (lambda text: print(text, file=sys.stderr))
@@ -198,6 +225,8 @@ def build(
                 replay_only=replay_only,
                 max_requests=max_requests,
                 progress=progress,
+                retries=retries,
+                backoff=backoff,
             )
             if model is not None
             else None
@@ -287,7 +316,10 @@ class _Run:
         self.say(f"to run: {', '.join(todo)}")
 
     def check_budget(self, spec: StageSpec, stage: Stage, rows: Any) -> None:
-        if self.asker is None or stage.requests is None:
+        if self.asker is None or not stage.generator:
+            return
+        if stage.requests is None:
+            self.say(f"{spec.label}: asks the generator; its requests are counted as it asks")
             return
         prompts = list(stage.requests(rows, **spec.settings))
         todo = 0 if not prompts else self.asker.missing(prompts)
@@ -309,7 +341,10 @@ class _Run:
 
         ctx = StageContext(self.out, self.recipe.seed, spec.label, self.progress, self.asker)
         before = Counter(self.asker.stats) if self.asker is not None else Counter()
-        self.say(f"{spec.label}: {rows.num_rows} rows in")
+        where = f"stage {record.index}/{len(self.stages)} {spec.label}"
+        if self.asker is not None:
+            self.asker.label = where
+        self.say(f"{where}: {rows.num_rows} rows in")
         start = time.perf_counter()
         result = stage.fn(rows, ctx, **spec.settings)
         record.seconds = round(time.perf_counter() - start, 3)
@@ -326,7 +361,10 @@ class _Run:
         record.counts = dict(ctx.counts)
         if self.asker is not None:
             after = self.asker.stats
-            record.requests = {k: after[k] - before[k] for k in ("asked", "stored", "sent")}
+            record.requests = {
+                k: after[k] - before[k] for k in ("asked", "stored", "sent", "retried")
+            }
+        self.say(f"{where}: {_done_line(record)}")
         return result
 
     def write(self, *, complete: bool) -> None:
@@ -358,10 +396,22 @@ class _Run:
             fh.write("\n")
 
     def summary(self) -> None:
+        """After the build: per stage its rows, accepted rows, rejected rows per reason and
+        requests (sent, served by the store, retried), and the build's requests."""
         self.say("stage                     rows  accepted  rejected (per reason)")
         for r in self.records:
             why = ", ".join(f"{k}: {v}" for k, v in r.rejected.items()) or "-"
             state = " (reused)" if r.reused else ""
-            self.say(f"{r.index:02d} {r.name[:20]:<20} {r.rows:>6} {r.accepted:>9}  {why}{state}")
+            asked = ""
+            if r.requests:
+                q = r.requests
+                asked = (f"; requests: {q.get('sent', 0)} sent, {q.get('stored', 0)} stored, "
+                         f"{q.get('retried', 0)} retried")  # fmt: skip
+            self.say(
+                f"{r.index:02d} {r.name[:20]:<20} {r.rows:>6} {r.accepted:>9}  {why}{asked}{state}"
+            )
         if self.asker is not None:
-            self.say(f"requests sent: {self.asker.sent}")
+            self.say(
+                f"requests sent: {self.asker.sent} (retried: {self.asker.stats['retried']}, "
+                f"served by the store: {self.asker.stats['stored']})"
+            )

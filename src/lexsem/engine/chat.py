@@ -8,7 +8,9 @@ generation parameter (log-probability settings included). The stored record hold
 text and the raw response JSON (`{"imported_from": ...}` for answers imported from a file,
 `lexsem.engine.chat_import`).
 
-Sending: at most `concurrency` requests at a time; a `RetryableError` (HTTP 429, 5xx,
+Sending: at most `concurrency` requests at a time — or, for a model with `send_batch` (a local
+model generating several prompts in one batch: `chat:`), `batch_size` requests per call, one
+call at a time, each batch stored as it is answered; a `RetryableError` (HTTP 429, 5xx,
 time-out, dropped connection, an answer that is not a chat completion) is retried up to
 `retries` times with exponential backoff (`backoff`, 2x`backoff`, ...); a request still failing
 is reported, not stored, and the next run sends it again. A `StopRun` error (the server returns
@@ -18,7 +20,8 @@ connection refused, no such host) before any request of the run was answered: a 
 a first answer it is retried like any `RetryableError` (a server restarting).
 
 With `progress`, a bar (terminal) or a line every few seconds (piped) counts the requests
-answered, failed and waiting to be retried, also while nothing finishes; Ctrl-C stops sending
+answered, failed, waiting to be retried and retried so far (`ChatStats.n_retried`), also while
+nothing finishes, under `label` (`asking`, or the build stage asking); Ctrl-C stops sending
 (requests in flight are abandoned) and says how many answers the store holds.
 
 `replay_only` refuses to send anything (a miss is an error naming how many are missing);
@@ -40,7 +43,7 @@ model's log-probabilities (VQAScore through a `LogprobChatModel`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +73,7 @@ class ChatStats:
     n_imported: int = 0  # of those, answers imported from a file
     n_sent: int = 0  # answered now
     n_attempts: int = 0  # HTTP requests made (retries included)
+    n_retried: int = 0  # attempts after a request's first (a retry after a retryable error)
     failures: list[str] = field(default_factory=list)
     stopped: bool = False  # a StopRun error stopped the run
 
@@ -124,9 +128,10 @@ def chat_records(
     retries: int = 5,
     backoff: float = 1.0,
     progress: bool = False,
+    label: str = "asking",
 ) -> tuple[list[dict[str, Any]], ChatStats]:
     """The stored records (`{"text", "response"}`) of `requests`, in order, sending the
-    missing ones (with `progress`, shown as they are answered)."""
+    missing ones (with `progress`, shown under `label` as they are answered)."""
     stats = ChatStats()
     image_keys = ImageKeys()
     keys = [chat_key(model, r, image_keys) for r in requests]
@@ -140,8 +145,11 @@ def chat_records(
     _guard(todo, replay_only, max_requests, store)
     if todo:
         request_of = dict(zip(keys, requests, strict=True))
-        sending = _Sending(concurrency, retries, backoff, progress)
-        _send_all(model, todo, request_of, store, records, stats, sending)
+        sending = _Sending(concurrency, retries, backoff, progress, label)
+        if callable(getattr(model, "send_batch", None)):
+            _send_batches(model, todo, request_of, store, records, stats, sending)
+        else:
+            _send_all(model, todo, request_of, store, records, stats, sending)
     if stats.failures:
         raise ModelError(_failed(model, stats, len(todo), retries))
     return [records[k] for k in keys], stats
@@ -190,13 +198,18 @@ class _Sending:
     retries: int = 5
     backoff: float = 1.0
     progress: bool = False
+    label: str = "asking"
     answered: int = 0
     failed: int = 0
     retrying: int = 0  # requests waiting out a backoff before their next attempt
+    retried: int = 0  # attempts after a first, so far
     stop: threading.Event = field(default_factory=threading.Event)
 
     def detail(self) -> str:
-        return f"{self.answered:,} answered, {self.failed:,} failed, {self.retrying:,} retrying"
+        return (
+            f"{self.answered:,} answered, {self.failed:,} failed, {self.retrying:,} retrying, "
+            f"{self.retried:,} retried"
+        )
 
 
 def _send_all(
@@ -218,7 +231,7 @@ def _send_all(
             return
         body = model.request_body(request_of[key])  # images as data URLs, only now
         try:
-            text, raw = _with_retries(model, client, body, sending, stats, lock)
+            text, raw = _with_retries(lambda: model.send(client, body), sending, stats, lock)
         except (ModelError, _GaveUp) as exc:
             with lock:
                 if isinstance(exc, StopRun) and not stats.stopped:
@@ -237,7 +250,8 @@ def _send_all(
             stats.n_sent += 1
             sending.answered += 1
 
-    bar = Progress("asking", len(todo), unit="requests", enabled=sending.progress, store=store)
+    bar = Progress(sending.label, len(todo), unit="requests", enabled=sending.progress,
+                   store=store)  # fmt: skip
     pool = ThreadPoolExecutor(max_workers=max(1, sending.concurrency))
     with httpx.Client() as client:
         try:
@@ -266,24 +280,82 @@ class _GaveUp(Exception):
     pass
 
 
+def _send_batches(
+    model: Any,
+    todo: list[str],
+    request_of: dict[str, ChatRequest],
+    store: RequestStore | None,
+    records: dict[str, dict[str, Any]],
+    stats: ChatStats,
+    sending: _Sending,
+) -> None:
+    """Send `todo` to a model that answers a batch per call (`send_batch(client, bodies)`,
+    `batch_size` bodies at a time), one call at a time; each batch's answers are stored as it
+    returns, so a killed run keeps every finished batch. A batch that fails fails each of its
+    requests (none is stored); `StopRun` stops the run."""
+    import httpx
+
+    size = max(1, int(getattr(model, "batch_size", 1) or 1))
+    lock = threading.Lock()  # one thread: kept for `_with_retries`
+    bar = Progress(sending.label, len(todo), unit="requests", enabled=sending.progress,
+                   store=store)  # fmt: skip
+    with httpx.Client() as client, bar:
+        for start in range(0, len(todo), size):
+            keys = todo[start : start + size]
+            bodies = [model.request_body(request_of[k]) for k in keys]
+            try:
+                answers = _with_retries(
+                    lambda b=bodies: model.send_batch(client, b), sending, stats, lock,
+                    weight=len(keys),
+                )  # fmt: skip
+            except StopRun as exc:
+                stats.stopped = True
+                stats.failures.insert(0, str(exc))
+                break
+            except (ModelError, _GaveUp) as exc:
+                stats.failures += [str(exc)] * len(keys)
+                sending.failed += len(keys)
+                bar.detail = sending.detail()
+                bar.advance(len(keys))
+                continue
+            if len(answers) != len(keys):
+                raise ModelError(
+                    f"{model.name}: send_batch answered {len(answers)} of {len(keys)} requests"
+                )
+            pairs = zip(keys, answers, strict=True)
+            new = [(k, {"text": t, "response": raw}) for k, (t, raw) in pairs]
+            kept = [(k, r) for k, r in new if r["text"] is not None]
+            if store is not None and kept:
+                store.put_records([k for k, _ in kept], [r for _, r in kept])
+            records.update(new)
+            stats.n_sent += len(keys)
+            sending.answered += len(keys)
+            bar.saved(len(kept))
+            bar.detail = sending.detail()
+            bar.advance(len(keys))
+
+
 def _with_retries(
-    model: Any, client: Any, body: dict[str, Any], sending: _Sending, stats: ChatStats,
-    lock: threading.Lock,
-) -> tuple[str, dict[str, Any]]:  # fmt: skip
+    call: Callable[[], Any], sending: _Sending, stats: ChatStats, lock: threading.Lock, *,
+    weight: int = 1,
+) -> Any:  # fmt: skip
+    """`call()` (one request, or a batch of `weight` requests), retried as the module says."""
     last = "no attempt"
     for attempt in range(max(1, sending.retries)):
         if attempt:
             with lock:
-                sending.retrying += 1
+                sending.retrying += weight
+                sending.retried += weight
+                stats.n_retried += weight
             stopped = sending.stop.wait(min(30.0, sending.backoff * 2 ** (attempt - 1)))
             with lock:
-                sending.retrying -= 1
+                sending.retrying -= weight
             if stopped:
                 raise _GaveUp(last)
         with lock:
-            stats.n_attempts += 1
+            stats.n_attempts += weight
         try:
-            return model.send(client, body)
+            return call()
         except ConnectionFailed as exc:
             with lock:
                 first = stats.n_sent == 0

@@ -97,8 +97,11 @@ class ChatModel(Protocol):
       `httpx.Client` the engine opens for the run. Raise `lexsem.errors.RetryableError` for
       what a retry may fix, `lexsem.models.chat.StopRun` for what every request would repeat.
 
-    Optional: `concurrency` (the most requests it takes at a time; 1 when absent) and
-    `expect(requests)` (called once with every request of a run before any is sent).
+    Optional: `concurrency` (the most requests it takes at a time; 1 when absent),
+    `expect(requests)` (called once with every request of a run before any is sent), and
+    `send_batch(client, bodies)` with `batch_size` (a local model that generates several
+    requests in one batch, `chat:`: a list of `(answer text, raw response JSON)`, one per body,
+    in order; the engine then sends `batch_size` bodies per call, one call at a time).
     """
 
     name: str

@@ -1,0 +1,192 @@
+"""Generation throughput of `lexsem build` on a GPU: text through the `chat:` backend, and images
+through a `diffusers:` backend where this lexsem has one.
+
+Text: a chat model (`--model`: a local folder; by default a random model of Qwen2.5-0.5B-
+Instruct's shape — hidden 896, 24 layers, 14 heads, 2 key/value heads, 151,936 tokens — with a
+word-level vocabulary and a chat template, built here, nothing downloaded: the speed of a real
+0.5B model, not its answers) answers `--prompts` captions greedily, at most `--new-tokens`
+tokens each:
+
+- *one at a time*: transformers' `model.generate` on each prompt alone (the first
+  `--loop-prompts` of them, to bound the time);
+- *batched*: the backend's `send_batch` (left-padded batches of `--batch-size`), as a build
+  sends them; its answers to the first `--loop-prompts` prompts must equal the loop's under
+  bf16 within the share `--min-agree` (default 0.9: bf16 batched and unbatched kernels round
+  differently, and a flipped greedy token changes the rest of the answer; fp32 would match).
+
+Prints prompts/s and generated tokens/s of each, the ratio, and the peak GPU memory.
+
+Images (`--image-model DIR`, a diffusers pipeline folder): when the `diffusers:` model backend
+is registered, `--images` prompts, K images each, through its batched generation; images/s
+and peak memory. Skipped, with the reason printed, when the backend or the folder is missing.
+
+    python bench/build_gpu.py                                   # the random 0.5B shape, bf16
+    python bench/build_gpu.py --model /models/Qwen2.5-0.5B-Instruct --batch-size 128
+    python bench/build_gpu.py --image-model /models/sdxl-tiny --images 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from build_bench import SPECIALS, TEMPLATE, WORDS, captions
+
+
+def random_qwen(folder: Path) -> Path:
+    """A random model of Qwen2.5-0.5B-Instruct's shape with a word-level chat tokenizer."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    vocab = [*SPECIALS, *WORDS]
+    vocab += [f"w{i}" for i in range(151936 - len(vocab))]  # Qwen2.5's vocabulary size
+    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tk.add_special_tokens(SPECIALS)
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
+                                  unk_token="<unk>")  # fmt: skip
+    tok.chat_template = TEMPLATE
+    torch.manual_seed(0)
+    cfg = Qwen2Config(vocab_size=len(vocab), hidden_size=896, intermediate_size=4864,
+                      num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,
+                      max_position_embeddings=4096, bos_token_id=1, eos_token_id=2,
+                      tie_word_embeddings=True)  # fmt: skip
+    Qwen2ForCausalLM(cfg).to(torch.bfloat16).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def text_throughput(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    import torch
+
+    from lexsem.models.chat import ChatRequest
+    from lexsem.models.factory import load_model
+
+    spec = (f"chat:{folder}?dtype={args.dtype}&device={args.device}&batch_size={args.batch_size}"
+            f"&max_new_tokens={args.new_tokens}")  # fmt: skip
+    model = load_model(spec)
+    prompts = captions(args.prompts)
+    bodies = [model.request_body(ChatRequest.ask(p, None)) for p in prompts]
+    model.send_batch(None, bodies[: args.batch_size])  # load and warm up
+    hf, tok = model._model, model._tokenizer
+    n_loop = min(args.loop_prompts, len(prompts))
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    loop, loop_tokens = [], 0
+    with torch.inference_mode():
+        for b in bodies[:n_loop]:
+            ids = torch.tensor([model.prompt_ids(b["messages"])], device=model.device)
+            new = hf.generate(
+                ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                max_new_tokens=args.new_tokens,
+            )[0, ids.shape[1] :].tolist()  # fmt: skip
+            loop_tokens += len(new)
+            if tok.eos_token_id in new:
+                new = new[: new.index(tok.eos_token_id)]
+            loop.append(tok.decode(new, skip_special_tokens=True).strip())
+    torch.cuda.synchronize()
+    loop_s = time.perf_counter() - start
+    start = time.perf_counter()
+    batched = [text for text, _ in model.send_batch(None, bodies)]
+    torch.cuda.synchronize()
+    batch_s = time.perf_counter() - start
+    agree = sum(a == b for a, b in zip(batched[:n_loop], loop, strict=True)) / n_loop
+    batch_tokens = sum(len(tok(t, add_special_tokens=False)["input_ids"]) for t in batched)
+    return {
+        "prompts": len(prompts), "loop_prompts": n_loop, "loop_s": loop_s, "batch_s": batch_s,
+        "loop_prompts_per_s": n_loop / loop_s, "batch_prompts_per_s": len(prompts) / batch_s,
+        "loop_tokens_per_s": loop_tokens / loop_s, "batch_answer_tokens_per_s": batch_tokens
+        / batch_s, "agree": agree, "peak_gpu_mib": torch.cuda.max_memory_allocated() / 2**20,
+    }  # fmt: skip
+
+
+def image_throughput(args: argparse.Namespace) -> dict[str, Any] | str:
+    """Images/s through the `diffusers:` backend, or why it was skipped."""
+    from lexsem.models.backend_registry import names
+
+    if "diffusers" not in names():
+        return "skipped: this lexsem has no diffusers: model backend"
+    if args.image_model is None or not Path(args.image_model).is_dir():
+        return "skipped: give --image-model DIR (a diffusers pipeline folder)"
+    import torch
+
+    from lexsem.models.factory import load_model
+
+    model = load_model(f"diffusers:{args.image_model}?device={args.device}")
+    generate = getattr(model, "generate_images", None)
+    if not callable(generate):
+        return f"skipped: {type(model).__name__} has no generate_images(prompts)"
+    prompts = captions(args.images)
+    generate(prompts[:1])  # load and warm up
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    images = generate(prompts)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    n = sum(len(x) if isinstance(x, list | tuple) else 1 for x in images)
+    return {"prompts": len(prompts), "images": n, "seconds": seconds, "images_per_s": n / seconds,
+            "peak_gpu_mib": torch.cuda.max_memory_allocated() / 2**20}  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None, help="a chat model folder")
+    ap.add_argument("--prompts", type=int, default=1024)
+    ap.add_argument("--loop-prompts", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--min-agree", type=float, default=0.9)
+    ap.add_argument("--image-model", type=Path, default=None)
+    ap.add_argument("--images", type=int, default=16)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("bench/build_gpu.py needs a CUDA GPU")
+    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}")
+    with tempfile.TemporaryDirectory(prefix="lexsem-build-gpu-") as tmp:
+        folder = args.model or random_qwen(Path(tmp) / "qwen-0.5b-shape")
+        text = text_throughput(args, folder)
+    print(f"text ({'random Qwen2.5-0.5B shape' if args.model is None else args.model}, "
+          f"{args.dtype}, {args.new_tokens} new tokens, greedy):")  # fmt: skip
+    print(
+        f"  one at a time  {text['loop_prompts_per_s']:8.1f} prompts/s  "
+        f"{text['loop_tokens_per_s']:9.0f} tokens/s ({text['loop_prompts']} prompts)"
+    )
+    print(
+        f"  batched ({args.batch_size:>3})  {text['batch_prompts_per_s']:8.1f} prompts/s  "
+        f"{text['batch_answer_tokens_per_s']:9.0f} answer tokens/s ({text['prompts']} prompts)"
+    )
+    ratio = text["batch_prompts_per_s"] / text["loop_prompts_per_s"]
+    print(
+        f"  ratio {ratio:.1f}x; answers equal to the loop's: {text['agree']:.0%}; peak GPU "
+        f"memory {text['peak_gpu_mib']:.0f} MiB"
+    )
+    images = image_throughput(args)
+    if isinstance(images, str):
+        print(f"images: {images}")
+    else:
+        print(
+            f"images: {images['images_per_s']:.2f} images/s ({images['images']} images, "
+            f"peak GPU memory {images['peak_gpu_mib']:.0f} MiB)"
+        )
+    if args.json is not None:
+        args.json.write_text(json.dumps({"text": text, "images": images}, indent=2) + "\n")
+    if text["agree"] < args.min_agree:
+        sys.exit(f"batched answers agree with the loop's on {text['agree']:.0%} only")
+
+
+if __name__ == "__main__":
+    main()
