@@ -129,7 +129,7 @@ def _two_annotators() -> list[dict]:
     rows = []
     for k, (a, b) in enumerate(zip(x, y, strict=True)):
         sub = "s" if k < 6 else "t"
-        rows += [answer("tot", str(k), "x", a, subset=sub), answer("tot", str(k), "y", b, subset=sub)]
+        rows += [answer("tot", str(k), w, v, subset=sub) for w, v in (("x", a), ("y", b))]
     rows += [answer("tot", "0", "z", "n"), answer("tot", "1", "z", "skip")]
     return rows
 

@@ -32,7 +32,7 @@ RIGHT = {"tot": "n", "itt": "n", "pair": "pos"}  # the right option of each kind
 
 def answer(
     kind: str, item_id: str, annotator: str, choice: str, *, subset: str = "s",
-    benchmark: str = "b", correct: bool | None | str = "auto", practice: bool = False,
+    benchmark: str = "b", correct: bool | str | None = "auto", practice: bool = False,
     gold: bool = False, options: list[str] | None = None, edit: str | None = None,
     study: str = "st", seconds: float = 3.0,
 ) -> dict[str, Any]:  # fmt: skip

@@ -1,1 +1,1 @@
-"""`lexsem annotate`: human studies, their agreement, human runs and fold-back (docs/human-studies.md)."""
+"""`lexsem annotate`: human studies and what is made of their answers (docs/human-studies.md)."""
