@@ -86,7 +86,8 @@ def _annotation(user: Any, choice: str, *, edit: str | None = None, **extra: Any
                        "type": "textarea", "value": {"text": [edit]}})  # fmt: skip
     return {"id": 1001, "result": result, "was_cancelled": False, "ground_truth": False,
             "created_at": "2025-03-09T22:16:08.728353Z", "updated_at": "2025-03-09T22:16:08Z",
-            "lead_time": 4.288, "result_count": 0, "task": 1, "completed_by": user, **extra}  # fmt: skip
+            "lead_time": 4.288, "result_count": 0, "task": 1, "completed_by": user,
+            **extra}  # fmt: skip
 
 
 def test_a_label_studio_export_becomes_the_answers_table(tmp_path: Path) -> None:
