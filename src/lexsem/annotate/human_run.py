@@ -37,10 +37,7 @@ answers are.
 
 from __future__ import annotations
 
-import hashlib
-import io
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +45,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lexsem.annotate.answers_read import check_columns, read_answers
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.config import EvalConfig
@@ -69,7 +67,6 @@ __all__ = [
     "bivlc_hits",
     "human_run",
     "majority",
-    "read_answers",
 ]
 
 HUMAN = "human"
@@ -89,39 +86,6 @@ QUERIES = {"bivlc_i2t": ("image0", "image1"), "bivlc_t2i": ("caption0", "caption
 QUERY_METRIC = {"image0": "ipos2t", "image1": "ineg2t", "caption0": "tpos2i",
                 "caption1": "tneg2i"}  # fmt: skip
 WINOGROUND = {"group": "group", "text": "i2t", "image": "t2i"}
-
-
-def read_answers(source: str | Path | pa.Table) -> tuple[pa.Table, str, str]:
-    """(table, name, sha256) of an answers table or of its Parquet file; a file that is not one
-    is an error naming it."""
-    if isinstance(source, pa.Table):
-        sink = io.BytesIO()
-        with pa.ipc.new_stream(sink, source.schema) as w:
-            w.write_table(source)
-        return source, "answers", hashlib.sha256(sink.getvalue()).hexdigest()
-    import pyarrow.parquet as pq
-
-    path = Path(source)
-    try:
-        data = path.read_bytes()
-        table = pq.read_table(pa.BufferReader(data))
-    except FileNotFoundError:
-        raise DataError("no such answers file", file=path) from None
-    except IsADirectoryError:
-        raise DataError("is a folder, not an answers file (Parquet)", file=path) from None
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"not a Parquet answers table ({exc})", file=path) from None
-    return table, path.name, hashlib.sha256(data).hexdigest()
-
-
-def check_columns(table: pa.Table, where: str, need: Sequence[str] = NEED) -> None:
-    missing = [c for c in need if c not in table.column_names]
-    if missing:
-        raise DataError(
-            f"not a study's answers table: no column {missing[0]!r} (it has "
-            f"{', '.join(table.column_names) or 'none'})",
-            file=where,
-        )
 
 
 def majority(right: int, n: int, policy: str = "strict") -> tuple[bool, bool]:
@@ -358,7 +322,7 @@ def human_run(
         check_out_dir(out, force=force)
     table, file_name, sha = read_answers(source)
     where = str(source) if not isinstance(source, pa.Table) else "answers"
-    check_columns(table, where)
+    check_columns(table, where, NEED)
     rows = table.select(list(NEED)).to_pylist()
     studies = sorted({str(r["study"]) for r in rows})
     if study is None and len(studies) > 1:
