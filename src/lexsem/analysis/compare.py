@@ -198,6 +198,34 @@ def check_same_items(a: ItemHits, b: ItemHits) -> None:
 
 # -- McNemar ---------------------------------------------------------------------------------
 
+SAMPLE_BACKENDS = ("human",)  # runs of a sample of the items by design (a human study)
+
+
+def answers_a_sample(run: Run) -> bool:
+    """Whether `run` answers a sample of the benchmark's items by design: a human study's run
+    (`lexsem.annotate.human_run`), paired with another run on the items it answered."""
+    return run.record.model.fingerprint.get("backend") in SAMPLE_BACKENDS
+
+
+def paired_keys(run_a: Run, run_b: Run, ha: ItemHits, hb: ItemHits) -> list[Key]:
+    """The items two runs are paired on: the same items (`check_same_items`), or where one
+    run answers a sample by design (`answers_a_sample`), the items of that sample, which the
+    other run must cover (both samples: the items both answered)."""
+    sample_a, sample_b = answers_a_sample(run_a), answers_a_sample(run_b)
+    if not (sample_a or sample_b):
+        check_same_items(ha, hb)
+        return ha.item_keys()
+    if sample_a and sample_b:
+        theirs = set(hb.item_keys())
+        keys = [k for k in ha.item_keys() if k in theirs]
+        if not keys:
+            raise LexsemError(
+                f"the human runs {ha.model!r} and {hb.model!r} share no item on "
+                f"{ha.benchmark}/{ha.metric}"
+            )
+        return keys
+    return ha.item_keys() if sample_a else hb.item_keys()
+
 
 @dataclass(frozen=True)
 class McNemarResult:
@@ -225,8 +253,9 @@ def mcnemar(
     subset: str | None = None,
 ) -> McNemarResult:
     """Exact McNemar test on the paired per-item hits of `metric` (default: the main metric of
-    run A) of two runs; `subset` restricts to one subset. Refuses runs over different items, and
-    runs that read different data of the benchmark (`lexsem.results.same_data`)."""
+    run A) of two runs; `subset` restricts to one subset. Refuses runs over different items
+    (a human study's run is paired on the items it answered: `paired_keys`), and runs that
+    read different data of the benchmark (`lexsem.results.same_data`)."""
     from lexsem.results.same_data import data_conflict
 
     conflict = data_conflict(run_a.record, run_b.record, benchmark)
@@ -234,8 +263,11 @@ def mcnemar(
         raise LexsemError(f"the runs are not comparable: {conflict}")
     ha = hits_by_item(run_a, benchmark, metric, subset)
     hb = hits_by_item(run_b, benchmark, ha.metric, subset)
-    check_same_items(ha, hb)
-    hb = hb.take(ha.item_keys())
+    keys = paired_keys(run_a, run_b, ha, hb)
+    ha, hb = (
+        ha.take(keys, "items the human study answered"),
+        hb.take(keys, "items the human study answered"),
+    )
     test = mcnemar_test(ha.hit, hb.hit)
     n = test.n
     return McNemarResult(

@@ -17,6 +17,7 @@ STAGE_MODULES = (
     "lexsem.build.scpp_positive",
     "lexsem.build.train_manifest",
     "lexsem.build.vsr_spatial",
+    "lexsem.annotate.fold_back",  # a validation study's answers folded into the rows
 )
 
 

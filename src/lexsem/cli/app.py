@@ -14,6 +14,7 @@ import typer
 import typer.rich_utils
 
 from lexsem.cli.annotate import ANNOTATE_COMMANDS, annotate_app
+from lexsem.cli.annotate_stats import STATS_COMMANDS
 from lexsem.cli.ask import ask
 from lexsem.cli.build import build
 from lexsem.cli.compare import compare
@@ -98,6 +99,6 @@ COMMANDS: dict[str, Callable[..., Any]] = {
 }
 for _name, _command in COMMANDS.items():
     app.command(_name)(friendly(_command))
-for _name, _command in ANNOTATE_COMMANDS.items():
+for _name, _command in {**ANNOTATE_COMMANDS, **STATS_COMMANDS}.items():
     annotate_app.command(_name)(friendly(_command))
 app.add_typer(annotate_app, name="annotate")

@@ -1,0 +1,163 @@
+"""Stage `fold_back_validation`: a validation study's accept / edit / reject answers folded into
+a build's rows (SugarCrepe++ §2.1: experts "correct the errors in the positive sentences";
+VISLA §3.3: the spatial split validated and edited by experts), so that the frozen benchmark's
+data card counts them (docs/human-studies.md, "Fold-back").
+
+A row's answers are the ``validate`` answers (practice left out, "skip" is no answer) whose
+item id is the row's ``source:source_id``. Its decision, by majority of its validators, where
+an edit counts as keeping the row:
+
+- kept, no edit → ``validation = "accepted"``;
+- kept, with edits → ``validation = "edited"``: the text column takes the most frequent edit
+  (the first given among equally frequent ones); the text before is kept in
+  ``<column>_original``;
+- rejected by the majority → ``validation = "rejected"``, ``rejected = "human_rejected"`` (a
+  row already rejected keeps its first reason, `lexsem.build.stage.reject`);
+- as many to keep as to reject → ``validation = "disagreement"``,
+  ``rejected = "human_disagreement"`` (SugarCrepe++'s experts
+  resolved theirs "through inter-annotator discussion": a resolution lexsem cannot make);
+- no answer → ``validation = null``, kept as it is, or rejected as ``not_validated`` with
+  ``unvalidated = "reject"``.
+
+Answers about rows the table does not have are an error naming the first, unless
+``unknown = "ignore"``. The counts (``accepted``, ``edited``, ``human_rejected``,
+``human_disagreement``, ``not validated``) go to the stage's counts in build.json, which the
+frozen data card holds (`lexsem.build.freeze`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+
+from lexsem.annotate.answers_read import check_columns, read_answers
+from lexsem.build.stage import PROVENANCE, REJECTED, StageContext, register_stage, reject
+from lexsem.errors import DataError, LexsemError
+
+__all__ = ["DISAGREEMENT", "HUMAN_REJECTED", "NOT_VALIDATED", "fold_back_validation"]
+
+HUMAN_REJECTED = "human_rejected"
+DISAGREEMENT = "human_disagreement"
+NOT_VALIDATED = "not_validated"
+VALIDATION = "validation"
+NEED = ("kind", "item_id", "annotator", "practice", "answer", "edit")
+
+
+def _decide(answers: list[tuple[str, str | None]]) -> tuple[str, str | None]:
+    """(decision, edited text) of one row's (answer, edit) pairs: "accepted", "edited",
+    "rejected" or "disagreement"."""
+    keep = [(a, e) for a, e in answers if a in ("accept", "edit")]
+    rejected = sum(a == "reject" for a, _ in answers)
+    if rejected > len(keep):
+        return "rejected", None
+    if rejected == len(keep):
+        return "disagreement", None
+    edits = [e for a, e in keep if a == "edit" and e is not None and e.strip()]
+    if not edits:
+        return "accepted", None
+    counts = Counter(edits)
+    best = max(counts.values())
+    return "edited", next(e for e in edits if counts[e] == best)
+
+
+def _answers(path: str | Path | pa.Table, where: str) -> dict[str, list[tuple[str, str | None]]]:
+    table, _, _ = read_answers(path)
+    check_columns(table, where, NEED)
+    out: dict[str, list[tuple[str, str | None]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for n, r in enumerate(table.select(list(NEED)).to_pylist(), 1):
+        if r["kind"] != "validate" or r["practice"] or r["answer"] == "skip":
+            continue
+        if r["answer"] not in ("accept", "edit", "reject"):
+            raise DataError(f"row {n}: a validation answer is accept, edit or reject, not "
+                            f"{r['answer']!r}", file=where)  # fmt: skip
+        if r["answer"] == "edit" and not (isinstance(r["edit"], str) and r["edit"].strip()):
+            raise DataError(f"row {n}: an edit without the edited text", file=where)
+        key = (str(r["item_id"]), str(r["annotator"]))
+        if key in seen:
+            raise DataError(f"row {n}: annotator {key[1]} validated {key[0]} twice", file=where)
+        seen.add(key)
+        out.setdefault(key[0], []).append((r["answer"], r["edit"]))
+    return out
+
+
+def fold_back_validation(
+    rows: pa.Table,
+    ctx: StageContext | None,
+    *,
+    answers: str | pa.Table,
+    column: str = "caption2",
+    unvalidated: str = "keep",
+    unknown: str = "error",
+) -> pa.Table:
+    """The rows with the validation study's decisions (see the module doc): `answers`, the
+    study's answers table (a Parquet file, relative to the build folder, or a table);
+    `column`, the text the validators checked (default ``caption2``, SugarCrepe++'s second
+    positive; ``negative_caption`` for negatives)."""
+    if unvalidated not in ("keep", "reject"):
+        raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
+                          f"{unvalidated!r}")  # fmt: skip
+    if unknown not in ("error", "ignore"):
+        raise LexsemError(f"fold_back_validation: unknown is error or ignore, not {unknown!r}")
+    if column not in rows.column_names:
+        raise LexsemError(
+            f"fold_back_validation: the rows have no column {column!r} (setting `column`); they "
+            f"have {', '.join(rows.column_names)}"
+        )
+    source: str | Path | pa.Table = answers
+    if isinstance(answers, str):
+        path = Path(answers)
+        source = path if path.is_absolute() or ctx is None else ctx.out / path
+    where = str(source) if not isinstance(source, pa.Table) else "answers"
+    by_row = _answers(source, where)
+    ids = [f"{s}:{i}" for s, i in zip(rows[PROVENANCE[0]].to_pylist(),
+                                      rows[PROVENANCE[1]].to_pylist(), strict=True)]  # fmt: skip
+    stray = sorted(set(by_row) - set(ids))
+    if stray and unknown == "error":
+        raise DataError(
+            f"answers about {len(stray)} row(s) the build does not have, e.g. {stray[0]} (item "
+            'ids are source:source_id; set unknown = "ignore" to leave them out)',
+            file=where,
+        )
+    texts = rows[column].to_pylist()
+    new_text, original, status, reasons = [], [], [], []
+    counts: Counter[str] = Counter()
+    for key, text in zip(ids, texts, strict=True):
+        given = by_row.get(key)
+        if not given:
+            decision, edited = None, None
+        else:
+            decision, edited = _decide(given)
+        status.append(decision)
+        new_text.append(edited if decision == "edited" else text)
+        original.append(text if decision == "edited" else None)
+        reason = {"rejected": HUMAN_REJECTED, "disagreement": DISAGREEMENT}.get(decision or "")
+        if decision is None and unvalidated == "reject":
+            reason = NOT_VALIDATED
+        reasons.append(reason)
+        counts[{None: "not validated", "rejected": HUMAN_REJECTED,
+                "disagreement": DISAGREEMENT}.get(decision, decision or "")] += 1  # fmt: skip
+    out = rows.set_column(rows.column_names.index(column), column, pa.array(new_text, pa.string()))
+    for name, values in ((f"{column}_original", original), (VALIDATION, status)):
+        arr = pa.array(values, pa.string())
+        if name in out.column_names:
+            out = out.set_column(out.column_names.index(name), name, arr)
+        else:
+            out = out.append_column(name, arr)
+    already = out[REJECTED].to_pylist() if REJECTED in out.column_names else [None] * len(ids)
+    out = reject(out, reasons)
+    if ctx is not None:
+        for what in ("accepted", "edited", HUMAN_REJECTED, DISAGREEMENT, "not validated"):
+            ctx.count(what, counts.get(what, 0))
+        ctx.count("answers about other rows", len(stray))
+        overridden = sum(
+            r is not None and a is not None for r, a in zip(reasons, already, strict=True)
+        )
+        ctx.count("already rejected", overridden)
+        ctx.log(", ".join(f"{k}: {v}" for k, v in counts.items()))
+    return out
+
+
+register_stage("fold_back_validation", fold_back_validation)

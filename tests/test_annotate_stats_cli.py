@@ -1,0 +1,110 @@
+"""The `lexsem annotate` commands of `lexsem.cli.annotate_stats` (agreement, human-run,
+labelstudio-export, labelstudio-import) through `typer.testing.CliRunner` on the `lexsem annotate`
+sub-app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from builders.answers_table import answer, table
+from builders.fakes import TRIPLETS, scpp_user_files
+from lexsem.results.run import Run
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    import lexsem.cli.app  # noqa: F401  (adds the commands to the `annotate` sub-app)
+    from lexsem.cli.annotate import annotate_app
+
+    return annotate_app
+
+
+def _answers(tmp_path: Path, bench: str) -> Path:
+    rows = []
+    for sub, items in TRIPLETS.items():
+        for i in range(len(items)):
+            rows.append(answer("tot", str(i), "a", "n", subset=sub, benchmark=bench))
+            rows.append(answer("tot", str(i), "b", "p1" if i == 1 else "n", subset=sub,
+                               benchmark=bench))  # fmt: skip
+    path = tmp_path / "answers.parquet"
+    pq.write_table(table(rows), path)
+    return path
+
+
+def test_agreement_command(app: typer.Typer, tmp_path: Path) -> None:
+    sel, _ = scpp_user_files(tmp_path)
+    path = _answers(tmp_path, sel)
+    out = tmp_path / "agree.json"
+    res = runner.invoke(app, ["agreement", str(path), "--n-boot", "50", "--json", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "| tot | swap_obj | cohen_kappa | a / b | 3 | 2 |" in res.output
+    body = json.loads(out.read_text(encoding="utf-8"))  # strict JSON: NaN written as null
+    assert body["generator"] == "lexsem" and body["n_boot"] == 50
+    assert {r["statistic"] for r in body["rows"]} >= {"fleiss_kappa", "krippendorff_alpha"}
+    out.write_text("my notes")
+    res = runner.invoke(app, ["agreement", str(path), "--json", str(out)])
+    assert res.exit_code == 2 and "was not written by lexsem" in res.output
+    res = runner.invoke(app, ["agreement", str(tmp_path / "none.parquet")])
+    assert res.exit_code == 2 and "no such answers file" in res.output
+    assert "Traceback" not in res.output
+
+
+def test_human_run_command(app: typer.Typer, tmp_path: Path) -> None:
+    sel, _ = scpp_user_files(tmp_path)
+    path = _answers(tmp_path, sel)
+    out = tmp_path / "human"
+    args = ["human-run", str(path), "-o", str(out), "--n-boot", "20",
+            "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert f"run folder: {out} (human; tot)" in res.output
+    assert "| tot | _all | 10 | 8 | 2 | 80.00 |" in res.output  # over answers
+    run = Run.load(out)
+    # items 1 split one right / one wrong: ties, failures under the strict policy
+    assert run.accuracy("scpp:triplets", "tot") == pytest.approx(100 * 3 / 5)
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "--force" in res.output  # a run is replaced only with --force
+    res = runner.invoke(app, [*args, "--force", "--tie-policy", "lenient"])
+    assert res.exit_code == 0, res.output
+    assert Run.load(out).accuracy("scpp:triplets", "tot") == 100.0
+    res = runner.invoke(app, ["human-run", str(path), "-o", str(tmp_path), "--tie-policy", "x"])
+    assert res.exit_code == 2
+
+
+def test_label_studio_commands(app: typer.Typer, tmp_path: Path) -> None:
+    tasks = [{"kind": "pair", "item_id": "4", "subset": "s", "benchmark": "b",
+              "base_image": "/img/4.jpg", "correct": "pos",
+              "options": [{"id": "pos", "text": "a dog"},
+                          {"id": "neg", "text": "a cat"}]}]  # fmt: skip
+    src = tmp_path / "tasks.json"
+    src.write_text(json.dumps(tasks), encoding="utf-8")
+    res = runner.invoke(app, ["labelstudio-export", str(src), "-o", str(tmp_path / "ls"),
+                              "--study", "pilot"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    data = json.loads((tmp_path / "ls" / "pair.tasks.json").read_text("utf-8"))[0]["data"]
+    pick = str(data["options"].index("pos") + 1)
+    export = [{"id": 1, "data": data, "annotations": [
+        {"completed_by": 3, "lead_time": 2.5, "created_at": "2025-01-02T00:00:00Z",
+         "result": [{"from_name": "choice", "to_name": "base", "type": "choices",
+                     "value": {"choices": [pick]}}]}]}]  # fmt: skip
+    (tmp_path / "export.json").write_text(json.dumps(export), encoding="utf-8")
+    out = tmp_path / "answers.parquet"
+    res = runner.invoke(app, ["labelstudio-import", str(tmp_path / "export.json"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    (row,) = pq.read_table(out).to_pylist()
+    assert (row["answer"], row["correct"], row["annotator"], row["study"]) == (
+        "pos", True, "ls-3", "pilot")  # fmt: skip
+    res = runner.invoke(app, ["labelstudio-import", str(tmp_path / "export.json"), "-o", str(out)])
+    assert res.exit_code == 2 and "--force" in res.output
+    src.write_text("[{", encoding="utf-8")
+    res = runner.invoke(app, ["labelstudio-export", str(src), "-o", str(tmp_path / "x"),
+                              "--study", "s"])  # fmt: skip
+    assert res.exit_code == 2 and "not a JSON list of tasks" in res.output

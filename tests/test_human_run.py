@@ -1,0 +1,232 @@
+"""A human study's answers as a run folder (`lexsem.annotate.human_run`): per-item hits under
+the benchmark's tasks, BiVLC's combination of I2T and T2I queries (Table 2: 90.40 / 93.00 /
+86.80), majority and ties, practice / gold / skip / unknown items, and the human row in
+`report`, `report --html` and `compare` (McNemar against a model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from builders.answers_table import answer, table
+from builders.fakes import TRIPLETS, BagOfWordsEncoder, scpp_user_files
+from builders.hf_parquet import BIVLC_ROWS, bivlc_columns, write_parquet
+from lexsem.annotate.human_run import bivlc_hits, human_run, majority
+from lexsem.cli import app
+from lexsem.config import EvalConfig
+from lexsem.errors import DataError, LexsemError
+from lexsem.evaluator import Evaluator
+from lexsem.results.run import Run
+from lexsem.stats.bootstrap import MICRO
+
+
+@pytest.fixture
+def scpp(tmp_path: Path) -> str:
+    sel, _ = scpp_user_files(tmp_path)
+    return sel
+
+
+def _acc(run: Run, task: str, subset: str = MICRO) -> float:
+    return next(r for r in run.record.results if r.task == task and r.subset == subset).accuracy
+
+
+def test_one_annotator_per_item_gives_the_papers_accuracy(scpp: str, tmp_path: Path) -> None:
+    """SugarCrepe++ §3: each student answers their own items; accuracy = right / answered."""
+    rows = []
+    for sub, items in TRIPLETS.items():
+        for i in range(len(items)):
+            who = "a" if sub == "swap_obj" else "b"
+            rows.append(answer("tot", str(i), who, "n", subset=sub, benchmark=scpp))
+            wrong = sub == "swap_obj" and i == 0
+            rows.append(answer("itt", str(i), who, "p1" if wrong else "n", subset=sub,
+                               benchmark=scpp))  # fmt: skip
+    rows.append(answer("itt", "0", "b", "p2", subset="swap_obj", benchmark=scpp, practice=True))
+    h = human_run(table(rows), n_boot=50, cache_dir=tmp_path / "c")
+    run = h.run
+    assert run.record.model.name == "human" and run.record.model.spec == "human:st"
+    assert sorted(run.record.config.tasks) == ["itt", "tot"]
+    assert _acc(run, "tot") == 100.0
+    assert _acc(run, "itt") == pytest.approx(100 * 4 / 5)  # swap_obj item 0 wrong
+    assert _acc(run, "itt", "swap_obj") == pytest.approx(100 * 2 / 3)
+    itt = [r for r in run.items.to_pylist() if r["task"] == "itt"]
+    assert {(r["subset"], r["item_id"]): r["hit"] for r in itt}[("swap_obj", "0")] is False
+    assert {r["metric"] for r in itt} == {"itt"}  # the main metric only
+    micro = run.record.result("scpp:triplets", "itt", MICRO)
+    assert micro.ci_low is not None and micro.ci_low <= micro.accuracy <= micro.ci_high
+    assert (micro.items_scored, micro.items_total) == (5, 5)
+    # the answer-level accuracy of the kind over all its answers (practice left out)
+    level = {(a.kind, a.subset): a for a in h.answer_level}
+    assert (level[("itt", "_all")].answers, level[("itt", "_all")].right) == (5, 4)
+
+
+def test_majority_and_ties_follow_the_tie_policy(scpp: str, tmp_path: Path) -> None:
+    assert majority(2, 3) == (True, False) and majority(1, 3) == (False, False)
+    assert majority(1, 2) == (False, True) and majority(1, 2, "lenient") == (True, True)
+    rows = [
+        answer("tot", "0", "a", "n", subset="swap_obj", benchmark=scpp),
+        answer("tot", "0", "b", "p1", subset="swap_obj", benchmark=scpp),  # split: a tie
+        answer("tot", "1", "a", "n", subset="swap_obj", benchmark=scpp),
+        answer("tot", "1", "b", "n", subset="swap_obj", benchmark=scpp),
+        answer("tot", "1", "c", "p2", subset="swap_obj", benchmark=scpp),  # 2 of 3 right
+    ]
+    strict = human_run(table(rows), n_boot=0, cache_dir=tmp_path / "c").run
+    by = {r["item_id"]: r for r in strict.items.to_pylist()}
+    assert (by["0"]["hit"], by["0"]["tie"], by["0"]["answers"], by["0"]["right"]) == (
+        False, True, 2, 1)  # fmt: skip
+    assert (by["1"]["hit"], by["1"]["tie"]) == (True, False)
+    assert _acc(strict, "tot", "swap_obj") == 50.0
+    lenient = human_run(table(rows), n_boot=0, tie_policy="lenient", cache_dir=tmp_path / "c")
+    assert _acc(lenient.run, "tot", "swap_obj") == 100.0
+    # coverage: 2 of the 3 items of swap_obj, none of replace_att
+    row = strict.record.result("scpp:triplets", "tot", "swap_obj")
+    assert (row.items_scored, row.items_total) == (2, 3)
+    assert strict.record.recorded is not None
+    assert strict.record.recorded.items_answered == {"swap_obj": 2, "replace_att": 0}
+
+
+def test_gold_skip_unknown_and_construction_kinds_stay_out(scpp: str, tmp_path: Path) -> None:
+    rows = [
+        answer("tot", "0", "a", "n", subset="swap_obj", benchmark=scpp),
+        answer("tot", "1", "a", "skip", subset="swap_obj", benchmark=scpp, correct=False),
+        answer("tot", "2", "a", "p1", subset="swap_obj", benchmark=scpp, gold=True),
+        answer("tot", "2", "b", "n", subset="swap_obj", benchmark=scpp, gold=True),
+        answer("tot", "77", "a", "n", subset="swap_obj", benchmark=scpp),
+        answer("validate", "s:1", "a", "accept", subset="swap_obj", benchmark=scpp),
+    ]
+    h = human_run(table(rows), n_boot=0, cache_dir=tmp_path / "c")
+    assert [r["item_id"] for r in h.run.items.to_pylist()] == ["0"]
+    assert h.skipped == 1 and h.unknown == 1 and h.left_out == {"validate": 1}
+    assert [(g.subset, g.answers, g.right) for g in h.gold] == [("_gold", 2, 1)]
+    recorded = h.run.record.recorded
+    assert recorded is not None and recorded.unknown[0].item_id == "77"
+    assert recorded.unknown[0].where == "row 5"
+    with pytest.raises(DataError, match=r"row 5: an answer about item swap_obj/77"):
+        human_run(table(rows), n_boot=0, strict_items=True, cache_dir=tmp_path / "c")
+
+
+def test_bad_answer_tables_are_refused(scpp: str, tmp_path: Path) -> None:
+    one = answer("tot", "0", "a", "n", subset="swap_obj", benchmark=scpp)
+    with pytest.raises(DataError, match="row 2: annotator a answered tot item swap_obj/0 twice"):
+        human_run(table([one, one]), n_boot=0)
+    with pytest.raises(DataError, match="several studies"):
+        human_run(table([one, {**one, "study": "other"}]), n_boot=0)
+    with pytest.raises(DataError, match="no answer of a kind a run holds"):
+        human_run(table([{**one, "practice": True}]), n_boot=0)
+    bad = answer("bivlc_i2t", "3", "a", "caption0", correct=True)
+    with pytest.raises(DataError, match=r"row 1: a bivlc_i2t item id is ITEM#image0 or"):
+        human_run(table([bad]), n_boot=0)
+    (tmp_path / "x.parquet").write_text("not parquet")
+    with pytest.raises(DataError, match=r"x\.parquet: not a Parquet answers table"):
+        human_run(tmp_path / "x.parquet")
+    with pytest.raises(DataError, match="no such answers file"):
+        human_run(tmp_path / "missing.parquet")
+
+
+def test_bivlc_combination_of_one_instance() -> None:
+    """App. D: I2T needs both image queries, T2I both caption queries, Group all four."""
+    ok, no = (True, False), (False, False)
+    every = {"image0": ok, "image1": ok, "caption0": ok, "caption1": no}
+    got = bivlc_hits(every)
+    assert got["i2t"] == ok and got["t2i"] == no and got["group"] == no
+    assert got["ipos2t"] == ok and got["tneg2i"] == no
+    half = bivlc_hits({"image0": ok, "image1": ok})
+    assert "group" not in half and "t2i" not in half and half["i2t"] == ok
+
+
+def _bivlc_study(sel: str, n: int, i2t_wrong: range, t2i_wrong: range) -> list[dict]:
+    """BiVLC §4: groups of 25 instances per annotator, each instance's four queries answered
+    by its annotator; wrong answers where the ranges say."""
+    rows = []
+    subsets = [f"{t}_{s}" for _, _, t, s in BIVLC_ROWS]
+    for k in range(n):
+        who = f"ann{k // 25}"
+        sub = subsets[k % len(subsets)]
+        for q in ("image0", "image1"):
+            wrong = k in i2t_wrong and q == ("image0" if k % 2 else "image1")
+            right = f"caption{q[-1]}"
+            pick = f"caption{1 - int(q[-1])}" if wrong else right
+            rows.append(answer("bivlc_i2t", f"{k}#{q}", who, pick, subset=sub, benchmark=sel))
+        for q in ("caption0", "caption1"):
+            wrong = k in t2i_wrong and q == ("caption1" if k % 3 else "caption0")
+            right = f"image{q[-1]}"
+            pick = f"image{1 - int(q[-1])}" if wrong else right
+            rows.append(answer("bivlc_t2i", f"{k}#{q}", who, pick, subset=sub, benchmark=sel))
+    return rows
+
+
+def test_bivlc_human_baseline_table_2(tmp_path: Path) -> None:
+    """500 instances, 20 annotators × 25, 2,000 queries. An instance with a wrong image query
+    fails I2T, with a wrong caption query T2I, with either Group: 48 I2T failures, 35 T2I
+    failures, 17 of them the same instances give Table 2's 90.40 / 93.00 / 86.80."""
+    n = 500
+    cols = bivlc_columns([BIVLC_ROWS[k % len(BIVLC_ROWS)] for k in range(n)])
+    path = tmp_path / "bivlc500.parquet"
+    write_parquet(path, cols, row_group_size=100)
+    sel = f"bivlc:{path}"
+    rows = _bivlc_study(sel, n, range(0, 48), range(31, 66))
+    assert len(rows) == 2000
+    run = human_run(table(rows), n_boot=0, cache_dir=tmp_path / "c").run
+    acc = {m: run.record.result("bivlc:bivlc500", m, MICRO).accuracy
+           for m in ("i2t", "t2i", "group")}  # fmt: skip
+    assert acc == pytest.approx({"i2t": 90.40, "t2i": 93.00, "group": 86.80})
+    assert run.record.config.tasks == ["bivlc"]
+    # the per-query metrics: one image query wrong on each of the 48 instances
+    ipos = run.record.result("bivlc:bivlc500", "ipos2t", MICRO).hits
+    ineg = run.record.result("bivlc:bivlc500", "ineg2t", MICRO).hits
+    assert (n - ipos) + (n - ineg) == 48
+
+
+def _model_run(sel: str, tmp_path: Path) -> Path:
+    out = tmp_path / "bow"
+    cfg = EvalConfig(benchmarks=(sel,), tasks=("tot",), n_boot=0, cache_dir=tmp_path / "c")
+    Evaluator(cfg).run(BagOfWordsEncoder(), out=out)
+    return out
+
+
+def test_report_and_compare_show_the_human_row(scpp: str, tmp_path: Path) -> None:
+    rows = [answer("tot", str(i), "a", "n" if i else "p2", subset="swap_obj", benchmark=scpp)
+            for i in range(3)]  # fmt: skip
+    rows += [answer("tot", str(i), "b", "n", subset="replace_att", benchmark=scpp)
+             for i in range(2)]  # fmt: skip
+    human = tmp_path / "human"
+    human_run(table(rows), out=human, n_boot=20, cache_dir=tmp_path / "c")
+    bow = _model_run(scpp, tmp_path)
+    runner = CliRunner()
+    res = runner.invoke(app, ["report", str(human), str(bow)])
+    assert res.exit_code == 0, res.output
+    assert "| human | 100.00 | 66.67 |" in res.output
+    html = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", str(human), str(bow), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    assert ">human<" in html.read_text(encoding="utf-8")
+    res = runner.invoke(app, ["compare", str(human), str(bow)])
+    assert res.exit_code == 0, res.output
+    model = Run.load(bow)
+    mh = {(r["subset"], r["item_id"]): r["hit"] for r in model.items.to_pylist()
+          if r["metric"] == "tot"}  # fmt: skip
+    hh = {(r["subset"], r["item_id"]): r["hit"] for r in Run.load(human).items.to_pylist()}
+    b = sum(hh[k] and not mh[k] for k in hh)
+    c = sum(mh[k] and not hh[k] for k in hh)
+    assert f"| {b} | {c} |" in res.output and "A = human" in res.output
+
+
+def test_compare_pairs_the_items_the_humans_answered(scpp: str, tmp_path: Path) -> None:
+    """A study answers a sample: McNemar over those items; the model must cover them."""
+    from lexsem.analysis.compare import mcnemar
+
+    rows = [answer("tot", "0", "a", "n", subset="swap_obj", benchmark=scpp),
+            answer("tot", "1", "a", "p1", subset="swap_obj", benchmark=scpp)]  # fmt: skip
+    human = human_run(table(rows), n_boot=0, cache_dir=tmp_path / "c").run
+    model = Run.load(_model_run(scpp, tmp_path))
+    res = mcnemar(human, model, "scpp:triplets")
+    assert res.n == 2 and res.accuracy_a == 50.0
+    assert mcnemar(model, human, "scpp:triplets").n == 2
+    import pyarrow.compute as pc
+
+    lacks = pc.invert(pc.and_(pc.equal(model.items["subset"], "swap_obj"),
+                              pc.equal(model.items["item_id"], "0")))  # fmt: skip
+    short = Run(model.record, model.items.filter(lacks))  # the model lacks swap_obj/0
+    with pytest.raises(LexsemError, match="does not cover 1 of the 2 items"):
+        mcnemar(human, short, "scpp:triplets")
