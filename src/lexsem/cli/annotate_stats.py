@@ -14,7 +14,7 @@ import typer
 
 from lexsem.cli.options import CacheDir, DataDir, NBoot
 
-__all__ = ["agreement", "human_run", "labelstudio_export", "labelstudio_import", "STATS_COMMANDS"]
+__all__ = ["STATS_COMMANDS", "agreement", "human_run", "labelstudio_export", "labelstudio_import"]
 
 Answers = Annotated[Path, typer.Argument(help="The study's answers table (Parquet).")]
 Seed = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Bootstrap seed.")]
