@@ -82,7 +82,35 @@ def test_a_study_completed_by_scripted_annotators(study: MadeStudy) -> None:
     p = progress(connect(study.path))
     flagged = {a.annotator for a in p.annotators if a.flagged}
     assert flagged == {"a0003"}
-    assert p.agreement == {"itt": (100.0, 4), "tot": (100.0, 4)}
+    assert {k: v[:2] for k, v in p.agreement.items()} == {"itt": (100.0, 4), "tot": (100.0, 4)}
+    assert all(v[2] != v[2] for v in p.agreement.values())  # one label only: alpha undefined
+
+
+def test_admin_agreement_alpha_equals_the_krippendorff_package(tmp_path: Path) -> None:
+    """Randomly answering annotators on shared items: the admin page's α is the package's α
+    on the items × annotators matrix of the exported answers."""
+    import krippendorff
+    import numpy as np
+
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "6", "-k", "tot",
+                      "--overlap", "3", "--quota", "6", "-n", "3")  # fmt: skip
+    c = client(made)
+    for k, link in enumerate(made.annotators.values()):
+        assert ScriptedAnnotator(c, link, seed=k).run(max_steps=50)
+    rows = [r for r in answers_table(connect(made.path)).to_pylist()
+            if not r["practice"] and not r["gold"] and r["answer"] != "skip"]  # fmt: skip
+    items = sorted({r["item_id"] for r in rows})
+    people = sorted({r["annotator"] for r in rows})
+    labels = sorted({r["answer"] for r in rows})
+    data = np.full((len(people), len(items)), np.nan)
+    for r in rows:
+        data[people.index(r["annotator"]), items.index(r["item_id"])] = labels.index(r["answer"])
+    expect = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    _pct, pairs, alpha = progress(connect(made.path)).agreement["tot"]
+    assert pairs == 6 * 3 and len(labels) > 1
+    assert alpha == pytest.approx(expect, abs=1e-12)
+    page = c.get(made.admin).text
+    assert "Krippendorff" in page and f"{expect:.3f}" in page
 
 
 def test_overlap_is_never_exceeded(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """How a study is going (`lexsem annotate status` and the admin page): progress per annotator,
-gold accuracy and who fails it (flagged below the study's `gold_pass`), and percent agreement
-so far per task kind (pairs of annotators who answered the same unit, skips left out).
-Chance-corrected agreement (κ, α) is `lexsem.stats`' business, on the exported answers."""
+gold accuracy and who fails it (flagged below the study's `gold_pass`), and agreement so far
+per task kind: percent agreement (pairs of annotators who answered the same unit, skips left
+out) and Krippendorff's α (nominal, `lexsem.stats.agreement`). The exported answers get the
+full statistics with intervals (`lexsem annotate agreement`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from itertools import combinations
 
 from lexsem.annotate import store
 from lexsem.annotate.study import load_settings
+from lexsem.stats.agreement import krippendorff_alpha, rating_matrix
 
 __all__ = ["AnnotatorProgress", "Progress", "progress"]
 
@@ -44,7 +46,8 @@ class Progress:
     items: int  # main items
     overlap: int
     annotators: list[AnnotatorProgress]
-    agreement: dict[str, tuple[float, int]]  # kind -> (percent agreement, pairs)
+    # kind -> (percent agreement, pairs, Krippendorff's alpha: NaN where undefined)
+    agreement: dict[str, tuple[float, int, float]]
     answers: int  # main answers given
 
     @property
@@ -94,15 +97,20 @@ def progress(con: sqlite3.Connection) -> Progress:
     return Progress(settings.name, items, settings.overlap, out, _agreement(main), len(main))
 
 
-def _agreement(rows: list[sqlite3.Row]) -> dict[str, tuple[float, int]]:
+def _agreement(rows: list[sqlite3.Row]) -> dict[str, tuple[float, int, float]]:
     by_unit: dict[tuple[str, int], list[str]] = defaultdict(list)
+    ratings: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for r in rows:
         if r["answer"] != "skip":
             by_unit[(r["kind"], r["unit"])].append(r["answer"])
+            ratings[r["kind"]].append((str(r["unit"]), r["annotator"], r["answer"]))
     same: dict[str, int] = defaultdict(int)
     pairs: dict[str, int] = defaultdict(int)
     for (kind, _), answers in by_unit.items():
         for a, b in combinations(answers, 2):
             pairs[kind] += 1
             same[kind] += a == b
-    return {k: (100.0 * same[k] / n, n) for k, n in sorted(pairs.items())}
+    return {
+        k: (100.0 * same[k] / n, n, krippendorff_alpha(rating_matrix(ratings[k]).codes))
+        for k, n in sorted(pairs.items())
+    }

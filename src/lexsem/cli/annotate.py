@@ -200,8 +200,9 @@ def status(
         typer.echo(json.dumps(data, indent=2))
         return
     typer.echo(f"{p.study}: {p.items} items x overlap {p.overlap}; {p.answers} answers")
-    for kind, (pct, n) in p.agreement.items():
-        typer.echo(f"  agreement {kind}: {pct:.1f}% over {n} pairs")
+    for kind, (pct, n, alpha) in p.agreement.items():
+        shown = "undefined" if alpha != alpha else f"{alpha:.3f}"  # NaN: one label only
+        typer.echo(f"  agreement {kind}: {pct:.1f}% over {n} pairs, Krippendorff's alpha {shown}")
     typer.echo("annotator  answered  gold     median_s  status")
     for a in p.annotators:
         gold = f"{a.gold_correct}/{a.gold_answered}" if a.gold_answered else "-"
