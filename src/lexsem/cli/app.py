@@ -24,6 +24,7 @@ from lexsem.cli.eval import eval_cmd
 from lexsem.cli.list import list_cmd
 from lexsem.cli.report import report
 from lexsem.cli.score_answers import score_answers
+from lexsem.cli.sweep import sweep
 from lexsem.cli.train import train, train_data
 from lexsem.cli.train_detector import train_detector
 from lexsem.cli.validate import validate
@@ -96,6 +97,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "train-data": train_data,
     "train-detector": train_detector,
     "build": build,
+    "sweep": sweep,
 }
 for _name, _command in COMMANDS.items():
     app.command(_name)(friendly(_command))

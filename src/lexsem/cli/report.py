@@ -23,7 +23,9 @@ class Format(str, Enum):
 def report(
     runs: Annotated[
         list[Path],
-        typer.Argument(help="Run folders or run.json files (model runs and blind runs)."),
+        typer.Argument(
+            help="Run folders or run.json files (model runs and blind runs), or a sweep folder."
+        ),
     ],
     fmt: Annotated[
         str, typer.Option("--format", "-f", help="md, csv or latex.", callback=one_of(Format))

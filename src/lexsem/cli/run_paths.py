@@ -2,7 +2,8 @@
 which are runs, which are not, and the checks on the files they write before any work.
 
 A folder is a run when it holds run.json (or is being replaced: `located` finds the previous
-run); a training run's folder stands for its evaluations. Anything else a glob matches (the
+run); a training run's folder stands for its evaluations, and a sweep's folder (`lexsem
+sweep`: it holds sweep.json) for the runs of its finished jobs. Anything else a glob matches (the
 `runs/data` folder the docs create, an HTML page, a notes file, an empty folder) is skipped
 by `report` with one warning line each, and named as not a run by `compare`.
 """
@@ -17,6 +18,7 @@ import typer
 
 from lexsem.errors import LexsemError
 from lexsem.results.folder_swap import ITEMS_PARQUET, RUN_JSON
+from lexsem.sweep.record import SWEEP_JSON
 
 __all__ = ["check_output_file", "not_a_run", "run_folders"]
 
@@ -27,7 +29,7 @@ def not_a_run(path: Path) -> str | None:
     if not path.exists():
         return None
     if path.is_dir():
-        if (path / RUN_JSON).is_file() or (path / "train.json").is_file():
+        if any((path / name).is_file() for name in (RUN_JSON, "train.json", SWEEP_JSON)):
             return None
         return f"{path}: not a run folder (no {RUN_JSON})"
     if path.name == RUN_JSON:
@@ -52,6 +54,8 @@ def run_folders(paths: Sequence[Path], *, untabulated: bool = False) -> list[Pat
         if (p / "train.json").is_file():
             trained = True
             out += _evaluations(p, untabulated)
+        elif (p / SWEEP_JSON).is_file() and not (p / RUN_JSON).is_file():
+            out += _sweep_runs(p)
         else:
             out.append(p)
     if not out and not (untabulated and trained):
@@ -60,6 +64,25 @@ def run_folders(paths: Sequence[Path], *, untabulated: bool = False) -> list[Pat
             f"folders (each holds {RUN_JSON} and {ITEMS_PARQUET})"
         )
     return out
+
+
+def _sweep_runs(folder: Path) -> list[Path]:
+    """The run folders of a sweep's finished jobs, in the grid's order; one note line names
+    the jobs without a run (failed, or not run yet)."""
+    from lexsem.sweep.record import read_summary, run_dir
+
+    summary = read_summary(folder)
+    assert summary is not None
+    runs = [run_dir(folder, j.id) for j in summary.jobs if j.status in ("done", "skipped")]
+    runs = [r for r in runs if (r / RUN_JSON).is_file()]
+    missing = len(summary.jobs) - len(runs)
+    if missing:
+        typer.echo(
+            f"note: {folder}: {missing} of {len(summary.jobs)} jobs have no run (failed or "
+            "not run yet; see its sweep.json); reported without them",
+            err=True,
+        )
+    return runs
 
 
 def _evaluations(run: Path, untabulated: bool) -> list[Path]:

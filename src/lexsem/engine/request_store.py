@@ -58,7 +58,7 @@ from filelock import Timeout as LockTimeout
 
 from lexsem.errors import CacheError
 
-__all__ = ["SCHEMA_VERSION", "RequestStore", "ValueKind"]
+__all__ = ["SCHEMA_VERSION", "RequestStore", "ValueKind", "row_digest", "table_layout"]
 
 SCHEMA_VERSION = 2  # 1: vectors only; 2: + scalars, records
 BUSY_TIMEOUT_S = 60.0  # how long a connection waits for another process's write lock
@@ -115,6 +115,17 @@ _BAD = object()
 
 def _digest(blob: bytes) -> bytes:
     return hashlib.blake2b(blob, digest_size=DIGEST_SIZE).digest()
+
+
+def row_digest(blob: bytes) -> bytes:
+    """The digest a row carries of its bytes (what a damaged row fails)."""
+    return _digest(blob)
+
+
+def table_layout() -> dict[str, tuple[str, str, int]]:
+    """Each value table's name -> (its size column, its data column, bytes per size unit): the
+    on-disk format, for readers of whole files (`lexsem.sweep.store_merge`)."""
+    return {t.name: (t.size, t.data, t.unit) for t in _TABLES.values()}
 
 
 class _CannotWrite(Exception):

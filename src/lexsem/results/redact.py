@@ -49,10 +49,16 @@ def _walk(value: Any, pattern: re.Pattern[str]) -> Any:
     return value
 
 
+def shareable_data(value: Any) -> Any:
+    """`value` (strings, lists, dicts) as a run record writes it: paths under the user's home
+    folder `~/...`, no URL credentials."""
+    pattern = _pattern()
+    return redacted(value if pattern is None else _walk(value, pattern))
+
+
 def shareable(record: RunRecord) -> RunRecord:
     """`record` with every path under the user's home folder written `~/...` and no URL
     credentials."""
-    pattern = _pattern()
     raw = record.model_dump()
-    walked = redacted(raw if pattern is None else _walk(raw, pattern))
+    walked = shareable_data(raw)
     return record if walked == raw else RunRecord.model_validate(walked)
