@@ -32,8 +32,9 @@ def reproduce(
     out: Annotated[
         Path | None,
         typer.Option(
-            "-o", "--out", help="Folder for the run folders and comparison.{md,csv} "
-            "(default: reproduce/TABLE).",
+            "-o",
+            "--out",
+            help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
         ),
     ] = None,
     executor: Annotated[
@@ -117,6 +118,6 @@ def list_text() -> str:
         runnable = sum(r.spec is not None for r in t.rows)
         lines.append(
             f"{name:15} {runnable:2d}/{len(t.rows):2d} rows runnable  {t.table} of "
-            f"\"{t.paper}\": {t.description}"
+            f'"{t.paper}": {t.description}'
         )
     return "\n".join(lines)

@@ -6,8 +6,8 @@ tags: open_clip's own caches). Anything else is said as what it needs."""
 from __future__ import annotations
 
 from lexsem.errors import LexsemError
-from lexsem.models.spec import parse_model_spec
 from lexsem.models.source import resolve_source
+from lexsem.models.spec import parse_model_spec
 from lexsem.reproduce.facts import ModelRow
 
 

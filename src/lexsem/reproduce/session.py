@@ -104,9 +104,7 @@ def reproduce(
         elif o.error is not None:
             failed[row_name] = o.error
     chosen_names = {r.name for r in chosen}
-    comparisons = [
-        c for c in compare(table, records, not_run, failed) if c.model in chosen_names
-    ]
+    comparisons = [c for c in compare(table, records, not_run, failed) if c.model in chosen_names]
     out.mkdir(parents=True, exist_ok=True)
     with atomic_open(out / MARKDOWN, "w", encoding="utf-8") as fh:
         fh.write(to_markdown_text(table, comparisons))

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from lexsem.reproduce.facts import Column
 
-PAPER = (
-    "BiVLC: Extending Vision-Language Compositionality Evaluation with Text-to-Image Retrieval"
-)
+PAPER = "BiVLC: Extending Vision-Language Compositionality Evaluation with Text-to-Image Retrieval"
 SUGARCREPE = Column(
     benchmark="sugarcrepe", task="pair", metric="acc", subset="_micro", header="SugarCrepe"
 )

@@ -14,7 +14,9 @@ from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
 from lexsem.reproduce.tables.scpp_table16 import PAPER, SUBSETS
 
 COLUMNS = tuple(
-    Column(benchmark="sugarcrepe_pp", task=task, metric=task, subset=s, header=f"{h} {task.upper()}")
+    Column(
+        benchmark="sugarcrepe_pp", task=task, metric=task, subset=s, header=f"{h} {task.upper()}"
+    )
     for s, h in SUBSETS
     for task in ("itt", "tot")
 )
