@@ -23,6 +23,7 @@ from lexsem.cli.download import download
 from lexsem.cli.eval import eval_cmd
 from lexsem.cli.list import list_cmd
 from lexsem.cli.report import report
+from lexsem.cli.reproduce import reproduce
 from lexsem.cli.score_answers import score_answers
 from lexsem.cli.sweep import sweep
 from lexsem.cli.train import train, train_data
@@ -91,6 +92,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "validate": validate,
     "report": report,
     "compare": compare,
+    "reproduce": reproduce,
     "list": list_cmd,
     "ask": ask,
     "train": train,

@@ -1,0 +1,123 @@
+"""`lexsem reproduce TABLE`: a paper's table run with lexsem and compared with the published
+numbers (`lexsem.reproduce`); `--list` lists the tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lexsem.cli.options import (
+    EVAL,
+    CacheDir,
+    CocoTrain,
+    CocoVal,
+    DataDir,
+    Device,
+    NBoot,
+    config_option,
+)
+from lexsem.config import EvalConfig
+
+__all__ = ["reproduce"]
+
+BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
+
+
+def reproduce(
+    table: Annotated[
+        str | None, typer.Argument(help="A built-in table (see --list).", show_default=False)
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--out",
+            help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
+        ),
+    ] = None,
+    executor: Annotated[
+        str, typer.Option("--executor", help="How the jobs run: local (in order, here).")
+    ] = "local",
+    only_installed: Annotated[
+        bool,
+        typer.Option(
+            "--only-installed",
+            help="Run only the rows whose weights are installed (always so offline).",
+        ),
+    ] = False,
+    rows: Annotated[
+        list[str] | None,
+        typer.Option("--row", help="Only this row (the model's name as the paper prints it)."),
+    ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No progress: the comparison only.")
+    ] = False,
+    list_tables: Annotated[
+        bool, typer.Option("--list", help="List the built-in tables and exit.")
+    ] = False,
+    data_dir: DataDir = EVAL.data_dir,
+    cache_dir: CacheDir = EVAL.cache_dir,
+    coco_val2017: CocoVal = EVAL.coco_val2017,
+    coco_train2017: CocoTrain = EVAL.coco_train2017,
+    device: Device = EVAL.device,
+    batch_size: BatchSize = EVAL.batch_size,
+    n_boot: NBoot = EVAL.n_boot,
+) -> None:
+    """Run a paper's table: the rows whose weights are available run (offline: those
+    installed), the others say what they need; then published vs lexsem with Δ per cell, `*`
+    where the published number lies outside the run's confidence interval."""
+    from lexsem.errors import LexsemError
+
+    if list_tables:
+        typer.echo(list_text())
+        return
+    if table is None:
+        raise LexsemError("give a TABLE (lexsem reproduce --list lists them)")
+    from lexsem.cli.quiet import quiet_libraries
+    from lexsem.reproduce.catalog import get_table
+    from lexsem.reproduce.render import to_markdown_text
+    from lexsem.reproduce.session import reproduce as run_table
+
+    get_table(table)  # an unknown table fails before anything is written
+    quiet_libraries(quiet)
+    settings = {
+        k: v
+        for k, v in {
+            "data_dir": data_dir,
+            "cache_dir": cache_dir,
+            "coco_val2017": coco_val2017,
+            "coco_train2017": coco_train2017,
+            "device": device,
+            "batch_size": batch_size,
+            "n_boot": n_boot,
+        }.items()
+        if v is not None
+    }
+    settings["progress"] = not quiet
+    done = run_table(
+        table,
+        out or Path("reproduce") / table,
+        executor=executor,
+        only_installed=only_installed,
+        rows=rows,
+        settings=settings,
+        echo=(lambda _text: None) if quiet else (lambda text: typer.echo(text, err=True)),
+    )
+    typer.echo(to_markdown_text(done.table, done.comparisons).removeprefix("<!-- lexsem -->\n"))
+
+
+def list_text() -> str:
+    """One line per built-in table: name, rows with a spec / rows, paper and table."""
+    from lexsem.reproduce.catalog import get_table, table_names
+
+    lines = []
+    for name in table_names():
+        t = get_table(name)
+        runnable = sum(r.spec is not None for r in t.rows)
+        lines.append(
+            f"{name:15} {runnable:2d}/{len(t.rows):2d} rows runnable  {t.table} of "
+            f'"{t.paper}": {t.description}'
+        )
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""A table's comparison as Markdown (the terminal shows the same text) and CSV: published vs
+lexsem with Δ per cell, a `*` on each Δ whose published number lies outside the run's
+confidence interval, and the rows that did not run with what they need. Markdown tables are
+`lexsem.report.tables.Table`s, rendered by `to_markdown`."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from lexsem.outputs import TABLE_MARKS
+from lexsem.report.tables import Table, to_markdown
+from lexsem.reproduce.compare import Comparison
+from lexsem.reproduce.facts import PaperTable
+
+OUTSIDE = "*"
+CSV_FIELDS = (
+    "table", "model", "spec", "benchmark", "task", "metric", "subset", "column", "published",
+    "lexsem", "delta", "ci_low", "ci_high", "outside_ci", "status", "why",
+)  # fmt: skip
+
+
+def _num(value: float | None, fmt: str = ".2f") -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def delta_text(c: Comparison) -> str:
+    """`+0.31`, `-1.20 *` (outside the interval), or `` when nothing was compared."""
+    if c.delta is None:
+        return ""
+    text = f"{round(c.delta, 2) or 0.0:+.2f}"  # never "-0.00"
+    return f"{text} {OUTSIDE}" if c.outside else text
+
+
+def ci_text(c: Comparison) -> str:
+    if c.ci_low is None or c.ci_high is None:
+        return "no interval" if c.lexsem is not None else ""
+    return f"[{c.ci_low:.2f}, {c.ci_high:.2f}]"
+
+
+def summary(comparisons: Sequence[Comparison]) -> str:
+    """`8 cells compared: 8 as printed, 0 outside the interval; 125 not run (11 rows)`."""
+    done = [c for c in comparisons if c.status == "compared"]
+    parts = [
+        f"{len(done)} cell{'s' * (len(done) != 1)} compared: "
+        f"{sum(bool(c.as_printed) for c in done)} as printed, "
+        f"{sum(bool(c.outside) for c in done)} outside the run's interval"
+    ]
+    for status in ("not run", "failed", "no result"):
+        some = [c for c in comparisons if c.status == status]
+        if some:
+            rows = len({c.model for c in some})
+            parts.append(f"{len(some)} {status} ({rows} row{'s' * (rows != 1)})")
+    return "; ".join(parts)
+
+
+def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
+    """The comparison table, then the rows that did not run or failed, with why."""
+    title = f"{table.name}: {table.paper}, {table.table}"
+    compared = Table(
+        title=f"{title} — published vs lexsem",
+        headers=["Model", "Benchmark", "Column", "Published", "lexsem", "Δ", "CI"],
+        notes=[
+            f"{OUTSIDE} the published number lies outside the run's confidence interval",
+            summary(comparisons),
+        ],
+    )
+    for c in comparisons:
+        if c.status != "compared":
+            continue
+        where = f"{c.column.benchmark} {c.column.task}"
+        compared.rows.append(
+            [
+                c.model,
+                where,
+                c.column.header,
+                f"{c.published:.2f}",
+                _num(c.lexsem),
+                delta_text(c),
+                ci_text(c),
+            ]
+        )
+    out = [compared]
+    left = Table(title=f"{table.name}: rows not compared", headers=["Model", "Spec", "Why"])
+    seen: set[tuple[str, str]] = set()
+    for c in comparisons:
+        if c.status == "compared" or (c.model, c.why or "") in seen:
+            continue
+        seen.add((c.model, c.why or ""))
+        why = f"needs {c.why}" if c.status == "not run" else f"{c.status}: {c.why}"
+        left.rows.append([c.model, c.spec or "", why])
+    if left.rows:
+        out.append(left)
+    return out
+
+
+def to_markdown_text(table: PaperTable, comparisons: Sequence[Comparison]) -> str:
+    return TABLE_MARKS["md"] + to_markdown(tables(table, comparisons))
+
+
+def to_csv_text(table: PaperTable, comparisons: Sequence[Comparison]) -> str:
+    """One line per cell, numbers unrounded."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for c in comparisons:
+        col = c.column
+        outside = "" if c.outside is None else str(c.outside).lower()
+        w.writerow(
+            [
+                table.name, c.model, c.spec or "", col.benchmark, col.task, col.metric,
+                col.subset, col.header, c.published, _num(c.lexsem, ".6f"),
+                _num(c.delta, ".6f"), _num(c.ci_low, ".6f"), _num(c.ci_high, ".6f"), outside,
+                c.status, c.why or "",
+            ]
+        )  # fmt: skip
+    return buf.getvalue()

@@ -1,0 +1,113 @@
+"""`reproduce(TABLE, OUT)`: a paper table from its facts to the comparison, in one call.
+
+The rows with a spec whose weights are here run (offline, or with `only_installed`: those
+installed, `lexsem.reproduce.availability`; online: all of them, fetching weights as any run
+does); the others are listed with what they need. Run folders go to `OUT/runs/<job id>/`, the
+comparison to `OUT/comparison.md` and `OUT/comparison.csv`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lexsem.atomic import atomic_open
+from lexsem.errors import LexsemError
+from lexsem.outputs import check_output_dir
+from lexsem.paths import offline
+from lexsem.reproduce.availability import missing
+from lexsem.reproduce.catalog import get_table
+from lexsem.reproduce.compare import Comparison, compare
+from lexsem.reproduce.execute import Echo, JobOutcome, run_jobs
+from lexsem.reproduce.facts import ModelRow, PaperTable
+from lexsem.reproduce.grid import expand, table_grid
+from lexsem.reproduce.render import to_csv_text, to_markdown_text
+from lexsem.results.schema import RunRecord
+
+MARKDOWN = "comparison.md"
+CSV = "comparison.csv"
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    table: PaperTable
+    comparisons: list[Comparison]
+    outcomes: list[JobOutcome]
+    not_run: dict[str, str]  # row -> what it needs
+
+
+def select_rows(table: PaperTable, only: Sequence[str] | None) -> list[ModelRow]:
+    """The table's rows, or those named in `only` (an unknown name is an error naming the
+    known ones)."""
+    if not only:
+        return list(table.rows)
+    names = [r.name for r in table.rows]
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        from lexsem.registry import did_you_mean
+
+        raise LexsemError(
+            f"table {table.name} has no row {unknown[0]!r}{did_you_mean(unknown[0], names)}; "
+            f"rows: {', '.join(names)}"
+        )
+    return [r for r in table.rows if r.name in only]
+
+
+def plan_rows(
+    rows: Sequence[ModelRow], *, only_installed: bool, is_offline: bool
+) -> tuple[list[ModelRow], dict[str, str]]:
+    """(the rows to run, row -> what each other row needs). Rows without a spec never run;
+    offline or with `only_installed`, only rows whose weights are installed run."""
+    check = only_installed or is_offline
+    run: list[ModelRow] = []
+    not_run: dict[str, str] = {}
+    for row in rows:
+        why = missing(row) if (check or row.spec is None) else None
+        if why is None:
+            run.append(row)
+        else:
+            not_run[row.name] = why
+    return run, not_run
+
+
+def reproduce(
+    name: str,
+    out: str | Path,
+    *,
+    executor: str = "local",
+    only_installed: bool = False,
+    rows: Sequence[str] | None = None,
+    settings: Mapping[str, Any] | None = None,
+    echo: Echo = lambda _text: None,
+) -> Reproduction:
+    """Run paper table `name` into `out` and compare it with the published numbers.
+    `settings`: EvalConfig fields for every job (data_dir, cache_dir, device, n_boot, ...)."""
+    table = get_table(name)
+    chosen = select_rows(table, rows)
+    out = Path(out)
+    check_output_dir(out, kind=None, option="-o")
+    settings = dict(settings or {})
+    is_offline = bool(settings.get("offline")) or offline()
+    runnable, not_run = plan_rows(chosen, only_installed=only_installed, is_offline=is_offline)
+    for row_name, why in not_run.items():
+        echo(f"not run: {row_name}: needs {why}")
+    jobs = expand(table_grid(table, runnable, settings)) if runnable else []
+    outcomes = run_jobs(jobs, out, executor, echo=echo) if jobs else []
+    records: dict[str, list[RunRecord]] = {}
+    failed: dict[str, str] = {}
+    for o in outcomes:
+        row_name = o.job.config.name or o.job.model
+        if o.record is not None:
+            records.setdefault(row_name, []).append(o.record)
+        elif o.error is not None:
+            failed[row_name] = o.error
+    chosen_names = {r.name for r in chosen}
+    comparisons = [c for c in compare(table, records, not_run, failed) if c.model in chosen_names]
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_open(out / MARKDOWN, "w", encoding="utf-8") as fh:
+        fh.write(to_markdown_text(table, comparisons))
+    with atomic_open(out / CSV, "w", encoding="utf-8") as fh:
+        fh.write(to_csv_text(table, comparisons))
+    return Reproduction(table, comparisons, outcomes, not_run)

@@ -1,0 +1,1 @@
+"""The built-in paper tables, one module each (registered in `lexsem.reproduce.catalog`)."""
