@@ -12,7 +12,8 @@ from lexsem.models.backend_registry import BACKENDS
 from lexsem.models.spec import parse_model_spec
 from lexsem.reproduce.catalog import get_table, table_names
 from lexsem.reproduce.facts import Column, PaperTable
-from lexsem.reproduce.grid import expand, runnable_rows, table_grid
+from lexsem.reproduce.grid import runnable_rows, table_grid
+from lexsem.sweep.grid import expand
 from lexsem.tasks.blind import NAME as BLIND
 from lexsem.tasks.catalog import get_task
 from lexsem.tasks.multi import MACRO_PAPER, MICRO

@@ -3,6 +3,7 @@ numbers (`lexsem.reproduce`); `--list` lists the tables."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -18,9 +19,13 @@ from lexsem.cli.options import (
     NBoot,
     config_option,
 )
+from lexsem.cli.sweep import Address, Executor, MaxRetries
 from lexsem.config import EvalConfig
+from lexsem.sweep.runner import run_sweep
 
 __all__ = ["reproduce"]
+
+SWEEP_DEFAULTS = {k: p.default for k, p in inspect.signature(run_sweep).parameters.items()}
 
 BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
 
@@ -37,9 +42,9 @@ def reproduce(
             help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
         ),
     ] = None,
-    executor: Annotated[
-        str, typer.Option("--executor", help="How the jobs run: local (in order, here).")
-    ] = "local",
+    executor: Executor = SWEEP_DEFAULTS["executor"],
+    address: Address = SWEEP_DEFAULTS["address"],
+    max_retries: MaxRetries = SWEEP_DEFAULTS["max_retries"],
     only_installed: Annotated[
         bool,
         typer.Option(
@@ -100,6 +105,7 @@ def reproduce(
         table,
         out or Path("reproduce") / table,
         executor=executor,
+        sweep_options={"address": address, "max_retries": max_retries},
         only_installed=only_installed,
         rows=rows,
         settings=settings,

@@ -12,7 +12,7 @@ import typer
 from lexsem.sweep.executors import EXECUTORS
 from lexsem.sweep.runner import run_sweep
 
-__all__ = ["sweep"]
+__all__ = ["Address", "Executor", "MaxRetries", "sweep"]
 
 _DEFAULTS = {k: p.default for k, p in inspect.signature(run_sweep).parameters.items()}
 
@@ -26,23 +26,30 @@ def _choice(allowed: tuple[str, ...]) -> Any:
     return check
 
 
+# the options `lexsem reproduce` shares (it runs a table as a sweep)
+Executor = Annotated[
+    str,
+    typer.Option(
+        help="local (in order, here), shard (this process's slice: torchrun, SLURM array) "
+        "or ray (one task per job).",
+        callback=_choice(EXECUTORS),
+    ),
+]
+Address = Annotated[
+    str | None,
+    typer.Option(help="Ray: the cluster to use (ray://HOST:10001, auto); default: a local one."),
+]
+MaxRetries = Annotated[
+    int,
+    typer.Option(min=0, max=100, help="Ray: times a job is retried when its worker is lost."),
+]
+
+
 def sweep(
     grid: Annotated[Path, typer.Argument(help="The grid file (TOML, or YAML).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The sweep folder.")],
-    executor: Annotated[
-        str,
-        typer.Option(
-            help="local (in order, here), shard (this process's slice: torchrun, SLURM array) "
-            "or ray (one task per job).",
-            callback=_choice(EXECUTORS),
-        ),
-    ] = _DEFAULTS["executor"],
-    address: Annotated[
-        str | None,
-        typer.Option(
-            help="Ray: the cluster to use (ray://HOST:10001, auto); default: a local one."
-        ),
-    ] = _DEFAULTS["address"],
+    executor: Executor = _DEFAULTS["executor"],
+    address: Address = _DEFAULTS["address"],
     stores: Annotated[
         str | None,
         typer.Option(
@@ -59,10 +66,7 @@ def sweep(
         int | None,
         typer.Option(min=1, help="shard: the number of shards (default: from the environment)."),
     ] = _DEFAULTS["world_size"],
-    max_retries: Annotated[
-        int,
-        typer.Option(min=0, max=100, help="Ray: times a job is retried when its worker is lost."),
-    ] = _DEFAULTS["max_retries"],
+    max_retries: MaxRetries = _DEFAULTS["max_retries"],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,

@@ -2,13 +2,15 @@
 
 The rows with a spec whose weights are here run (offline, or with `only_installed`: those
 installed, `lexsem.reproduce.availability`; online: all of them, fetching weights as any run
-does); the others are listed with what they need. Run folders go to `OUT/runs/<job id>/`, the
-comparison to `OUT/comparison.md` and `OUT/comparison.csv`.
+does); the others are listed with what they need. The rows run as a `lexsem sweep` of the
+table's grid (`lexsem.reproduce.grid`) through any of its executors (local, shard, ray): run
+folders in `OUT/runs/<job id>/`, jobs done earlier skipped, a failed job reported without
+stopping the others. The comparison goes to `OUT/comparison.md` and `OUT/comparison.csv`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,14 +22,30 @@ from lexsem.paths import offline
 from lexsem.reproduce.availability import missing
 from lexsem.reproduce.catalog import get_table
 from lexsem.reproduce.compare import Comparison, compare
-from lexsem.reproduce.execute import Echo, JobOutcome, run_jobs
 from lexsem.reproduce.facts import ModelRow, PaperTable
-from lexsem.reproduce.grid import expand, table_grid
+from lexsem.reproduce.grid import table_grid
 from lexsem.reproduce.render import to_csv_text, to_markdown_text
+from lexsem.results.run_folder import load_run
 from lexsem.results.schema import RunRecord
+from lexsem.sweep.grid import Job, expand
+from lexsem.sweep.record import JobStatus, run_dir
+from lexsem.sweep.runner import run_sweep
+
+Echo = Callable[[str], None]
 
 MARKDOWN = "comparison.md"
 CSV = "comparison.csv"
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """A job of the table's sweep: its run record, or the error that stopped it; `reused`:
+    its run folder was there already."""
+
+    job: Job
+    record: RunRecord | None = None
+    error: str | None = None
+    reused: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,10 +98,13 @@ def reproduce(
     only_installed: bool = False,
     rows: Sequence[str] | None = None,
     settings: Mapping[str, Any] | None = None,
+    sweep_options: Mapping[str, Any] | None = None,
     echo: Echo = lambda _text: None,
 ) -> Reproduction:
     """Run paper table `name` into `out` and compare it with the published numbers.
-    `settings`: EvalConfig fields for every job (data_dir, cache_dir, device, n_boot, ...)."""
+    `settings`: EvalConfig fields for every job (data_dir, cache_dir, device, n_boot, ...);
+    `executor` and `sweep_options` (address, rank, world_size, max_retries): how the sweep
+    runs (`lexsem.sweep.runner.run_sweep`)."""
     table = get_table(name)
     chosen = select_rows(table, rows)
     out = Path(out)
@@ -93,8 +114,11 @@ def reproduce(
     runnable, not_run = plan_rows(chosen, only_installed=only_installed, is_offline=is_offline)
     for row_name, why in not_run.items():
         echo(f"not run: {row_name}: needs {why}")
-    jobs = expand(table_grid(table, runnable, settings)) if runnable else []
-    outcomes = run_jobs(jobs, out, executor, echo=echo) if jobs else []
+    outcomes: list[JobOutcome] = []
+    if runnable:
+        grid = table_grid(table, runnable, settings)
+        result = run_sweep(grid, out, executor, echo=echo, **(sweep_options or {}))
+        outcomes = _outcomes(expand(grid), result.jobs, out)
     records: dict[str, list[RunRecord]] = {}
     failed: dict[str, str] = {}
     for o in outcomes:
@@ -111,3 +135,24 @@ def reproduce(
     with atomic_open(out / CSV, "w", encoding="utf-8") as fh:
         fh.write(to_csv_text(table, comparisons))
     return Reproduction(table, comparisons, outcomes, not_run)
+
+
+def _outcomes(jobs: list[Job], statuses: list[JobStatus], out: Path) -> list[JobOutcome]:
+    """Each job's run record (read from its run folder) or its error, in grid order. A shard
+    sees only its own jobs run: the others are left out until their shards are done."""
+    by_id = {s.id: s for s in statuses}
+    found = []
+    for job in jobs:
+        status = by_id.get(job.id)
+        if status is None or status.status == "pending":
+            continue
+        if status.status == "failed":
+            found.append(JobOutcome(job, error=status.error or "failed"))
+            continue
+        try:
+            record = load_run(run_dir(out, job.id))
+        except LexsemError as exc:
+            found.append(JobOutcome(job, error=str(exc)))
+            continue
+        found.append(JobOutcome(job, record=record, reused=status.status == "skipped"))
+    return found
