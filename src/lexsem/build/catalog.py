@@ -8,10 +8,15 @@ import importlib
 __all__ = ["STAGE_MODULES", "load_stages"]
 
 STAGE_MODULES = (
+    "lexsem.build.blind_scores",
     "lexsem.build.caption_format",
+    "lexsem.build.clean_captions",
     "lexsem.build.freeze",
     "lexsem.build.refine",
+    "lexsem.build.score_percentile",
     "lexsem.build.scpp_positive",
+    "lexsem.build.sugarcrepe_negatives",
+    "lexsem.build.template_filter",
     "lexsem.build.vsr_spatial",
 )
 
