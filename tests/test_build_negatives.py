@@ -487,3 +487,98 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
     again = build(recipe, out, cache_dir=tmp_path / "cache", echo=lambda t: None)
     del again
     assert len(gen.sent) == 7 * len(CAPTIONS)  # nothing sent twice
+
+
+def test_frozen_items_are_the_refined_rows(
+    tmp_path: Path, gen: NegativesGenerator, scorers: dict[str, Path]
+) -> None:
+    out = tmp_path / "build"
+    build(_recipe(tmp_path, scorers), out, cache_dir=tmp_path / "cache", echo=lambda t: None)
+    refined = pq.read_table(out / "stages" / "04-refine.parquet").to_pylist()
+    kept: dict[str, list[tuple[str, str, str]]] = {}
+    for r in refined:
+        if r["rejected"] is None:
+            kept.setdefault(r["category"], []).append(
+                (r["caption"], r["negative_caption"], r["filename"])
+            )
+    assert kept and sum(map(len, kept.values())) % 2 == 0  # refinement keeps mirrored pairs
+    frozen = {}
+    for path in (out / "benchmark").glob("*.json"):
+        if path.name != "data_card.json":
+            items = json.loads(path.read_text()).values()
+            frozen[path.stem] = [
+                (i["caption"], i["negative_caption"], i["filename"]) for i in items
+            ]
+    assert frozen == kept
+
+
+# -- blind scores -------------------------------------------------------------------------------
+
+
+def test_blind_scores_are_the_backends_scores(scorers: dict[str, Path]) -> None:
+    from lexsem.build.blind_scores import SCORE_COLUMNS, blind_scores
+    from lexsem.models.factory import load_text_scorer
+
+    rows = pa.table(
+        {
+            "source": ["t"] * 3,
+            "source_id": ["0", "1", "2"],
+            "caption": ["a man rides a horse .", "a red ball", "a cat"],
+            "negative_caption": ["a horse rides a man .", "a blue ball", "a dog"],
+            "rejected": [None, None, "earlier"],
+        }
+    )
+    vera, cola = f"vera:{scorers['vera']}", f"cola:{scorers['cola']}"
+    out = blind_scores(rows, None, vera=vera, cola=cola, batch_size=2, device="cpu")
+    assert out.column_names == [*rows.column_names, *SCORE_COLUMNS]
+    for prefix, spec in (("vera", vera), ("cola", cola)):
+        scorer = load_text_scorer(spec, device="cpu")
+        for r in range(2):
+            pos = float(scorer.score_texts([rows["caption"][r].as_py()], batch_size=1)[0])
+            neg = float(scorer.score_texts([rows["negative_caption"][r].as_py()], batch_size=1)[0])
+            assert out[f"{prefix}_pos"][r].as_py() == pytest.approx(pos, rel=1e-6, abs=1e-9)
+            assert out[f"{prefix}_neg"][r].as_py() == pytest.approx(neg, rel=1e-6, abs=1e-9)
+            gap = out[f"{prefix}_gap"][r].as_py()
+            assert gap == out[f"{prefix}_pos"][r].as_py() - out[f"{prefix}_neg"][r].as_py()
+        assert out[f"{prefix}_gap"][2].as_py() is None  # a rejected row is not scored
+    assert len({out["vera_pos"][0].as_py(), out["vera_neg"][0].as_py()}) == 2
+
+
+def test_blind_scores_bad_input_is_named(scorers: dict[str, Path]) -> None:
+    from lexsem.build.blind_scores import blind_scores
+
+    rows = pa.table({"source": ["t"], "source_id": ["7"], "caption": ["a"],
+                     "negative_caption": [None]})  # fmt: skip
+    with pytest.raises(DataError, match="item 7: blind_scores"):
+        blind_scores(rows, None, vera=f"vera:{scorers['vera']}", cola=f"cola:{scorers['cola']}")
+    with pytest.raises(DataError, match="no column 'negative'"):
+        blind_scores(rows, None, negative="negative")
+
+
+# -- SugarCrepe's own unrefined negatives through the filter and the refinement ------------------
+
+
+@pytest.mark.data
+def test_unrefined_sugarcrepe_through_filter_and_refinement(test_data_dir: Path) -> None:
+    """SugarCrepe's generated negatives before refinement, filtered here, refined per category
+    with given gaps: the kept items are those of SugarCrepe's procedure (transcribed in
+    test_build_refine) run on each category's filtered items."""
+    from lexsem.build.refine import adversarial_refine
+    from test_build_refine import CATEGORIES, _oracle_by_category, _reference_keep, _unrefined_rows
+
+    rows = _unrefined_rows(test_data_dir, 5)
+    filtered = template_filter(rows)
+    reasons = filtered["rejected"].to_pylist()
+    assert reasons.count(None) > rows.num_rows // 2
+    assert {r for r in reasons if r} == {ADD, REPLACE, SWAP_WORDS}
+    refined = adversarial_refine(filtered, group_by="category", seed=5)
+    passed = filtered.filter(pc.is_null(filtered["rejected"]))
+    expected = _oracle_by_category(passed, 5, _reference_keep)
+    got: dict[str, set[str]] = {c: set() for c in CATEGORIES}
+    for r in refined.to_pylist():
+        if r["rejected"] is None:
+            got[r["category"]].add(r["source_id"])
+    assert got == expected
+    # a row the filter rejected keeps its filter reason; the refinement rejects only others
+    after = refined["rejected"].to_pylist()
+    assert all(a == b for a, b in zip(after, reasons, strict=True) if b is not None)
