@@ -453,47 +453,18 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
 ) -> None:
     recipe = _recipe(tmp_path, scorers)
     out = tmp_path / "build"
-    result = build(recipe, out, cache_dir=tmp_path / "cache", echo=lambda t: None)
-    assert len(gen.sent) == 7 * len(CAPTIONS)
+    said: list[str] = []
+    build(recipe, out, cache_dir=tmp_path / "cache", echo=said.append)
+    n = 7 * len(CAPTIONS)
+    assert f"generate: {n} requests, {n} to send" in said  # counted before, params included
+    assert len(gen.sent) == n
     assert all(p["max_tokens"] == 350 for p in gen.params)  # the recipe's `params`
     record = json.loads((out / "build.json").read_text())
     assert [s["use"] for s in record["stages"]] == [
         "sugarcrepe_negatives", "template_filter", "blind_scores", "adversarial_refine", "freeze"
     ]  # fmt: skip
-    assert record["stages"][0]["requests"]["sent"] == 7 * len(CAPTIONS)
-    del result
+    assert record["stages"][0]["requests"]["sent"] == n
 
-    refined = pq.read_table(out / "stages" / "04-refine.parquet")
-    kept = [r for r in refined.to_pylist() if r["rejected"] is None]
-    assert kept, "the refinement kept no item"
-    for r in kept:  # balanced per category: as many positive gaps as negative ones per scorer
-        assert r["vera_gap"] is not None and r["cola_gap"] is not None
-    cards = json.loads((out / "benchmark" / "data_card.json").read_text())
-    assert cards["format"] == "sugarcrepe"
-
-    cli = CliRunner()
-    res = cli.invoke(app, ["validate", f"build:{out}"])
-    assert res.exit_code == 0, res.output
-    run = tmp_path / "run"
-    res = cli.invoke(
-        app,
-        ["eval", "-m", f"vera:{scorers['vera']}", "-b", f"build:{out}", "-o", str(run),
-         "--n-boot", "10", "--device", "cpu"],
-    )  # fmt: skip
-    assert res.exit_code == 0, res.output
-    record = json.loads((run / "run.json").read_text())
-    assert record["benchmarks"][0]["name"] == "build:build"
-
-    again = build(recipe, out, cache_dir=tmp_path / "cache", echo=lambda t: None)
-    del again
-    assert len(gen.sent) == 7 * len(CAPTIONS)  # nothing sent twice
-
-
-def test_frozen_items_are_the_refined_rows(
-    tmp_path: Path, gen: NegativesGenerator, scorers: dict[str, Path]
-) -> None:
-    out = tmp_path / "build"
-    build(_recipe(tmp_path, scorers), out, cache_dir=tmp_path / "cache", echo=lambda t: None)
     refined = pq.read_table(out / "stages" / "04-refine.parquet").to_pylist()
     kept: dict[str, list[tuple[str, str, str]]] = {}
     for r in refined:
@@ -510,6 +481,27 @@ def test_frozen_items_are_the_refined_rows(
                 (i["caption"], i["negative_caption"], i["filename"]) for i in items
             ]
     assert frozen == kept
+    card = json.loads((out / "benchmark" / "data_card.json").read_text())
+    assert card["format"] == "sugarcrepe"
+
+    cli = CliRunner()
+    res = cli.invoke(app, ["validate", f"build:{out}"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "run"
+    res = cli.invoke(
+        app,
+        ["eval", "-m", f"vera:{scorers['vera']}", "-b", f"build:{out}", "-o", str(run),
+         "--n-boot", "10", "--device", "cpu"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    record = json.loads((run / "run.json").read_text())
+    assert record["benchmarks"][0]["name"] == "build:build"
+
+    (out / "stages" / "01-generate.parquet").unlink()  # the stage runs again: all stored
+    said.clear()
+    build(recipe, out, cache_dir=tmp_path / "cache", echo=said.append)
+    assert f"generate: {n} requests, 0 to send" in said
+    assert len(gen.sent) == n  # nothing sent twice
 
 
 # -- blind scores -------------------------------------------------------------------------------
