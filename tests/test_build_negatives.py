@@ -433,7 +433,7 @@ def scorers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _recipe(tmp: Path, scorers: dict[str, Path]) -> Path:
-    rows = [{"caption": c, "filename": f"{i:012d}.jpg"} for i, c in enumerate(CAPTIONS)]
+    rows = [{"caption": c, "image": f"{i:012d}.jpg"} for i, c in enumerate(CAPTIONS)]
     (tmp / "captions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     text = RECIPE.read_text()
     text = text.replace("PATH/TO/captions.jsonl", "captions.jsonl")
@@ -470,7 +470,7 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
     for r in refined:
         if r["rejected"] is None:
             kept.setdefault(r["category"], []).append(
-                (r["caption"], r["negative_caption"], r["filename"])
+                (r["caption"], r["negative_caption"], r["image"])
             )
     assert kept and sum(map(len, kept.values())) % 2 == 0  # refinement keeps mirrored pairs
     frozen = {}
@@ -552,25 +552,43 @@ def test_blind_scores_bad_input_is_named(scorers: dict[str, Path]) -> None:
 
 @pytest.mark.data
 def test_unrefined_sugarcrepe_through_filter_and_refinement(test_data_dir: Path) -> None:
-    """SugarCrepe's generated negatives before refinement, filtered here, refined per category
-    with given gaps: the kept items are those of SugarCrepe's procedure (transcribed in
-    test_build_refine) run on each category's filtered items."""
-    from lexsem.build.refine import adversarial_refine
-    from test_build_refine import CATEGORIES, _oracle_by_category, _reference_keep, _unrefined_rows
+    """SugarCrepe's generated negatives before refinement, filtered here, then refined per
+    category with given (seeded) gaps: each category keeps what SugarCrepe's procedure
+    (`refine_keep`, checked against the reference script in test_build_refine.py) keeps of that
+    category's filtered items alone, and a row the filter rejected keeps its reason."""
+    import numpy as np
 
-    rows = _unrefined_rows(test_data_dir, 5)
+    from lexsem.build.refine import adversarial_refine, refine_keep
+
+    records = []
+    for category in [s.lower() for s in ORDER]:
+        items = json.loads(
+            (test_data_dir / "sugarcrepe_unrefined" / f"{category}.json").read_text()
+        )
+        for key, item in items.items():
+            records.append({"source": "sugarcrepe_unrefined", "source_id": f"{category}/{key}",
+                            "category": category, "caption": item["caption"],
+                            "negative_caption": item["negative_caption"]})  # fmt: skip
+    rng = np.random.default_rng(5)
+    for r in records:
+        r["vera_gap"] = round(float(rng.uniform(-1, 1)), 3)
+        r["cola_gap"] = round(float(rng.uniform(-1, 1)), 2)  # rounded: some gaps are 0
+    rows = pa.Table.from_pylist(records)
     filtered = template_filter(rows)
     reasons = filtered["rejected"].to_pylist()
     assert reasons.count(None) > rows.num_rows // 2
     assert {r for r in reasons if r} == {ADD, REPLACE, SWAP_WORDS}
-    refined = adversarial_refine(filtered, group_by="category", seed=5)
-    passed = filtered.filter(pc.is_null(filtered["rejected"]))
-    expected = _oracle_by_category(passed, 5, _reference_keep)
-    got: dict[str, set[str]] = {c: set() for c in CATEGORIES}
-    for r in refined.to_pylist():
-        if r["rejected"] is None:
-            got[r["category"]].add(r["source_id"])
-    assert got == expected
-    # a row the filter rejected keeps its filter reason; the refinement rejects only others
-    after = refined["rejected"].to_pylist()
+    refined = adversarial_refine(filtered, group_by="category", seed=5).to_pylist()
+    for category in [s.lower() for s in ORDER]:
+        part = [i for i, r in enumerate(refined) if r["category"] == category]
+        live = [i for i in part if reasons[i] is None]
+        keep = refine_keep(
+            [records[i]["vera_gap"] for i in live],
+            [records[i]["cola_gap"] for i in live],
+            np.random.RandomState(5),
+        )
+        expected = {records[live[k]]["source_id"] for k in keep}
+        got = {refined[i]["source_id"] for i in part if refined[i]["rejected"] is None}
+        assert got == expected and expected, category
+    after = [r["rejected"] for r in refined]
     assert all(a == b for a, b in zip(after, reasons, strict=True) if b is not None)
