@@ -86,8 +86,6 @@ def test_the_recipes_load(name: str, _stand_ins: list[str]) -> None:
             "score_percentile",
             "clean_captions",
             "adversarial_refine",
-            "caption_format",
-            "caption_format",
             "generate_images",
             "select_best_image",
             "train_manifest",

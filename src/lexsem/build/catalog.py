@@ -10,11 +10,16 @@ __all__ = ["STAGE_MODULES", "load_stages"]
 STAGE_MODULES = (
     "lexsem.build.baselines",
     "lexsem.build.best_image",
+    "lexsem.build.blind_scores",
     "lexsem.build.caption_format",
+    "lexsem.build.clean_captions",
     "lexsem.build.coco_captions",
     "lexsem.build.freeze",
     "lexsem.build.refine",
+    "lexsem.build.score_percentile",
     "lexsem.build.scpp_positive",
+    "lexsem.build.sugarcrepe_negatives",
+    "lexsem.build.template_filter",
     "lexsem.build.train_manifest",
     "lexsem.build.vsr_spatial",
     "lexsem.annotate.fold_back",  # a validation study's answers folded into the rows
