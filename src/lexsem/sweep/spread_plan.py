@@ -30,8 +30,8 @@ def batch_ranges(n_batches: int, workers: int, per_unit: int = UNIT_BATCHES) -> 
     if n_batches <= 0:
         return []
     n_units = max(math.ceil(n_batches / per_unit), min(workers, n_batches))
-    size = math.ceil(n_batches / n_units)
-    return [range(s, min(s + size, n_batches)) for s in range(0, n_batches, size)]
+    bounds = [i * n_batches // n_units for i in range(n_units + 1)]
+    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
 
 
 @dataclass(frozen=True)
