@@ -13,6 +13,7 @@ computes the order itself.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ def batch_ranges(n_batches: int, workers: int, per_unit: int = UNIT_BATCHES) -> 
         return []
     n_units = max(math.ceil(n_batches / per_unit), min(workers, n_batches))
     bounds = [i * n_batches // n_units for i in range(n_units + 1)]
-    return [range(a, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [range(a, b) for a, b in itertools.pairwise(bounds)]
 
 
 @dataclass(frozen=True)
