@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,18 @@ from lexsem.tasks.catalog import BLIND, SYNONYMS, find_task, get_task
 from lexsem.tasks.choice_task import read_by
 
 CI_STORE = "bootstrap-intervals"  # the request store of bootstrap intervals, beside the models'
+
+
+@dataclass
+class Planned:
+    """A run's model, capabilities, works and plan (`Evaluator.plan`)."""
+
+    model: Any
+    spec: str
+    caps: set[str]
+    works: list[Work]
+    plan: Plan
+    load_s: float  # seconds loading the benchmarks
 
 
 class Evaluator:
@@ -113,21 +126,17 @@ class Evaluator:
             check_out_dir(out, force=force)
         t_start = time.perf_counter()
         cfg = self.config
-        model, spec = self._model(model)
-        _check_files(model)  # an unreadable or damaged model file fails before any data work
-        caps = capabilities(model)
-        if not caps:
-            raise LexsemError(describe_missing(model))
-        for cap, method in ((TEXT, "encode"), (SCORER, "score_texts")):
-            refusal = batch_size_refusal(model, method) if cap in caps else None
-            if refusal:
-                raise LexsemError(refusal)
-        t0 = time.perf_counter()
-        works = [self._work(b, caps) for b in self.benchmarks()]
-        load_s = time.perf_counter() - t0
+        planned = self.plan(model)
+        model, spec, caps, works, plan = (
+            planned.model,
+            planned.spec,
+            planned.caps,
+            planned.works,
+            planned.plan,
+        )
+        load_s = planned.load_s
         fp = model.fingerprint  # read per run: weights that changed change the key
         fkey = fingerprint_key(fp)
-        plan = make_plan(works, pairs_as_texts=not caps & {PAIR, CHAT_SCORES})
         by_item = bool(getattr(model, "by_item", False))  # recorded answers: no store, no images
         use_store = cfg.use_cache and not by_item
         store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if use_store else None
@@ -142,6 +151,25 @@ class Evaluator:
         run_fp = run_fingerprint(model, fp, works, cfg, caps)
         shown = Plan() if by_item else plan
         return self._finish(model, spec, run_fp, works, shown, outcome, started, out, force)
+
+    def plan(self, model: str | object) -> Planned:
+        """What `run` asks of `model`: the model (a spec is loaded lazily: no weights), its
+        capabilities, each benchmark's tasks and the plan of unique requests. A model that can
+        run none of them, or a file of it that cannot be read, fails here."""
+        model, spec = self._model(model)
+        _check_files(model)  # an unreadable or damaged model file fails before any data work
+        caps = capabilities(model)
+        if not caps:
+            raise LexsemError(describe_missing(model))
+        for cap, method in ((TEXT, "encode"), (SCORER, "score_texts")):
+            refusal = batch_size_refusal(model, method) if cap in caps else None
+            if refusal:
+                raise LexsemError(refusal)
+        t0 = time.perf_counter()
+        works = [self._work(b, caps) for b in self.benchmarks()]
+        load_s = time.perf_counter() - t0
+        plan = make_plan(works, pairs_as_texts=not caps & {PAIR, CHAT_SCORES})
+        return Planned(model, spec, caps, works, plan, load_s)
 
     def derive(self, **changes: Any) -> Evaluator:
         """An Evaluator of this config with `changes` (e.g. `tasks`) that shares the benchmarks

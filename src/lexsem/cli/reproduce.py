@@ -19,7 +19,7 @@ from lexsem.cli.options import (
     NBoot,
     config_option,
 )
-from lexsem.cli.sweep import Address, Executor, MaxRetries
+from lexsem.cli.sweep import Address, Executor, MaxRetries, Spread
 from lexsem.config import EvalConfig
 from lexsem.sweep.runner import run_sweep
 
@@ -45,6 +45,7 @@ def reproduce(
     executor: Executor = SWEEP_DEFAULTS["executor"],
     address: Address = SWEEP_DEFAULTS["address"],
     max_retries: MaxRetries = SWEEP_DEFAULTS["max_retries"],
+    spread: Spread = SWEEP_DEFAULTS["spread"],
     only_installed: Annotated[
         bool,
         typer.Option(
@@ -105,7 +106,7 @@ def reproduce(
         table,
         out or Path("reproduce") / table,
         executor=executor,
-        sweep_options={"address": address, "max_retries": max_retries},
+        sweep_options={"address": address, "max_retries": max_retries, "spread": spread},
         only_installed=only_installed,
         rows=rows,
         settings=settings,

@@ -10,9 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.sweep.executors import EXECUTORS
+from lexsem.sweep.grid import MAX_SPREAD
 from lexsem.sweep.runner import run_sweep
 
-__all__ = ["Address", "Executor", "MaxRetries", "sweep"]
+__all__ = ["Address", "Executor", "MaxRetries", "Spread", "sweep"]
 
 _DEFAULTS = {k: p.default for k, p in inspect.signature(run_sweep).parameters.items()}
 
@@ -43,6 +44,15 @@ MaxRetries = Annotated[
     int,
     typer.Option(min=0, max=100, help="Ray: times a job is retried when its worker is lost."),
 ]
+Spread = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        max=MAX_SPREAD,
+        help="Spread each job's text and image encoding over this many Ray actors "
+        "(default: each job's resources.spread; results as one process).",
+    ),
+]
 
 
 def sweep(
@@ -67,6 +77,7 @@ def sweep(
         typer.Option(min=1, help="shard: the number of shards (default: from the environment)."),
     ] = _DEFAULTS["world_size"],
     max_retries: MaxRetries = _DEFAULTS["max_retries"],
+    spread: Spread = _DEFAULTS["spread"],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,
@@ -77,7 +88,7 @@ def sweep(
     stopping the others. `lexsem report OUT` tabulates every run."""
     res = run_sweep(
         grid, out, executor, stores=stores, address=address, rank=rank,  # type: ignore[arg-type]
-        world_size=world_size, max_retries=max_retries, dry_run=dry_run,
+        world_size=world_size, max_retries=max_retries, spread=spread, dry_run=dry_run,
         echo=(lambda text: None) if quiet else (lambda text: typer.echo(text, err=True)),
     )  # fmt: skip
     if dry_run:

@@ -27,7 +27,7 @@ from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.models.protocols import TextEncoder
 
-__all__ = ["CHUNK", "EmbedStats", "batches", "embed_texts", "missing_chunks"]
+__all__ = ["CHUNK", "EmbedStats", "batches", "embed_texts", "encode_batch", "missing_chunks"]
 
 CHUNK = 4096  # texts per model call between store commits
 
@@ -55,7 +55,11 @@ def missing_chunks(
     return len(missing), (missing[s : s + chunk] for s in range(0, len(missing), chunk))
 
 
-def _encode(encoder: TextEncoder, texts: list[str], batch_size: int, dim: int | None) -> np.ndarray:
+def encode_batch(
+    encoder: TextEncoder, texts: list[str], batch_size: int, dim: int | None
+) -> np.ndarray:
+    """One encoder call on the batch `texts`, as float32, checked: one row per text, of
+    dimension `dim` when it is known."""
     vecs = np.asarray(encoder.encode(texts, batch_size=batch_size))
     if vecs.ndim != 2 or vecs.shape[0] != len(texts):
         raise ModelError(
@@ -128,7 +132,7 @@ def _encode_chunk(
     `on_batch(indices into texts, vectors)` is called after each."""
     out: np.ndarray | None = None
     for idx in batches(encoder, texts, batch_size):
-        vecs = _encode(encoder, [texts[i] for i in idx], batch_size, dim)
+        vecs = encode_batch(encoder, [texts[i] for i in idx], batch_size, dim)
         if out is None:
             out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
             dim = vecs.shape[1]

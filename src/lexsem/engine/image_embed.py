@@ -42,7 +42,7 @@ from lexsem.images.image_store import ImageStore
 from lexsem.images.memory import DecodedImages
 from lexsem.models.protocols import ImageEncoder
 
-__all__ = ["ImageEmbedStats", "embed_images"]
+__all__ = ["ImageEmbedStats", "embed_images", "encode_image_batch"]
 
 
 @dataclass
@@ -141,7 +141,7 @@ def embed_images(
                 keep_decoded(decoded, batch, dec.entries)
                 if batch.slots:
                     batch_keys = [dec.entries[s][0] for s in batch.slots]
-                    vecs = _encoded(encoder, batch.inputs, len(batch_keys), _dim(vectors))
+                    vecs = encode_image_batch(encoder, batch.inputs, len(batch_keys), _dim(vectors))
                     if cache is not None:
                         t3 = time.perf_counter()
                         cache.put_vectors(batch_keys, vecs)
@@ -162,7 +162,7 @@ def _dim(vectors: Mapping[str, np.ndarray]) -> int | None:
     return len(next(iter(vectors.values()))) if vectors else None
 
 
-def _encoded(encoder: ImageEncoder, inputs: Any, n: int, dim: int | None) -> np.ndarray:
+def encode_image_batch(encoder: ImageEncoder, inputs: Any, n: int, dim: int | None) -> np.ndarray:
     """`encoder.encode_images(inputs)` as float32, checked: n rows of the known dimension."""
     vecs = np.asarray(encoder.encode_images(inputs))
     if vecs.ndim != 2 or vecs.shape[0] != n:

@@ -55,6 +55,7 @@ else:  # pragma: no cover
 __all__ = [
     "EXECUTION_FIELDS",
     "HARD_MAX_JOBS",
+    "MAX_SPREAD",
     "Block",
     "Grid",
     "Job",
@@ -65,6 +66,7 @@ __all__ = [
 ]
 
 HARD_MAX_JOBS = 100_000  # the largest `max_jobs` a grid may set
+MAX_SPREAD = 1024  # the most Ray actors one job's encoding may be spread over
 # settings that change where values are kept or how fast a job runs, never its results: left
 # out of a job's id and of the "already done" comparison
 EXECUTION_FIELDS = frozenset(
@@ -81,11 +83,14 @@ class _Strict(BaseModel):
 
 
 class Resources(_Strict):
-    """What one job needs of a worker; the Ray executor schedules by it."""
+    """What one job needs of a worker; the Ray executor schedules by it. With `spread` > 1
+    the job's text and image encoding runs in that many Ray actors, each with these resources
+    (`lexsem.sweep.spread`)."""
 
     num_cpus: float = Field(1.0, ge=0, le=4096)
     num_gpus: float = Field(0.0, ge=0, le=1024)
     memory: int | None = Field(None, ge=1, description="Bytes (or a size: '8GiB', '500MB').")
+    spread: int = Field(1, ge=1, le=MAX_SPREAD, description="Ray actors encoding the job.")
 
     @field_validator("memory", mode="before")
     @classmethod
@@ -329,6 +334,11 @@ def expand(grid: Grid, *, source: str | Path | None = None) -> list[Job]:
                         resources=entry.resources or block.resources or grid.resources,
                         plugins=tuple(grid.plugins),
                     )
+                    if job.resources.spread > 1 and not config.use_cache:
+                        raise LexsemError(
+                            f"{where}: model {entry.spec!r}: resources.spread needs the request "
+                            "store (use_cache = true): the workers' results are kept there"
+                        )
                     jobs.setdefault(job.id, job)
     return list(jobs.values())
 

@@ -38,7 +38,16 @@ from lexsem.results.run_folder import load_run
 from lexsem.sweep.grid import EXECUTION_FIELDS, Job
 from lexsem.sweep.record import JobStatus, run_dir
 
-__all__ = ["StoreMode", "done_run", "import_plugins", "keep_store", "run_job", "store_files"]
+__all__ = [
+    "StoreMode",
+    "done_run",
+    "evaluate",
+    "import_plugins",
+    "keep_store",
+    "one_line",
+    "run_job",
+    "store_files",
+]
 
 StoreMode = Literal["shared", "per-job"]
 
@@ -125,7 +134,7 @@ def keep_store(out: Path, job_id: str, files: dict[str, bytes]) -> None:
             Path(tmp).write_bytes(data)
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if isinstance(exc, LexsemError) else f"{type(exc).__name__}: {text}"
 
@@ -148,7 +157,7 @@ def evaluate(
             run = ev.run(job.model, out=save, force=True)
             error = None
         except Exception as exc:  # the job's failure, reported; the sweep goes on
-            run, error = None, _one_line(exc)
+            run, error = None, one_line(exc)
         files = store_files(tmp) if tmp is not None else {}
     return run, files, error, time.perf_counter() - t0
 

@@ -19,7 +19,7 @@ from typing import Any
 from lexsem.errors import LexsemError
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.sweep.executors import EXECUTORS
-from lexsem.sweep.grid import Grid, Job, expand, load_grid
+from lexsem.sweep.grid import MAX_SPREAD, Grid, Job, expand, load_grid
 from lexsem.sweep.job_run import StoreMode, done_run, import_plugins
 from lexsem.sweep.record import (
     SWEEP_JSON,
@@ -32,7 +32,7 @@ from lexsem.sweep.record import (
 )
 from lexsem.sweep.store_merge import MergeStats, StoreConflict, merge_stores
 
-__all__ = ["check_sweep_folder", "merge_job_stores", "run_sweep"]
+__all__ = ["check_sweep_folder", "merge_job_stores", "run_sweep", "with_spread"]
 
 Echo = Callable[[str], None]
 
@@ -86,18 +86,22 @@ def run_sweep(
     rank: int | None = None,
     world_size: int | None = None,
     max_retries: int = 3,
+    spread: int | None = None,
     dry_run: bool = False,
     echo: Echo = _quiet,
 ) -> SweepResult:
     """Run the jobs of `grid` (a `Grid` or a grid file) not yet done into `out`; the state of
     the sweep folder afterwards (also in `OUT/sweep.json`). `stores`: `shared` or `per-job`
     (default: `per-job` on Ray, else `shared`; see `lexsem.sweep.job_run`). `dry_run`: say
-    which jobs would run, write nothing."""
+    which jobs would run, write nothing. `spread`: the Ray actors every job's encoding is
+    spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread`."""
     if executor not in EXECUTORS:
         raise LexsemError(f"unknown executor {executor!r}; choose {', '.join(EXECUTORS)}")
     if not isinstance(grid, Grid):
         grid = load_grid(grid)
     jobs = expand(grid)
+    if spread is not None:
+        jobs = with_spread(jobs, spread)
     out = Path(out)
     check_sweep_folder(out)
     import_plugins(grid.plugins)
@@ -122,7 +126,11 @@ def run_sweep(
 
     merge: dict[str, Any] | None = None
     try:
-        _execute(executor, todo, out, store_mode, report, address, max_retries, rank)
+        spread_jobs = [job for job in todo if job.resources.spread > 1]
+        if spread_jobs:
+            _spread(spread_jobs, out, report, address, max_retries, rank, executor, echo)
+        rest = [job for job in todo if job.resources.spread == 1]
+        _execute(executor, rest, out, store_mode, report, address, max_retries, rank)
     finally:
         if executor != "shard":
             merge = merge_job_stores(out, jobs, echo)
@@ -156,6 +164,52 @@ def _execute(
         from lexsem.sweep.executors.local import run_local
 
         run_local(todo, out, stores=stores, report=report)
+
+
+def with_spread(jobs: list[Job], spread: int) -> list[Job]:
+    """`jobs` with their encoding spread over `spread` Ray actors (1: not spread)."""
+    if not 1 <= spread <= MAX_SPREAD:
+        raise LexsemError(f"spread must be from 1 to {MAX_SPREAD}, not {spread}")
+    out = []
+    for job in jobs:
+        if spread > 1 and not job.config.use_cache:
+            raise LexsemError(
+                f"job {job.id}: spreading its encoding needs the request store (use_cache = true)"
+            )
+        res = job.resources.model_copy(update={"spread": spread})
+        out.append(job.model_copy(update={"resources": res}))
+    return out
+
+
+def _spread(
+    jobs: list[Job],
+    out: Path,
+    report: Callable[[JobStatus], None],
+    address: str | None,
+    max_retries: int,
+    rank: int | None,
+    executor: str,
+    echo: Echo,
+) -> None:
+    """Run `jobs` here, one after another, each job's encoding spread over its Ray actors
+    (`lexsem.sweep.spread`), its run through the main store."""
+    from lexsem.sweep.executors.ray import connect
+    from lexsem.sweep.spread import run_spread_job
+
+    started = connect(address)
+    try:
+        for job in jobs:
+            report(
+                run_spread_job(
+                    job, out, spread=job.resources.spread, max_retries=max_retries,
+                    rank=rank, executor=executor, echo=echo,
+                )
+            )  # fmt: skip
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
 
 
 def _skip_done(

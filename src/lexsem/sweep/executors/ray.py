@@ -25,7 +25,7 @@ from lexsem.sweep.grid import Job
 from lexsem.sweep.job_run import StoreMode, evaluate, import_plugins, keep_store
 from lexsem.sweep.record import JobStatus, run_dir, worker_name
 
-__all__ = ["run_ray"]
+__all__ = ["connect", "run_ray"]
 
 _KEPT: dict[str, Any] = {}  # in a worker process: the last Evaluator and its data key
 
@@ -51,7 +51,7 @@ def ray_job(job: Job, stores: StoreMode) -> dict[str, Any]:
     }
 
 
-def _init(address: str | None) -> bool:
+def connect(address: str | None) -> bool:
     """Connect to Ray (True when this call started it, so it shuts it down)."""
     try:
         import ray
@@ -83,7 +83,7 @@ def run_ray(
     """Run `jobs` as Ray tasks; each status reported as its task ends (in any order)."""
     import ray
 
-    started = _init(address)
+    started = connect(address)
     refs: dict[Any, Job] = {}
     try:
         task = ray.remote(ray_job)

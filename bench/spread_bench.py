@@ -1,0 +1,80 @@
+"""Spread encoding: one job's text encoding spread over Ray actors against one process.
+
+The job: the offline MiniLM (`minilm`) over the synthetic benchmark (every subset), an empty
+request store, no bootstrap, batch 32. It runs once in one process (`lexsem sweep`'s `local`
+executor) and once with its encoding spread over `--workers` actors (`resources.spread`), each
+actor one CPU (Ray gives it one torch thread). Prints the seconds of each (Ray's start-up timed
+apart), the ratio one process / spread (above 1: the spread is faster), the texts encoded,
+and that the two runs' stores hold the same bytes.
+
+    python bench/spread_bench.py                 # 2 workers
+    python bench/spread_bench.py --workers 4 --batch-size 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+).rstrip(os.pathsep)
+sys.path.insert(0, str(ROOT / "src"))
+
+from lexsem.sweep.grid import Grid  # noqa: E402
+from lexsem.sweep.runner import run_sweep  # noqa: E402
+from lexsem.sweep.store_merge import store_rows  # noqa: E402
+
+
+def _grid(cache: Path, spread: int, batch_size: int, model: str) -> Grid:
+    return Grid(
+        defaults={"n_boot": 0, "cache_dir": str(cache), "batch_size": batch_size},
+        blocks=[{"models": [model], "benchmarks": ["synthetic"], "resources": {"spread": spread}}],
+    )
+
+
+def _timed(grid: Grid, out: Path, lines: list[str]) -> float:
+    t0 = time.perf_counter()
+    res = run_sweep(grid, out, echo=lines.append)
+    assert res.complete, [j.error for j in res.jobs if j.error]
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workers", type=int, default=2, help="Ray actors (default 2)")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--model", default="minilm")
+    args = ap.parse_args()
+    import ray
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        run_sweep(_grid(root / "warm", 1, args.batch_size, args.model), root / "w")  # imports
+        lines: list[str] = []
+        one_s = _timed(_grid(root / "c1", 1, args.batch_size, args.model), root / "one", lines)
+        t0 = time.perf_counter()
+        ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
+        start_s = time.perf_counter() - t0
+        try:
+            grid = _grid(root / "c2", args.workers, args.batch_size, args.model)
+            spread_s = _timed(grid, root / "spread", lines)
+        finally:
+            ray.shutdown()
+        same = store_rows(root / "c1") == store_rows(root / "c2")
+    spread_lines = [line for line in lines if line.startswith("spread ")]
+    print(f"{args.model} over synthetic, batch {args.batch_size}: one process {one_s:.2f} s, "
+          f"spread over {args.workers} actors {spread_s:.2f} s (+ {start_s:.1f} s to start Ray): "
+          f"one/spread = {one_s / spread_s:.2f} on {os.cpu_count()} cores")  # fmt: skip
+    print(f"{spread_lines[0] if spread_lines else 'nothing spread'}; same store bytes: {same}")
+    if not same:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""One job's encoding spread over Ray actors (`resources.spread`, `lexsem sweep --spread`)
+gives the run folders and the request store of one process, byte for byte: the real offline
+MiniLM (texts) and a tiny random open_clip (images and captions), on `ray.init(num_cpus=2)`;
+an actor killed mid-encoding is restarted and its unit retried, with the same result; a run
+that would still encode anything after the spread is a failed job."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
+from builders.sweep_folders import SRC, TESTS, same_runs
+from lexsem.cli.app import app
+from lexsem.errors import LexsemError
+from lexsem.sweep.grid import Grid, expand
+from lexsem.sweep.runner import run_sweep, with_spread
+from lexsem.sweep.spread import SpreadStats, run_spread_job
+from lexsem.sweep.spread_plan import UNIT_BATCHES, batch_ranges, image_units, text_chunks
+from lexsem.sweep.store_merge import store_rows
+
+ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    """A local Ray of 2 CPUs whose workers import this checkout and the tests' builders."""
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), str(TESTS)])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def _grid(cache: Path, model: str, spread: int, **defaults: Any) -> Grid:
+    settings = {"n_boot": 20, "cache_dir": str(cache), "batch_size": 4, **defaults}
+    return Grid(
+        plugins=["builders.sweep_models"],
+        defaults=settings,
+        blocks=[
+            {
+                "models": [model],
+                "benchmarks": ["synthetic/swap_obj"],
+                "resources": {"spread": spread},
+            }
+        ],
+    )
+
+
+def _spread_and_one_process(tmp_path: Path, model: str, **defaults: Any) -> list[str]:
+    """Run `model` in one process and spread over 2 actors; assert the same run folders and
+    the same store rows; the spread's progress lines."""
+    lines: list[str] = []
+    one = run_sweep(_grid(tmp_path / "c1", model, 1, **defaults), tmp_path / "one")
+    assert one.complete, [j.error for j in one.jobs]
+    spread = run_sweep(
+        _grid(tmp_path / "c2", model, 2, **defaults), tmp_path / "spread", echo=lines.append
+    )
+    assert spread.complete, [j.error for j in spread.jobs]
+    same_runs(tmp_path / "one", tmp_path / "spread")
+    assert store_rows(tmp_path / "c2") == store_rows(tmp_path / "c1")
+    return lines
+
+
+# -- units of whole batches ---------------------------------------------------------------------
+@pytest.mark.parametrize("n_batches", [0, 1, 3, 8, 9, 100])
+@pytest.mark.parametrize("workers", [1, 2, 5])
+def test_units_cover_the_batches_in_order(n_batches: int, workers: int) -> None:
+    ranges = batch_ranges(n_batches, workers)
+    assert [i for r in ranges for i in r] == list(range(n_batches))
+    assert all(0 < len(r) <= UNIT_BATCHES for r in ranges)
+    assert len(ranges) >= min(workers, n_batches)
+
+
+def test_text_chunks_and_image_units_keep_one_process_batches() -> None:
+    texts = [f"text {'x' * (i % 7)} {i}" for i in range(30)]
+    keys = [f"k{i}" for i in range(30)]
+    n, chunks = text_chunks(texts, keys, {"k3", "k4"}, batch_size=4, workers=3, chunk=10)
+    got = list(chunks)
+    assert n == 28 and [len(c.texts) for c in got] == [10, 10, 8]
+    assert sorted(k for c in got for k in c.keys) == sorted(set(keys) - {"k3", "k4"})
+    for c in got:  # every batch of the chunk in one unit, in order
+        assert [b for r in c.units for b in r] == list(range(-(-len(c.texts) // 4)))
+    missing = [f"m{i}" for i in range(23)]
+    units = image_units(missing, batch_size=4, workers=2)
+    assert [k for u in units for k in u.keys] == missing
+    assert all(len(u.keys) % 4 == 0 for u in units[:-1])  # each starts on a batch boundary
+
+
+# -- one process against two actors -------------------------------------------------------------
+@pytest.mark.torch
+def test_minilm_spread_over_two_actors_is_one_process(
+    tmp_path: Path, minilm_path: Path, ray_cluster: None
+) -> None:
+    lines = _spread_and_one_process(tmp_path, "minilm")
+    assert any(line.startswith("spread ") and " 0 texts" not in line for line in lines), lines
+
+
+@pytest.mark.torch
+def test_an_open_clip_spread_over_two_actors_is_one_process(
+    tmp_path: Path, ray_cluster: None
+) -> None:
+    from builders.tiny_dual_models import write_tiny_openclip
+
+    spec = write_tiny_openclip(tmp_path / "clip", "tiny-spread")
+    lines = _spread_and_one_process(tmp_path, spec)
+    assert any(" 0 images" not in line for line in lines if line.startswith("spread ")), lines
+
+
+def test_an_actor_killed_mid_encoding_is_retried_with_the_same_result(
+    tmp_path: Path, ray_cluster: None
+) -> None:
+    marker = tmp_path / "crash.marker"
+    model = f"sweepfake:a?crash_marker={marker}"
+    marker.touch()  # the one-process run: the marker exists, nothing is killed
+    assert run_sweep(_grid(tmp_path / "c1", model, 1), tmp_path / "one").complete
+    marker.unlink()
+    res = run_sweep(_grid(tmp_path / "c2", model, 2), tmp_path / "spread", max_retries=1)
+    assert marker.exists()  # an actor killed itself mid-encoding
+    assert res.complete, [j.error for j in res.jobs]
+    same_runs(tmp_path / "one", tmp_path / "spread")
+    assert store_rows(tmp_path / "c2") == store_rows(tmp_path / "c1")
+
+
+def test_an_actor_lost_more_often_than_retried_fails_its_job_alone(
+    tmp_path: Path, ray_cluster: None
+) -> None:
+    marker = tmp_path / "crash.marker"
+    grid = _grid(tmp_path / "c", f"sweepfake:a?crash_marker={marker}", 2)
+    res = run_sweep(grid, tmp_path / "out", max_retries=0)
+    (job,) = res.jobs
+    assert job.status == "failed" and "spread worker was lost" in (job.error or "")
+    assert run_sweep(grid, tmp_path / "out").complete  # the rerun finishes it
+
+
+# -- checks -------------------------------------------------------------------------------------
+def test_a_run_that_still_encodes_after_the_spread_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (job,) = expand(_grid(tmp_path / "c", "sweepfake:a", 2))
+    monkeypatch.setattr("lexsem.sweep.spread.spread_encode", lambda *a, **k: SpreadStats(workers=2))
+    status = run_spread_job(job, tmp_path / "out", spread=2)
+    assert status.status == "failed"
+    assert (status.error or "").startswith("the spread encoding left ") and "texts" in status.error
+    assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_spread_settings_are_bounded_and_need_the_store(tmp_path: Path) -> None:
+    jobs = expand(_grid(tmp_path / "c", "sweepfake:a", 1))
+    assert [j.resources.spread for j in with_spread(jobs, 3)] == [3]
+    with pytest.raises(LexsemError, match="spread must be from 1 to 1024"):
+        with_spread(jobs, 0)
+    with pytest.raises(LexsemError, match=r"block 1: .*spread needs the request store"):
+        expand(_grid(tmp_path / "c", "sweepfake:a", 2, use_cache=False))
+    grid = tmp_path / "g.toml"
+    grid.write_text('[[block]]\nmodels = ["sweepfake:a"]\nbenchmarks = ["synthetic"]\n'
+                    "resources = { spread = 0 }\n")  # fmt: skip
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["sweep", str(grid), "-o", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "resources.spread" in res.stderr, res.output
+    res = CliRunner().invoke(app, ["sweep", str(grid), "-o", str(tmp_path / "o"), "--spread", "0"])
+    assert res.exit_code == 2 and "--spread" in res.output
