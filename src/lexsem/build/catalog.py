@@ -10,6 +10,8 @@ __all__ = ["STAGE_MODULES", "load_stages"]
 STAGE_MODULES = (
     "lexsem.build.caption_format",
     "lexsem.build.freeze",
+    "lexsem.build.human",
+    "lexsem.build.images",
     "lexsem.build.refine",
     "lexsem.build.scpp_positive",
     "lexsem.build.vsr_spatial",
