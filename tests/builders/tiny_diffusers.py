@@ -34,10 +34,10 @@ def tiny_pipeline(seed: int = 0) -> Any:
         T.CLIPTextConfig(
             bos_token_id=0, eos_token_id=1, pad_token_id=1, hidden_size=16, intermediate_size=32,
             num_attention_heads=2, num_hidden_layers=1, vocab_size=len(tok),
-            max_position_embeddings=32,
+            max_position_embeddings=80,
         )
     )  # fmt: skip
-    tok.model_max_length = 32
+    tok.model_max_length = 80
     scheduler = D.DDIMScheduler(
         beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False,
         set_alpha_to_one=False, steps_offset=1,

@@ -297,13 +297,19 @@ def fold_back_answers(
         raise LexsemError(f"{where}: needs the build folder (a StageContext)")
     tasks_path = _folder(ctx.out, task, folder) / TASKS_FILE
     answers_path = _answers_path(ctx.out, task, folder, answers)
+    known = _read_tasks(tasks_path)
+    keep = accepted(rows).to_pylist()
+    ids = _ids(rows, id, where)
+    todo = [key for ok, key in zip(keep, ids, strict=True) if ok and key in known]
+    if not todo:  # nothing was asked: no answers to wait for
+        ctx.count("answers", 0)
+        return rows
     if not answers_path.is_file():
         raise LexsemError(
             f"{where}: waiting for people: no answers file {answers_path}. The {task} tasks are "
             f"in {tasks_path} (instructions: {tasks_path.parent / README}); fill in the answers "
             "and run the same command again"
         )
-    known = _read_tasks(tasks_path)
     given: dict[str, tuple[int, str]] = {}
     for n, key, answer in _read_answers(answers_path):
         if key not in known:
@@ -320,9 +326,6 @@ def fold_back_answers(
                 f"{given[key][0]})"
             )
         given[key] = (n, choices[answer.casefold()])
-    keep = accepted(rows).to_pylist()
-    ids = _ids(rows, id, where)
-    todo = [key for ok, key in zip(keep, ids, strict=True) if ok and key in known]
     unanswered = [key for key in todo if key not in given]
     if unanswered and not allow_missing:
         raise DataError(
