@@ -25,10 +25,12 @@ from lexsem.models.spec import ModelSpec, parse_model_spec
 BUILT_IN = [
     "clip",
     "cola",
+    "diffusers",
     "hf",
     "itm",
     "lm",
     "openai",
+    "openai-image",
     "openclip",
     "recorded",
     "st",
@@ -208,6 +210,7 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
         "from lexsem.models.spec import parse_model_spec\n"
         "specs = [parse_model_spec(a) for a in ALIASES]\n"
         "specs += [parse_model_spec('openai:m'), parse_model_spec('recorded:a.jsonl')]\n"
+        "specs += [parse_model_spec('diffusers:x'), parse_model_spec('openai-image:m')]\n"
         "assert {s.backend for s in specs} == set(r.names()), r.names()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip') "
         "if m in sys.modules]\n"
