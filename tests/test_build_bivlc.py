@@ -16,12 +16,13 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from builders.backends import require_module
+from builders.image_server import serve_images
 from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
 from lexsem.build.images import BIVLC_SUFFIX, image_prompt
 from lexsem.build.runner import build
 from lexsem.cli.app import app
-from lexsem.errors import LexsemError
+from lexsem.errors import LexsemError, ModelError
 
 ITEMS = [
     ("a man throwing a ball", "a ball throwing a man", "swap", "obj"),
@@ -102,7 +103,7 @@ def _answer(out: Path, task: str, answers: dict[str, str]) -> Path:
     return path
 
 
-def test_bivlc_recipe_end_to_end(recipe: Path, tmp_path: Path) -> None:
+def test_bivlc_recipe_end_to_end(recipe: Path, tmp_path: Path, pipeline_dir: Path) -> None:
     out = tmp_path / "build"
     _CACHE[recipe] = tmp_path / "cache"  # its own: every image made here
     with pytest.raises(LexsemError, match=r"waiting for people: no answers file .*best_image"):
@@ -165,7 +166,7 @@ def test_bivlc_recipe_end_to_end(recipe: Path, tmp_path: Path) -> None:
     picked = chosen["coco-0"]["images"]["A"]
     assert bench[0]["negative_image"]["bytes"] == (out / picked).read_bytes()
     card = (out / "benchmark" / "DATA_CARD.md").read_text()
-    assert f"image generator: diffusers:{recipe.parent}" not in card or "steps=2" in card
+    assert f"- image generator: diffusers:{pipeline_dir}?steps=2\n" in card
 
     runner = CliRunner()
     res = runner.invoke(app, ["validate", f"build:{out}"])
@@ -233,3 +234,29 @@ def test_jsonl_answers_and_replay_only(recipe: Path, tmp_path: Path) -> None:
     with pytest.raises(LexsemError, match=r"would send 16 image requests, more than "):
         _build(recipe, tmp_path / "third", max_requests=3, force=True, echo=lambda _: None,
               cache_dir=tmp_path / "empty-cache")  # fmt: skip
+
+
+def test_api_image_build_resumes_without_sending_twice(recipe: Path, tmp_path: Path) -> None:
+    """A build whose image API fails on one caption stores the others' images; the rerun sends
+    only that caption's K requests."""
+    out = tmp_path / "build"
+    with serve_images() as (server, url):
+        text = recipe.read_text()
+        line = next(x for x in text.splitlines() if x.startswith("image_generator"))
+        recipe.write_text(
+            text.replace(line, f'image_generator = "openai-image:img?base_url={url}"')
+        )
+        server.fail = "A dog and a cat"
+        with pytest.raises(ModelError, match=r"4 of 16 image requests failed"):
+            _build(recipe, out, cache_dir=tmp_path / "api-cache")
+        assert len(server.answered) == 12
+        server.fail = None
+        with pytest.raises(LexsemError, match="waiting for people"):
+            _build(recipe, out, cache_dir=tmp_path / "api-cache")
+        assert len(server.answered) == 16
+        assert sorted(set(server.answered[12:])) == [
+            "A dog and a cat on a sofa, high resolution, professional, 4k, highly detailed"
+        ]
+        with pytest.raises(LexsemError, match="waiting for people"):
+            _build(recipe, tmp_path / "other", cache_dir=tmp_path / "api-cache")
+        assert len(server.answered) == 16
