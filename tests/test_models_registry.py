@@ -27,10 +27,12 @@ BUILT_IN = [
     "chat",
     "clip",
     "cola",
+    "diffusers",
     "hf",
     "itm",
     "lm",
     "openai",
+    "openai-image",
     "openclip",
     "recorded",
     "st",
@@ -218,6 +220,7 @@ def test_importing_the_registry_stays_light(tmp_path: Path) -> None:
         "specs = [parse_model_spec(a) for a in ALIASES]\n"
         "specs += [parse_model_spec(s) for s in ('openai:m', 'chat:m', 'recorded:a.jsonl', "
         "'artifact:det')]\n"
+        "specs += [parse_model_spec('diffusers:x'), parse_model_spec('openai-image:m')]\n"
         "assert {s.backend for s in specs} == set(r.names()), r.names()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers', 'open_clip') "
         "if m in sys.modules]\n"

@@ -45,8 +45,13 @@ def _frozen_benchmark(selector: str) -> Benchmark:
     checked against the card's sha256s; a subset file the card does not list is an error."""
     inner, folder = frozen.resolve(selector)
     bench = user.user_benchmark(inner)
-    listed = {p.rpartition(".")[0] for p in (f["file"] for f in frozen.read_card(folder)["files"])}
-    extra = sorted(s.name for s in bench.subsets if s.name not in listed)
+    files = {f["file"] for f in frozen.read_card(folder)["files"]}
+    if user.FORMATS[inner.partition(":")[0]][1] is None:  # parquet: subsets named by the data
+        found = (p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet"))
+        extra = sorted(name for name in found if name not in files)
+    else:
+        listed = {name.rpartition(".")[0] for name in files}
+        extra = sorted(s.name for s in bench.subsets if s.name not in listed)
     if extra:
         raise DataError(
             f"{selector}: {folder} holds subset file(s) {', '.join(extra)} that its "

@@ -15,6 +15,8 @@ STAGE_MODULES = (
     "lexsem.build.clean_captions",
     "lexsem.build.coco_captions",
     "lexsem.build.freeze",
+    "lexsem.build.human",
+    "lexsem.build.images",
     "lexsem.build.refine",
     "lexsem.build.score_percentile",
     "lexsem.build.scpp_positive",

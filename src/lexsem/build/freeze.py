@@ -9,7 +9,10 @@ human validation counts, blind-text baseline scores, ...).
 
 Output, in the build folder (layout: `lexsem.benchmarks.frozen`), written as one folder swapped
 into place (`lexsem.atomic.replace_dir`): ``benchmark/<subset>.json`` (format ``scpp``:
-SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs), ``benchmark/data_card.json`` and
+SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs) or ``benchmark/test.parquet`` (format
+``bivlc``: BiVLC's quads, two images and two captions per row, the images' bytes embedded as
+`datasets` writes Image cells, subsets ``<type>_<subtype>``; image paths relative to the build
+folder, or to `image_root` for the positive images), ``benchmark/data_card.json`` and
 ``benchmark/DATA_CARD.md``. `lexsem eval -b build:DIR` runs it. The rows are returned
 unchanged; rejected rows are left out of the benchmark and counted per reason.
 """
@@ -32,7 +35,8 @@ from lexsem.errors import LexsemError
 
 __all__ = ["card_markdown", "freeze"]
 
-FORMATS = ("scpp", "sugarcrepe")
+FORMATS = ("scpp", "sugarcrepe", "bivlc")
+BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 BUILD_FILE = "build.json"  # lexsem.build.runner.BUILD_FILE (the runner imports the stages)
 
@@ -105,6 +109,70 @@ def _items(
     return out
 
 
+def _image_bytes(path: Any, root: Path, row: dict[str, Any], what: str) -> bytes:
+    if not isinstance(path, str) or not path:
+        raise LexsemError(
+            f"freeze: accepted row {row['source']}:{row['source_id']} has no image in `{what}`; "
+            "reject it in an earlier stage"
+        )
+    p = Path(path).expanduser()
+    p = p if p.is_absolute() else root / p
+    try:
+        return p.read_bytes()
+    except OSError as exc:
+        raise LexsemError(
+            f"freeze: accepted row {row['source']}:{row['source_id']}: cannot read its image "
+            f"{p} (`{what}`: {exc.strerror})"
+        ) from None
+
+
+def _bivlc_items(
+    rows: Any, cols: dict[str, str | None], out: Path, image_root: Path
+) -> list[dict[str, Any]]:
+    """The accepted rows as BiVLC quads, images read as bytes."""
+    keep = accepted(rows).to_pylist()
+    data = {k: _column(rows, c, k) for k, c in cols.items() if c is not None}
+    sources, source_ids = rows["source"].to_pylist(), rows["source_id"].to_pylist()
+    items = []
+    for i, ok in enumerate(keep):
+        if not ok:
+            continue
+        prov = {"source": sources[i], "source_id": source_ids[i]}
+        items.append({
+            "image": {"bytes": _image_bytes(data["image"][i], image_root, prov, "image"),
+                      "path": None},
+            "caption": _text(data["p1"][i], prov, "p1"),
+            "negative_image": {"bytes": _image_bytes(data["negative_image"][i], out, prov,
+                                                     "negative_image"), "path": None},
+            "negative_caption": _text(data["n"][i], prov, "n"),
+            "type": _text(data["type"][i], prov, "type"),
+            "subtype": _text(data["subtype"][i], prov, "subtype"),
+            **prov,
+        })  # fmt: skip
+    return items
+
+
+def _write_bivlc(items: list[dict[str, Any]], path: Path) -> None:
+    """A parquet file as `datasets` writes BiVLC's (Image columns as {bytes, path} structs,
+    the features in the schema's metadata)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
+    names = ("image", "caption", "negative_image", "negative_caption", "type", "subtype",
+             "source", "source_id")  # fmt: skip
+    arrays = {
+        n: pa.array([it[n] for it in items], image if n.endswith("image") else pa.string())
+        for n in names
+    }
+    features = {
+        n: {"_type": "Image"} if n.endswith("image") else {"dtype": "string", "_type": "Value"}
+        for n in names
+    }
+    meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+    pq.write_table(pa.table(arrays).replace_schema_metadata(meta), path)
+
+
 def _write_items(fmt: str, items: list[dict[str, Any]], path: Path) -> None:
     if fmt == "sugarcrepe":
         body: Any = {it["id"]: {k: v for k, v in it.items() if k != "id"} for it in items}
@@ -123,7 +191,7 @@ def _build_record(folder: Path) -> dict[str, Any] | None:
         return None
     if not isinstance(record, dict):
         return None
-    keep = ("lexsem_version", "recipe", "input", "model", "seed", "stages")
+    keep = ("lexsem_version", "recipe", "input", "model", "image_model", "seed", "stages")
     return {k: record.get(k) for k in keep}
 
 
@@ -139,6 +207,10 @@ def freeze(
     id: str | None = None,
     subset: str | None = None,
     default_subset: str = "all",
+    negative_image: str = "negative_image",
+    type: str = "type",
+    subtype: str = "subtype",
+    image_root: str | None = None,
     title: str = "",
     licences: dict[str, str] | None = None,
     notes: dict[str, Any] | None = None,
@@ -150,7 +222,10 @@ def freeze(
     item without an image); `id`: the column of item ids (default: 0, 1, ... per subset);
     `subset`: the column naming each row's subset (default: every row in `default_subset`);
     `licences`: {source: licence} for the card; `notes`: more sections of the card (e.g.
-    ``{"human validation" = {...}, "blind-text baselines" = {...}}``)."""
+    ``{"human validation" = {...}, "blind-text baselines" = {...}}``). Format ``bivlc``:
+    `image` and `negative_image` are the columns of the two images' paths (the positive read
+    from `image_root`, default the build folder, when relative), `type` and `subtype` the
+    columns of SugarCrepe's category."""
     if ctx is None:
         raise LexsemError("freeze: needs the build folder (a StageContext)")
     if format not in FORMATS:
@@ -159,8 +234,22 @@ def freeze(
         raise LexsemError("freeze: format 'sugarcrepe' is pairs: it takes no `p2` column")
     if not SUBSET_NAME.match(default_subset):
         raise LexsemError(f"freeze: default_subset {default_subset!r} is not a file name")
-    cols = {"p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image}
-    subsets = _items(rows, format, cols, subset, default_subset, id)
+    if format == "bivlc" and (p2 is not None or subset is not None or id is not None):
+        raise LexsemError(
+            "freeze: format 'bivlc' is quads in one file: it takes no `p2`, `subset` or `id` "
+            "(its subsets are `<type>_<subtype>`, its ids the row numbers)"
+        )
+    cols: dict[str, str | None] = {
+        "p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image
+    }  # fmt: skip
+    if format == "bivlc":
+        cols = {"p1": p1, "n": n, "image": image or "image", "negative_image": negative_image,
+                "type": type, "subtype": subtype}  # fmt: skip
+        root = ctx.out / Path(image_root).expanduser() if image_root else ctx.out
+        quads = _bivlc_items(rows, cols, ctx.out, root)
+        subsets = {"test": quads} if quads else {}
+    else:
+        subsets = _items(rows, format, cols, subset, default_subset, id)
     if not subsets:
         raise LexsemError("freeze: no accepted rows to freeze")
     reasons = rows[REJECTED].to_pylist() if REJECTED in rows.column_names else []
@@ -173,8 +262,11 @@ def freeze(
     try:
         files = []
         for name in sorted(subsets):
-            path = new / f"{name}.json"
-            _write_items(format, subsets[name], path)
+            path = new / (BIVLC_FILE if format == "bivlc" else f"{name}.json")
+            if format == "bivlc":
+                _write_bivlc(subsets[name], path)
+            else:
+                _write_items(format, subsets[name], path)
             files.append({"subset": name, "file": path.name, "sha256": file_sha256(path),
                           "items": len(subsets[name])})  # fmt: skip
         frozen = [it for name in sorted(subsets) for it in subsets[name]]
@@ -233,10 +325,12 @@ def card_markdown(card: dict[str, Any]) -> str:
     else:
         inp = build.get("input") or {}
         model = build.get("model") or {}
+        imager = build.get("image_model") or {}
         out += [f"- recipe: {recipe.get('name')} (sha256 `{recipe.get('sha256')}`)",
                 f"- input: {inp.get('described')} ({inp.get('rows')} rows, sha256 "
                 f"`{inp.get('sha256')}`)",
-                f"- generator: {model.get('spec') or 'none'}"]  # fmt: skip
+                f"- generator: {model.get('spec') or 'none'}",
+                f"- image generator: {imager.get('spec') or 'none'}"]  # fmt: skip
         if model.get("fingerprint"):
             out.append(f"- generator fingerprint: `{json.dumps(model['fingerprint'])}`")
         out += ["", "| stage | uses | rows | accepted | rejected (per reason) | settings |",

@@ -6,6 +6,7 @@ each error is one line naming the file and, where it is one, the stage.
     seed = 0                          # optional: ctx.seed, and sent to the generator
     generator = "openai:MODEL?base_url=http://127.0.0.1:8000/v1"   # optional
     send_seed = true                  # optional: the seed as a request parameter
+    image_generator = "diffusers:MODEL?steps=50"   # optional: for stages that make images
     imports = ["my_package.stages"]   # optional: modules that register more stages
 
     [input]
@@ -71,6 +72,7 @@ class Recipe(_Strict):
     description: str = ""
     seed: int = Field(default=0, ge=0, le=2**32 - 1)
     generator: str | None = None
+    image_generator: str | None = None
     send_seed: bool = True
     imports: tuple[str, ...] = ()
     input: InputSpec
@@ -149,4 +151,9 @@ def _check_stages(recipe: Recipe, path: Path) -> None:
         if stage.generator and recipe.generator is None:
             raise LexsemError(
                 f"{where}: the stage asks a generator; the recipe names none (`generator = ...`)"
+            )
+        if stage.image_generator and recipe.image_generator is None:
+            raise LexsemError(
+                f"{where}: the stage makes images; the recipe names no image generator "
+                "(`image_generator = ...`)"
             )

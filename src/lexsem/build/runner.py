@@ -3,10 +3,12 @@
 
 build.json (written after every stage, so a killed build keeps what it finished) records the
 lexsem version, the recipe (path, sha256, name), the input (what, sha256, rows), the generator
-(spec without credentials, fingerprint) and per stage: its settings and their digest (the stage,
-its settings, the seed, and the generator's fingerprint for a stage that asks one), the sha256
-of its input and of its output, rows, accepted and rejected rows per reason, the stage's own
-counts, requests (asked, served by the store, sent, retried) and seconds.
+and the image generator (spec without credentials, fingerprint) and per stage: its settings and
+their digest (the stage, its settings, the seed, the generator's or image generator's
+fingerprint for a stage that uses one, and the sha256 of the files it reads, e.g. people's
+answers), the sha256 of its input and of its output, rows, accepted and rejected rows per
+reason, the stage's own counts, requests (asked, served by the store, sent, retried; images
+included) and seconds.
 
 Resume: stage k is not run again when its settings digest and its input's sha256 equal the
 recorded ones and its output file is the one recorded; from the first stage that runs, every
@@ -17,8 +19,9 @@ Requests: before any work, the prompts a stage declares (`Stage.requests`) for t
 to run are keyed and looked up in the store; the number to send is shown, and a build that
 would send more than `max_requests` is refused before anything runs. Each later stage is
 checked the same way before it runs, and every `ctx.ask` sends at most what is left of the
-budget (`lexsem.engine.chat`: nothing over it is sent). `replay_only`: nothing is sent, a
-request without a stored answer is an error.
+budget (`lexsem.engine.chat`: nothing over it is sent). Image requests (`ctx.images`,
+`lexsem.engine.image_gen`) are counted against the same budget. `replay_only`: nothing is sent
+or generated, a request without a stored answer is an error.
 
 Progress: each stage says `stage k/n NAME: R rows in` when it starts and, when it ends, its
 rows out, accepted, rejected per reason, requests sent / served by the store / retried and
@@ -35,7 +38,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,9 +115,30 @@ def _done_line(record: StageRecord) -> str:
     return f"{text}; {record.seconds:.1f} s"
 
 
+def _load_image_generator(spec: str) -> Any:
+    """The image generator of `spec` (the model layer's `load_model`)."""
+    from lexsem.models.factory import load_model
+
+    model = load_model(spec)
+    if not getattr(model, "makes_images", False):
+        raise LexsemError(f"image generator {redact(spec)!r} is not an image generator")
+    return model
+
+
 def _digest(value: Any) -> str:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class _Budget:
+    """The requests a build may still send (`--max-requests`), text and images together."""
+
+    max_requests: int | None = None
+    sent: int = 0
+
+    def left(self) -> int | None:
+        return None if self.max_requests is None else max(0, self.max_requests - self.sent)
 
 
 class _Asker:
@@ -122,12 +146,11 @@ class _Asker:
 
     def __init__(
         self, model: Any, store: Any, params: Mapping[str, Any], *, replay_only: bool,
-        max_requests: int | None, progress: bool, retries: int = 5, backoff: float = 1.0,
+        budget: _Budget, progress: bool, retries: int = 5, backoff: float = 1.0,
     ) -> None:  # fmt: skip
         self.model, self.store, self.params = model, store, dict(params)
-        self.replay_only, self.max_requests, self.progress = replay_only, max_requests, progress
+        self.replay_only, self.budget, self.progress = replay_only, budget, progress
         self.retries, self.backoff = retries, backoff
-        self.sent = 0
         self.stats: Counter[str] = Counter()
         self.label = "asking"  # the stage asking, shown on its progress bar or lines
 
@@ -148,24 +171,69 @@ class _Asker:
         found = self.store.get_records(list(keys)) if self.store is not None else {}
         return sum(1 for k in keys if not (isinstance(found.get(k), dict) and "text" in found[k]))
 
-    def left(self) -> int | None:
-        return None if self.max_requests is None else max(0, self.max_requests - self.sent)
-
     def __call__(self, prompts: Sequence[Any], params: Mapping[str, Any]) -> list[str]:
         from lexsem.engine.chat import chat_answers
 
         answers, stats = chat_answers(
             self.model, self.requests(prompts, params), self.store,
-            replay_only=self.replay_only, max_requests=self.left(),
+            replay_only=self.replay_only, max_requests=self.budget.left(),
             concurrency=int(getattr(self.model, "concurrency", 1) or 1), progress=self.progress,
             label=self.label, retries=self.retries, backoff=self.backoff,
         )  # fmt: skip
-        self.sent += stats.n_sent
+        self.budget.sent += stats.n_sent
         self.stats["asked"] += stats.n_requests
         self.stats["stored"] += stats.n_stored
         self.stats["sent"] += stats.n_sent
         self.stats["retried"] += stats.n_retried
         return answers
+
+
+class _ImageAsker:
+    """The image generator's requests through the request store, within the build's budget:
+    each image a PNG file of the cache's `ImageFiles`."""
+
+    def __init__(
+        self, model: Any, store: Any, files: Any, seed: int, *, replay_only: bool,
+        budget: _Budget, progress: bool,
+    ) -> None:  # fmt: skip
+        self.model, self.store, self.files, self.seed = model, store, files, seed
+        self.replay_only, self.budget, self.progress = replay_only, budget, progress
+        self.stats: Counter[str] = Counter()
+
+    def requests(self, asked: Sequence[Any]) -> list[Any]:
+        """`asked` (`ImageRequest`s) with the build's seed of each image where none is set."""
+        from lexsem.models.image_gen import ImageRequest, image_seed
+
+        out = []
+        for r in asked:
+            if not isinstance(r, ImageRequest):
+                raise LexsemError(f"an image request is an ImageRequest, not {r!r:.60}")
+            if r.seed is None:
+                r = replace(r, seed=image_seed(self.seed, r.prompt, r.index))
+            out.append(r)
+        return out
+
+    def missing(self, asked: Sequence[Any]) -> int:
+        """How many distinct images of `asked` the store has no file of."""
+        from lexsem.engine.image_gen import image_key, is_whole
+
+        keys = {image_key(self.model, r) for r in self.requests(asked)}
+        found = self.store.get_records(list(keys)) if self.store is not None else {}
+        return sum(1 for k in keys if not is_whole(found.get(k), self.files))
+
+    def __call__(self, asked: Sequence[Any], batch_size: int) -> list[Path]:
+        from lexsem.engine.image_gen import image_records
+
+        records, stats = image_records(
+            self.model, self.requests(asked), self.store, self.files,
+            replay_only=self.replay_only, max_requests=self.budget.left(),
+            batch_size=batch_size, progress=self.progress,
+        )  # fmt: skip
+        self.budget.sent += stats.n_sent
+        self.stats["asked"] += stats.n_requests
+        self.stats["stored"] += stats.n_stored
+        self.stats["sent"] += stats.n_sent
+        return [self.files.path(r["text"]) for r in records]
 
 
 def build(
@@ -204,18 +272,17 @@ def build(
     data = read_input(input_path, recipe.input.source, recipe.input.settings)
     check_rows(data.rows, f"input {data.described}")
     stages = [get_stage(s.use) for s in recipe.stages]
-    model = store = None
+    model = store = imager = image_store = None
     if recipe.generator is not None and any(s.generator for s in stages):
         model = _load_generator(recipe.generator)
+    if recipe.image_generator is not None and any(s.image_generator for s in stages):
+        imager = _load_image_generator(recipe.image_generator)
+    budget = _Budget(max_requests)
     try:
-        if model is not None:
-            from lexsem.engine.request_store import RequestStore
-            from lexsem.models.protocols import fingerprint_key
-            from lexsem.paths import cache_dir as cache_root
+        from lexsem.paths import cache_dir as cache_root
 
-            store = RequestStore(
-                cache_root(cache_dir), fingerprint_key(model.fingerprint), readonly=replay_only
-            )
+        if model is not None:
+            store = _open_store(model, cache_root(cache_dir), replay_only)
         params = {"seed": recipe.seed} if recipe.send_seed else {}
         asker = (
             _Asker(
@@ -223,7 +290,7 @@ def build(
                 store,
                 params,
                 replay_only=replay_only,
-                max_requests=max_requests,
+                budget=budget,
                 progress=progress,
                 retries=retries,
                 backoff=backoff,
@@ -231,11 +298,29 @@ def build(
             if model is not None
             else None
         )
-        run = _Run(recipe, out, data, stages, asker, previous, say, progress)
+        image_asker = None
+        if imager is not None:
+            from lexsem.engine.image_gen import FILES_DIR, ImageFiles
+
+            image_store = _open_store(imager, cache_root(cache_dir), replay_only)
+            image_asker = _ImageAsker(
+                imager, image_store, ImageFiles(cache_root(cache_dir) / FILES_DIR), recipe.seed,
+                replay_only=replay_only, budget=budget, progress=progress,
+            )  # fmt: skip
+        run = _Run(recipe, out, data, stages, asker, previous, say, progress, image_asker)
         return run.all()
     finally:
-        if store is not None:
-            store.close()
+        for opened in (store, image_store):
+            if opened is not None:
+                opened.close()
+
+
+def _open_store(model: Any, root: Path, replay_only: bool) -> Any:
+    """The request store of `model` under the cache root `root`."""
+    from lexsem.engine.request_store import RequestStore
+    from lexsem.models.protocols import fingerprint_key
+
+    return RequestStore(root, fingerprint_key(model.fingerprint), readonly=replay_only)
 
 
 def _previous(out: Path, recipe: Recipe) -> dict[str, dict[str, Any]]:
@@ -251,18 +336,34 @@ class _Run:
     def __init__(
         self, recipe: Recipe, out: Path, data: Any, stages: list[Stage], asker: _Asker | None,
         previous: dict[str, dict[str, Any]], say: Callable[[str], None], progress: bool,
+        image_asker: _ImageAsker | None = None,
     ) -> None:  # fmt: skip
         self.recipe, self.out, self.data, self.stages = recipe, out, data, stages
         self.asker, self.previous, self.say, self.progress = asker, previous, say, progress
+        self.image_asker = image_asker
+        self.budget = (asker or image_asker).budget if (asker or image_asker) else _Budget()
         self.records: list[StageRecord] = []
 
     def settings_digest(self, spec: StageSpec, stage: Stage) -> str:
         model = self.asker.model if self.asker is not None and stage.generator else None
-        return _digest({
+        imager = (
+            self.image_asker.model
+            if self.image_asker is not None and stage.image_generator
+            else None
+        )
+        body: dict[str, Any] = {
             "use": spec.use, "settings": spec.settings, "seed": self.recipe.seed,
             "send_seed": self.recipe.send_seed,
             "generator": redacted(model.fingerprint) if model is not None else None,
-        })  # fmt: skip
+        }  # fmt: skip
+        if imager is not None:
+            body["image_generator"] = redacted(imager.fingerprint)
+        if stage.files is not None:
+            body["files"] = {
+                str(p): file_sha256(p) if p.is_file() else None
+                for p in stage.files(self.out, **spec.settings)
+            }
+        return _digest(body)
 
     def reusable(self, record: StageRecord) -> dict[str, Any] | None:
         old = self.previous.get(record.name)
@@ -305,7 +406,7 @@ class _Run:
         self.write(complete=True)
         self.summary()
         last = self.out / self.records[-1].output
-        return BuildResult(self.out, self.records, last, self.asker.sent if self.asker else 0)
+        return BuildResult(self.out, self.records, last, self.budget.sent)
 
     def plan(self, first: int, rows: Any) -> None:
         """Before any work: what runs, and the requests the first stage to run will send."""
@@ -316,31 +417,36 @@ class _Run:
         self.say(f"to run: {', '.join(todo)}")
 
     def check_budget(self, spec: StageSpec, stage: Stage, rows: Any) -> None:
-        if self.asker is None or not stage.generator:
+        asker: _Asker | _ImageAsker | None = (
+            self.image_asker if stage.image_generator else self.asker
+        )
+        if asker is None or not (stage.generator or stage.image_generator):
             return
         if stage.requests is None:
             self.say(f"{spec.label}: asks the generator; its requests are counted as it asks")
             return
         prompts = list(stage.requests(rows, **spec.settings))
-        todo = 0 if not prompts else self.asker.missing(prompts)
-        self.say(f"{spec.label}: {len(prompts)} requests, {todo} to send")
-        if todo and self.asker.replay_only:
+        todo = 0 if not prompts else asker.missing(prompts)
+        what = "image requests" if stage.image_generator else "requests"
+        self.say(f"{spec.label}: {len(prompts)} {what}, {todo} to send")
+        if todo and asker.replay_only:
             raise LexsemError(
-                f"replay only: stage {spec.label!r} has {todo} requests without a stored answer "
-                f"in {self.asker.store.path if self.asker.store is not None else 'the store'}"
+                f"replay only: stage {spec.label!r} has {todo} {what} without a stored answer "
+                f"in {asker.store.path if asker.store is not None else 'the store'}"
             )
-        left = self.asker.left()
+        left = self.budget.left()
         if left is not None and todo > left:
             raise LexsemError(
-                f"stage {spec.label!r} would send {todo} requests, more than --max-requests "
-                f"{self.asker.max_requests} allows ({left} left); nothing more was sent"
+                f"stage {spec.label!r} would send {todo} {what}, more than --max-requests "
+                f"{self.budget.max_requests} allows ({left} left); nothing more was sent"
             )
 
     def run_stage(self, record: StageRecord, spec: StageSpec, stage: Stage, rows: Any) -> Any:
         import pyarrow.parquet as pq
 
-        ctx = StageContext(self.out, self.recipe.seed, spec.label, self.progress, self.asker)
-        before = Counter(self.asker.stats) if self.asker is not None else Counter()
+        ctx = StageContext(self.out, self.recipe.seed, spec.label, self.progress, self.asker,
+                           imager=self.image_asker)  # fmt: skip
+        before = self.request_stats()
         where = f"stage {record.index}/{len(self.stages)} {spec.label}"
         if self.asker is not None:
             self.asker.label = where
@@ -359,17 +465,26 @@ class _Run:
         reasons = result[REJECTED].to_pylist() if REJECTED in result.column_names else []
         record.rejected = dict(Counter(r for r in reasons if r is not None).most_common())
         record.counts = dict(ctx.counts)
-        if self.asker is not None:
-            after = self.asker.stats
+        if self.asker is not None or self.image_asker is not None:
+            after = self.request_stats()
             record.requests = {
                 k: after[k] - before[k] for k in ("asked", "stored", "sent", "retried")
             }
         self.say(f"{where}: {_done_line(record)}")
         return result
 
+    def request_stats(self) -> Counter[str]:
+        """Requests so far (asked, stored, sent), text and images together."""
+        total: Counter[str] = Counter()
+        for asker in (self.asker, self.image_asker):
+            if asker is not None:
+                total.update(asker.stats)
+        return total
+
     def write(self, *, complete: bool) -> None:
         recipe = self.recipe
         model = self.asker.model if self.asker is not None else None
+        imager = self.image_asker.model if self.image_asker is not None else None
         body = {
             "generator": "lexsem",
             "kind": "build",
@@ -386,6 +501,12 @@ class _Run:
             else {
                 "spec": redact(str(recipe.generator)),
                 "fingerprint": redacted(model.fingerprint),
+            },
+            "image_model": None
+            if imager is None
+            else {
+                "spec": redact(str(recipe.image_generator)),
+                "fingerprint": redacted(imager.fingerprint),
             },
             "seed": recipe.seed,
             "stages": [r.as_json() for r in self.records],
@@ -410,8 +531,9 @@ class _Run:
             self.say(
                 f"{r.index:02d} {r.name[:20]:<20} {r.rows:>6} {r.accepted:>9}  {why}{asked}{state}"
             )
-        if self.asker is not None:
+        if self.asker is not None or self.image_asker is not None:
+            stats = self.request_stats()
             self.say(
-                f"requests sent: {self.asker.sent} (retried: {self.asker.stats['retried']}, "
-                f"served by the store: {self.asker.stats['stored']})"
+                f"requests sent: {self.budget.sent} (retried: {stats['retried']}, "
+                f"served by the store: {stats['stored']})"
             )

@@ -12,6 +12,16 @@ any work) and may say which prompts it will ask (`requests(rows, **settings)`), 
 can count the requests a build will send, and refuse one over `--max-requests`, before any
 work.
 
+A stage that makes images says so (`image_generator=True`: a recipe without an
+``image_generator`` is refused); its `requests` are then `ImageRequest`s
+(`lexsem.models.image_gen`), counted against the same `--max-requests`. A stage that reads
+files people fill in (answers to human tasks) names them (`files(out, **settings)`): their
+sha256 is part of the stage's settings digest, so a changed file reruns the stage.
+
+`StageContext.images(requests)` asks the recipe's image generator through the same store
+(`lexsem.engine.image_gen`): each image keyed by its prompt, index, seed and size and the
+generator's fingerprint; the PNG files named by sha256.
+
 `StageContext.ask(prompts)` asks the recipe's generator (a chat model of the model layer)
 through the engine's stored-request path (`lexsem.engine.chat`): each request is keyed by the
 rendered prompt, the model's fingerprint and every generation parameter, the seed included
@@ -48,17 +58,20 @@ REJECTED = "rejected"
 
 StageFn = Callable[..., Any]  # (rows: pa.Table, ctx: StageContext, **settings) -> pa.Table
 RequestsFn = Callable[..., Sequence[Any]]  # (rows: pa.Table, **settings) -> prompts
+FilesFn = Callable[..., Sequence[Path]]  # (out: Path, **settings) -> files the stage reads
 
 
 @dataclass(frozen=True)
 class Stage:
-    """A registered stage: its function, whether it asks a generator, and (optional) the
-    prompts it will ask for given rows and settings."""
+    """A registered stage: its function, whether it asks a generator (text or image), and
+    (optional) the prompts it will ask for given rows and settings and the files it reads."""
 
     name: str
     fn: StageFn
     generator: bool = False
     requests: RequestsFn | None = None
+    image_generator: bool = False
+    files: FilesFn | None = None
 
 
 _STAGES: dict[str, Stage] = {}
@@ -70,6 +83,8 @@ def register_stage(
     *,
     generator: bool = False,
     requests: RequestsFn | None = None,
+    image_generator: bool = False,
+    files: FilesFn | None = None,
     replace: bool = False,
 ) -> None:
     """Make `fn` usable as stage `name` in recipes (a taken name is refused unless
@@ -78,7 +93,7 @@ def register_stage(
         raise LexsemError(f"a stage name is letters, digits and '_', got {name!r}")
     if name in _STAGES and not replace and _STAGES[name].fn is not fn:
         raise LexsemError(f"stage {name!r} is already registered")
-    _STAGES[name] = Stage(name, fn, generator, requests)
+    _STAGES[name] = Stage(name, fn, generator, requests, image_generator, files)
 
 
 def get_stage(name: str) -> Stage:
@@ -102,6 +117,7 @@ class StageContext:
     - `out`: the build folder (a stage may keep files of its own under ``out / "files"``);
     - `seed`: the recipe's seed (a stage draws with ``numpy.random.default_rng(ctx.seed)``);
     - `ask(prompts, **params)`: the generator's answers, through the request store;
+    - `images(requests, batch_size=...)`: the image generator's PNG files, through the store;
     - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines.
     """
 
@@ -111,6 +127,7 @@ class StageContext:
     progress: bool = False
     asker: Callable[[Sequence[Any], Mapping[str, Any]], list[str]] | None = None
     counts: Counter[str] = field(default_factory=Counter)
+    imager: Callable[..., list[Path]] | None = None
 
     def ask(self, prompts: Sequence[Any], **params: Any) -> list[str]:
         """The generator's answer to each prompt (a string, or a `ChatRequest`), in order;
@@ -124,6 +141,19 @@ class StageContext:
         answers = self.asker(prompts, params)
         self.counts["requests asked"] += len(prompts)
         return answers
+
+    def images(self, requests: Sequence[Any], *, batch_size: int = 4) -> list[Path]:
+        """The PNG file of each `ImageRequest`, in order (made by the recipe's image
+        generator, or found in the store; a request without a seed gets the build's
+        `image_seed`); `batch_size`: images per call of a local generator."""
+        if self.imager is None:
+            raise LexsemError(
+                f"stage {self.stage!r} makes images, but the recipe names no image generator "
+                '(set `image_generator = "BACKEND:MODEL"`)'
+            )
+        files = self.imager(requests, batch_size)
+        self.counts["images asked"] += len(requests)
+        return files
 
     def count(self, what: str, n: int = 1) -> None:
         """Add `n` to the statistic `what` of this stage (in build.json)."""

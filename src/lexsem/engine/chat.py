@@ -63,6 +63,7 @@ __all__ = [
     "chat_key",
     "chat_records",
     "is_imported",
+    "send_requests",
 ]
 
 
@@ -274,6 +275,31 @@ def _send_all(
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
+
+
+def send_requests(
+    model: Any,
+    keys: Sequence[str],
+    request_of: dict[str, Any],
+    store: Any,
+    *,
+    concurrency: int = 4,
+    retries: int = 5,
+    backoff: float = 1.0,
+    progress: bool = False,
+) -> tuple[dict[str, dict[str, Any]], ChatStats]:
+    """Send the request `request_of[key]` of each of `keys` the way `chat_records` sends its
+    missing ones (concurrency, retries with backoff, a dead server stops the run, each answer
+    stored as it arrives with `store.put_records`), for requests of other kinds whose model has
+    `request_body(request)` and `send(client, body) -> (text, raw)` (image generation:
+    `lexsem.engine.image_gen`). Returns the records received and the statistics (failures
+    listed, not raised)."""
+    stats = ChatStats(n_requests=len(keys))
+    records: dict[str, dict[str, Any]] = {}
+    if keys:
+        sending = _Sending(concurrency, retries, backoff, progress)
+        _send_all(model, list(keys), request_of, store, records, stats, sending)
+    return records, stats
 
 
 class _GaveUp(Exception):

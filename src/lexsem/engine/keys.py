@@ -32,6 +32,7 @@ __all__ = [
     "content_key",
     "file_memo_key",
     "image_key",
+    "image_request_key",
     "pair_key",
     "request_key",
     "text_score_key",
@@ -125,3 +126,10 @@ def chat_request_key(fingerprint: dict[str, Any], body: dict[str, Any]) -> str:
     log-probabilities are stored under their own kind, ``chat``. The fingerprint is keyed
     without the credentials of any URL in it (`lexsem.credentials`)."""
     return request_key("chat", model=redacted(fingerprint), body=body)
+
+
+def image_request_key(fingerprint: dict[str, Any], body: dict[str, Any]) -> str:
+    """The store key of an image-generation request (`lexsem.engine.image_gen`): the
+    generator's fingerprint (without URL credentials) and the request body (prompt, the
+    image's index, seed and saved size, extra parameters), under the kind ``image``."""
+    return request_key("image", model=redacted(fingerprint), body=body)

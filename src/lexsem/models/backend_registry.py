@@ -61,6 +61,8 @@ BACKENDS.add("lm", "lexsem.models.backends.lm:PerplexityScorer")
 BACKENDS.add("vera", "lexsem.models.backends.vera:PlausibilityScorer")
 BACKENDS.add("cola", "lexsem.models.backends.cola:GrammarScorer")
 BACKENDS.add("artifact", "lexsem.models.backends.artifact:ArtifactScorer")
+BACKENDS.add("diffusers", "lexsem.models.backends.diffusers_gen:DiffusersGenerator")
+BACKENDS.add("openai-image", "lexsem.models.backends.openai_image:OpenAIImage")
 
 # what a built-in backend needs beyond lexsem's own dependencies (`lexsem list backends` says
 # it without importing the backend); the others need nothing more
@@ -69,6 +71,7 @@ BACKEND_EXTRAS: dict[str, str] = {
     "vqa": "lexsem[gen] for SmolVLM",
     "vgpt": "lexsem[gen] for SmolVLM",
     "vlm": "lexsem[gen] for SmolVLM",
+    "diffusers": "lexsem[images]",
 }
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]+$")  # what a spec's BACKEND: prefix can be

@@ -1,0 +1,154 @@
+"""`openai-image:` backend: an image generator behind an OpenAI-compatible
+``/images/generations`` endpoint (OpenAI's image models, or a local server speaking the same
+API), one image per request (`lexsem.models.image_gen`).
+
+Spec: `openai-image:MODEL?base_url=URL&size=1024x1024&quality=hd&key_env=OPENAI_API_KEY`.
+Each request sends ``{"model", "prompt", "n": 1, "response_format": "b64_json"}`` (and `size`,
+`quality` when given; `response_format=omit` leaves that field out, for models that always
+answer base64; `send_seed=true` also sends the request's seed, for servers that take one) and
+reads the image from ``data[0].b64_json``. The image is saved as PNG, resized to the request's
+`size` when it asks for one. The stored response keeps everything but the image (e.g.
+``revised_prompt``).
+
+As with the chat `openai:` backend: the key is read from the environment variable `key_env`
+(default `OPENAI_API_KEY`; none is sent when it is unset) and is never written anywhere; a
+credential inside `base_url` is sent as given and shown only as `***` (`lexsem.credentials`).
+HTTP 429, 5xx, time-outs, dropped connections and answers without an image raise
+`RetryableError` (the engine retries with backoff); any other HTTP error is a `ModelError`; no
+connection at all raises `ConnectionFailed`. An API's images are not reproducible from a seed:
+the store is what makes a rerun give the same images.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from lexsem.credentials import redact, redact_url
+from lexsem.errors import ConnectionFailed, ModelError
+from lexsem.errors import RetryableError as Retryable
+from lexsem.models.image_gen import ImageRequest, png_bytes
+from lexsem.models.options import Option, choice, flag
+from lexsem.models.spec import ModelSpec, parse_model_spec
+
+__all__ = ["OpenAIImage"]
+
+BACKEND = "openai-image"
+KEYED = "lexsem"  # the body's part that is keyed but not sent
+
+
+def _number(text: str) -> float:
+    return float(text)
+
+
+class OpenAIImage:
+    """An image generator behind an OpenAI-compatible images API (see the module doc)."""
+
+    backend: ClassVar[str] = BACKEND
+    description = "an image generator behind an OpenAI-compatible images API (lexsem build)"
+    options: ClassVar[Mapping[str, Option]] = {
+        "base_url": Option(str, "https://api.openai.com/v1"),
+        "key_env": Option(str, "OPENAI_API_KEY"),
+        "timeout": Option(_number, 120.0),
+        "size": Option(str),
+        "quality": Option(str),
+        "response_format": choice("b64_json", "omit", default="b64_json"),
+        "send_seed": flag(False),
+    }
+    makes_images = True
+    concurrency = 8
+
+    def __init__(self, spec: ModelSpec | str, *, name: str | None = None, **_: Any) -> None:
+        parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
+        if parsed.backend != BACKEND:
+            raise ModelError(f"{redact(str(spec))!r} is not an {BACKEND}: spec")
+        self.spec = parsed
+        self.model = parsed.name.strip()
+        self.name = redact(name if name is not None else str(spec)).strip()
+        self.key_env = str(parsed.get("key_env"))
+        self.timeout = float(parsed.get("timeout"))
+        self.size = parsed.get("size")
+        self.quality = parsed.get("quality")
+        self.response_format = str(parsed.get("response_format"))
+        self.send_seed = bool(parsed.get("send_seed"))
+        self.base_url = str(parsed.get("base_url")).rstrip("/")  # sent as given
+        self.endpoint = redact_url(self.base_url)  # shown and keyed: no credentials
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The endpoint, the model and what is sent with every request."""
+        return {
+            "backend": BACKEND,
+            "base_url": self.endpoint,
+            "model": self.model,
+            "size": self.size,
+            "quality": self.quality,
+            "response_format": self.response_format,
+            "send_seed": self.send_seed,
+        }
+
+    def request_body(self, request: ImageRequest) -> dict[str, Any]:
+        """The body sent, and under `lexsem` what is keyed but not sent (the image's index,
+        seed and saved size)."""
+        body: dict[str, Any] = {"model": self.model, "prompt": request.prompt, "n": 1}
+        if self.size is not None:
+            body["size"] = self.size
+        if self.quality is not None:
+            body["quality"] = self.quality
+        if self.response_format != "omit":
+            body["response_format"] = self.response_format
+        if self.send_seed and request.seed is not None:
+            body["seed"] = request.seed
+        body.update(request.params)
+        body[KEYED] = {"index": request.index, "seed": request.seed, "size": request.size}
+        return body
+
+    def headers(self) -> dict[str, str]:
+        key = os.environ.get(self.key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def send(self, client: Any, body: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
+        """One request: (the image as PNG bytes, the response without the image)."""
+        import httpx
+
+        sent = {k: v for k, v in body.items() if k != KEYED}
+        size = (body.get(KEYED) or {}).get("size")
+        try:
+            resp = client.post(
+                f"{self.base_url}/images/generations", json=sent, headers=self.headers(),
+                timeout=self.timeout,
+            )  # fmt: skip
+        except httpx.ConnectError as exc:
+            raise ConnectionFailed(
+                f"cannot connect to {redact_url(self.base_url)} "
+                + redact(f"({type(exc).__name__}: {exc})")
+            ) from None
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            raise Retryable(redact(f"{type(exc).__name__}: {exc}")) from None
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise Retryable(f"HTTP {resp.status_code}")
+        if resp.status_code >= 400:
+            raise ModelError(
+                f"{self.name}: HTTP {resp.status_code} from {self.endpoint}: "
+                + redact(resp.text[:300])
+            )
+        try:
+            raw = resp.json()
+            first = raw["data"][0]
+            data = base64.b64decode(first["b64_json"], validate=True)
+        except (ValueError, KeyError, IndexError, TypeError, binascii.Error):
+            raise Retryable(f"not an image response: {resp.text[:120]!r}") from None
+        try:
+            from PIL import Image
+
+            with Image.open(io.BytesIO(data)) as image:
+                image.load()
+                png = png_bytes(image, size)
+        except (OSError, ValueError) as exc:
+            raise Retryable(f"the image returned does not decode ({exc})") from None
+        kept = {**raw, "data": [{k: v for k, v in first.items() if k != "b64_json"}]}
+        return png, kept
