@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from builders.annotate_studies import make_study, need_annotate_extra, right_policy, wrong_policy
-from lexsem.annotate.answers import ANSWERS_SCHEMA, answers_table
+from lexsem.annotate.answers import answers_table
+from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 from lexsem.annotate.store import connect
 from lexsem.cli import app
 

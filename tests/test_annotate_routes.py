@@ -19,7 +19,8 @@ from builders.annotate_studies import (
     right_policy,
     wrong_policy,
 )
-from lexsem.annotate.answers import ANSWERS_SCHEMA, answers_table
+from lexsem.annotate.answers import answers_table
+from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 
 need_annotate_extra()
 

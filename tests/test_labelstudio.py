@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from lexsem.annotate.labelstudio import ANSWERS_SCHEMA, TaskItem, export_tasks, import_export
+from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
+from lexsem.annotate.labelstudio import TaskItem, export_tasks, import_export
 from lexsem.errors import DataError
 
 TASKS: list[dict[str, Any]] = [

@@ -1,5 +1,6 @@
 """A study's answers table built by hand (the interface of docs/human-studies.md, "The answers
-table"), for the tests of agreement, human runs, Label Studio and fold-back."""
+table": `lexsem.annotate.answers_schema.ANSWERS_SCHEMA`), for the tests of agreement, human
+runs, Label Studio and fold-back."""
 
 from __future__ import annotations
 
@@ -7,25 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA = pa.schema(
-    [
-        ("study", pa.string()),
-        ("kind", pa.string()),
-        ("item_id", pa.string()),
-        ("subset", pa.string()),
-        ("benchmark", pa.string()),
-        ("annotator", pa.string()),
-        ("practice", pa.bool_()),
-        ("gold", pa.bool_()),
-        ("options", pa.list_(pa.string())),
-        ("answer", pa.string()),
-        ("correct", pa.bool_()),
-        ("edit", pa.string()),
-        ("seconds", pa.float64()),
-        ("answered_at", pa.string()),
-        ("seed", pa.int64()),
-    ]
-)
+from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 
 RIGHT = {"tot": "n", "itt": "n", "pair": "pos"}  # the right option of each kind's items
 
@@ -55,4 +38,4 @@ def answer(
 
 
 def table(rows: list[dict[str, Any]]) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=SCHEMA)
+    return pa.Table.from_pylist(rows, schema=ANSWERS_SCHEMA)

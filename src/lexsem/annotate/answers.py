@@ -1,14 +1,7 @@
 """A study's answers as one table (`lexsem annotate export STUDY --answers FILE.parquet`): one
 row per answer given, the interface that agreement statistics, the human run folder and build
-fold-back read (docs/human-studies.md, "The answers table").
-
-Columns: ``study``, ``kind``, ``item_id`` (the benchmark item id or a build row's
-``source:source_id``; BiVLC queries add ``#image0`` etc., `lexsem.annotate.kinds.query_id`),
-``subset``, ``benchmark`` (the selector), ``annotator`` (opaque id), ``practice``, ``gold``,
-``options`` (the option ids in the order shown), ``answer`` (an option id, "none", "both",
-"accept" / "edit" / "reject", or "skip"), ``correct`` (null where the item has no right
-answer), ``edit`` (the edited text of a validation item, else null), ``seconds``,
-``answered_at`` (ISO time, UTC), ``seed`` (the annotator's randomisation seed).
+fold-back read (docs/human-studies.md, "The answers table"); its columns:
+`lexsem.annotate.answers_schema.ANSWERS_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -18,29 +11,10 @@ import sqlite3
 
 import pyarrow as pa
 
+from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 from lexsem.annotate.study import load_settings
 
-__all__ = ["ANSWERS_SCHEMA", "answers_table"]
-
-ANSWERS_SCHEMA = pa.schema(
-    [
-        ("study", pa.string()),
-        ("kind", pa.string()),
-        ("item_id", pa.string()),
-        ("subset", pa.string()),
-        ("benchmark", pa.string()),
-        ("annotator", pa.string()),
-        ("practice", pa.bool_()),
-        ("gold", pa.bool_()),
-        ("options", pa.list_(pa.string())),
-        ("answer", pa.string()),
-        ("correct", pa.bool_()),
-        ("edit", pa.string()),
-        ("seconds", pa.float64()),
-        ("answered_at", pa.string()),
-        ("seed", pa.int64()),
-    ]
-)
+__all__ = ["answers_table"]
 
 
 def answers_table(con: sqlite3.Connection) -> pa.Table:

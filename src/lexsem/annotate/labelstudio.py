@@ -32,13 +32,13 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
+from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.atomic import atomic_open
 from lexsem.errors import DataError
 from lexsem.stats.seeds import bootstrap_seed
 
 __all__ = [
-    "ANSWERS_SCHEMA",
-    "FIXED",
     "TaskItem",
     "TaskOption",
     "export_tasks",
@@ -49,16 +49,6 @@ __all__ = [
 Kind = Literal["tot", "itt", "pair", "bivlc_i2t", "bivlc_t2i", "best_of_k", "ambiguity",
                "validate"]  # fmt: skip
 
-FIXED: dict[str, tuple[str, ...]] = {
-    "tot": (),
-    "itt": (),
-    "pair": (),
-    "bivlc_i2t": (),
-    "bivlc_t2i": (),
-    "best_of_k": ("none",),
-    "ambiguity": ("both",),
-    "validate": ("accept", "edit", "reject"),
-}
 QUESTION = {
     "tot": "Which caption means something different from the other two?",
     "itt": "Which caption does not describe the image?",
@@ -70,25 +60,6 @@ QUESTION = {
     "validate": "Does the generated caption keep the meaning of the original? Accept, edit "
     "(write the corrected caption) or reject.",
 }
-ANSWERS_SCHEMA = pa.schema(
-    [
-        ("study", pa.string()),
-        ("kind", pa.string()),
-        ("item_id", pa.string()),
-        ("subset", pa.string()),
-        ("benchmark", pa.string()),
-        ("annotator", pa.string()),
-        ("practice", pa.bool_()),
-        ("gold", pa.bool_()),
-        ("options", pa.list_(pa.string())),
-        ("answer", pa.string()),
-        ("correct", pa.bool_()),
-        ("edit", pa.string()),
-        ("seconds", pa.float64()),
-        ("answered_at", pa.string()),
-        ("seed", pa.int64()),
-    ]
-)
 
 
 class _Model(BaseModel):
@@ -157,7 +128,7 @@ def labelling_config(kind: str, n_options: int) -> str:
     parts.append(f'  <Choices name="choice" toName="{to}" choice="single" required="true">')
     for k in range(1, n_options + 1):
         parts.append(f'    <Choice value="{k}"/>')
-    for fixed in FIXED[kind]:
+    for fixed in FIXED_CHOICES[kind]:
         parts.append(f"    <Choice value={quoteattr(fixed)}/>")
     parts.append("  </Choices>")
     if kind == "validate":
@@ -252,7 +223,11 @@ def import_export(path: str | Path, *, study: str | None = None) -> pa.Table:
     for n, task in enumerate(raw, 1):
         where = f"task {n}" + (f" (id {task.get('id')})" if isinstance(task, dict) else "")
         data = task.get("data") if isinstance(task, dict) else None
-        if not isinstance(data, dict) or "item_id" not in data or data.get("kind") not in FIXED:
+        if (
+            not isinstance(data, dict)
+            or "item_id" not in data
+            or data.get("kind") not in FIXED_CHOICES
+        ):
             raise DataError(f"{where}: no lexsem task data (kind, item_id): exported by "
                             "lexsem?", file=path)  # fmt: skip
         options = [str(o) for o in data.get("options") or []]
@@ -267,7 +242,7 @@ def import_export(path: str | Path, *, study: str | None = None) -> pa.Table:
             picked = str(picked)
             if picked.isdigit() and 1 <= int(picked) <= len(options):
                 answer = options[int(picked) - 1]
-            elif picked in FIXED[data["kind"]]:
+            elif picked in FIXED_CHOICES[data["kind"]]:
                 answer = picked
             else:
                 raise DataError(f"{where}: choice {picked!r} is not one of the task's",
