@@ -9,7 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from builders.fakes import TRIPLETS, register_fixture_benchmark
+from builders.local_http import send_json, serve_posts
 from lexsem.benchmarks.load import load_benchmark
 
 NEGATIVES = {n for rows in TRIPLETS.values() for _, _, n in rows}
@@ -66,29 +67,29 @@ class Server:
             handler.close_connection = True
             return
         if body["model"] == "no-such-model":
-            return _send(handler, 404, b'{"error": "model not found"}')
+            return send_json(handler, 404, b'{"error": "model not found"}')
         if fault == "drop":
             handler.close_connection = True
             handler.connection.close()
             return
         if fault == "slow":  # the client has given up by then: not an answer it received
             time.sleep(1.5)
-            return _send(handler, 200, b'{"choices": [{"message": {"content": "(1)"}}]}')
+            return send_json(handler, 200, b'{"choices": [{"message": {"content": "(1)"}}]}')
         if self.fail_all or fault in ("429", "500") or (self.fail and self.fail in prompt):
-            return _send(handler, int(fault or 500), b'{"error": "busy"}')
+            return send_json(handler, int(fault or 500), b'{"error": "busy"}')
         if fault == "json":
-            return _send(handler, 200, b"<html>gateway</html>")
+            return send_json(handler, 200, b"<html>gateway</html>")
         with self.lock:
             self.answered.append((prompt, image[:60]))
         if body.get("logprobs") or "prompt_logprobs" in body:
-            return _send(handler, 200, json.dumps(self.logprobs(body, prompt)).encode())
+            return send_json(handler, 200, json.dumps(self.logprobs(body, prompt)).encode())
         if not image:  # a text-only request (a build's generator): the prompt in upper case
             answer = {"choices": [{"message": {"role": "assistant", "content": prompt.upper()}}]}
-            return _send(handler, 200, json.dumps(answer).encode())
+            return send_json(handler, 200, json.dumps(answer).encode())
         options = dict(re.findall(r"\((\d)\)\s*([^;\n]+?)(?:;|\n|$)", prompt))
         pick = next((k for k, text in options.items() if text.strip() in NEGATIVES), "1")
         answer = {"choices": [{"message": {"role": "assistant", "content": f"({pick})"}}]}
-        _send(handler, 200, json.dumps(answer).encode())
+        send_json(handler, 200, json.dumps(answer).encode())
 
     def logprobs(self, body: dict[str, Any], question: str) -> dict[str, Any]:
         caption = re.search(r'"(.*)"', question).group(1)  # type: ignore[union-attr]
@@ -141,34 +142,12 @@ def prompt_logprobs(answer: str, p: float) -> list[Any]:
     return out
 
 
-def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
-
-
 @contextlib.contextmanager
 def serve() -> Iterator[tuple[Server, str]]:
     """A fake OpenAI-compatible server on 127.0.0.1: (its state, its base URL)."""
     state = Server()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            state.reply(self)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_posts(state.reply) as url:
+        yield state, url
 
 
 def make_bench(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:

@@ -9,10 +9,12 @@ import io
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from PIL import Image
+
+from builders.local_http import send_json, serve_posts
 
 
 def prompt_png(prompt: str, size: int = 12) -> bytes:
@@ -43,7 +45,7 @@ class ImageServer:
             self.auth.add(handler.headers.get("Authorization", ""))
             fault = self.faults.pop(0) if self.faults else None
         if not handler.path.endswith("/images/generations"):
-            return _send(handler, 404, b'{"error": "no such endpoint"}')
+            return send_json(handler, 404, b'{"error": "no such endpoint"}')
         if fault == "drop":
             handler.close_connection = True
             handler.connection.close()
@@ -51,41 +53,19 @@ class ImageServer:
         if fault in ("500", "429") or (
             fault == "400" or (self.fail and self.fail in body["prompt"])
         ):
-            return _send(handler, int(fault or 400), b'{"error": "refused"}')
+            return send_json(handler, int(fault or 400), b'{"error": "refused"}')
         if fault == "json":
-            return _send(handler, 200, b"<html>gateway</html>")
+            return send_json(handler, 200, b"<html>gateway</html>")
         with self.lock:
             self.answered.append(body["prompt"])
         data = base64.b64encode(prompt_png(body["prompt"])).decode()
         answer = {"created": 0, "data": [{"b64_json": data, "revised_prompt": body["prompt"]}]}
-        _send(handler, 200, json.dumps(answer).encode())
-
-
-def _send(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
-    handler.send_response(status)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.write(data)
+        send_json(handler, 200, json.dumps(answer).encode())
 
 
 @contextlib.contextmanager
 def serve_images() -> Iterator[tuple[ImageServer, str]]:
     """A fake image server on 127.0.0.1: (its state, its base URL)."""
     state = ImageServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            state.reply(self)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serve_posts(state.reply) as url:
+        yield state, url

@@ -52,13 +52,13 @@ the fingerprint: chat answers and log-probabilities of one model share its store
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from lexsem.credentials import redact, redact_url
-from lexsem.errors import ConnectionFailed, ModelError
+from lexsem.errors import ModelError
 from lexsem.errors import RetryableError as Retryable
+from lexsem.models.backends.openai_http import bearer_headers, post_json
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun, Turn, chat_messages, data_url_part
 from lexsem.models.options import Option, choice, positive_int
 from lexsem.models.spec import ModelSpec, parse_model_spec
@@ -179,32 +179,14 @@ class OpenAIChat:
         return self.answer_probs(raws, answers)
 
     def headers(self) -> dict[str, str]:
-        key = os.environ.get(self.key_env)
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return bearer_headers(self.key_env)
 
     def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """One request: (the answer's text, the raw response JSON)."""
-        import httpx
-
-        try:
-            resp = client.post(
-                f"{self.base_url}/chat/completions", json=body, headers=self.headers(),
-                timeout=self.timeout,
-            )  # fmt: skip
-        except httpx.ConnectError as exc:  # refused, no such host: nothing listens there
-            raise ConnectionFailed(
-                f"cannot connect to {redact_url(self.base_url)} "
-                + redact(f"({type(exc).__name__}: {exc})")
-            ) from None
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
-            raise Retryable(redact(f"{type(exc).__name__}: {exc}")) from None
-        if resp.status_code == 429 or resp.status_code >= 500:
-            raise Retryable(f"HTTP {resp.status_code}")
-        if resp.status_code >= 400:
-            raise ModelError(
-                f"{self.name}: HTTP {resp.status_code} from {self.endpoint}: "
-                + redact(resp.text[:300])
-            )
+        resp = post_json(
+            client, self.base_url, "/chat/completions", body, headers=self.headers(),
+            timeout=self.timeout, name=self.name,
+        )  # fmt: skip
         try:
             raw = resp.json()
             text = raw["choices"][0]["message"]["content"]

@@ -24,13 +24,13 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import os
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from lexsem.credentials import redact, redact_url
-from lexsem.errors import ConnectionFailed, ModelError
+from lexsem.errors import ModelError
 from lexsem.errors import RetryableError as Retryable
+from lexsem.models.backends.openai_http import bearer_headers, post_json
 from lexsem.models.image_gen import ImageRequest, png_bytes
 from lexsem.models.options import Option, choice, flag
 from lexsem.models.spec import ModelSpec, parse_model_spec
@@ -108,34 +108,16 @@ class OpenAIImage:
         return body
 
     def headers(self) -> dict[str, str]:
-        key = os.environ.get(self.key_env)
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        return bearer_headers(self.key_env)
 
     def send(self, client: Any, body: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
         """One request: (the image as PNG bytes, the response without the image)."""
-        import httpx
-
         sent = {k: v for k, v in body.items() if k != KEYED}
         size = (body.get(KEYED) or {}).get("size")
-        try:
-            resp = client.post(
-                f"{self.base_url}/images/generations", json=sent, headers=self.headers(),
-                timeout=self.timeout,
-            )  # fmt: skip
-        except httpx.ConnectError as exc:
-            raise ConnectionFailed(
-                f"cannot connect to {redact_url(self.base_url)} "
-                + redact(f"({type(exc).__name__}: {exc})")
-            ) from None
-        except (httpx.TimeoutException, httpx.TransportError) as exc:
-            raise Retryable(redact(f"{type(exc).__name__}: {exc}")) from None
-        if resp.status_code == 429 or resp.status_code >= 500:
-            raise Retryable(f"HTTP {resp.status_code}")
-        if resp.status_code >= 400:
-            raise ModelError(
-                f"{self.name}: HTTP {resp.status_code} from {self.endpoint}: "
-                + redact(resp.text[:300])
-            )
+        resp = post_json(
+            client, self.base_url, "/images/generations", sent, headers=self.headers(),
+            timeout=self.timeout, name=self.name,
+        )  # fmt: skip
         try:
             raw = resp.json()
             first = raw["data"][0]
