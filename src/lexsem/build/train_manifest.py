@@ -35,6 +35,7 @@ naming the row's ``source_id``. The output rows gain ``split``
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,99 @@ def _coco_folder(rows: pa.Table, keep: list[int], images: list[Any]) -> str | No
     return folders.pop() if len(folders) == 1 and roots == {"train2017"} else None
 
 
+def _check_settings(name: str, format: str, val_fraction: float) -> None:
+    if format not in FORMATS:
+        raise DataError(f"train_manifest: format must be one of {', '.join(FORMATS)}")
+    if not isinstance(name, str) or unsafe_reason(name) is not None or "/" in name:
+        raise DataError(f"train_manifest: name must be a file name, not {name!r}")
+    if not 0.0 < val_fraction < 1.0:
+        raise DataError(f"train_manifest: val_fraction must be in (0, 1), not {val_fraction}")
+
+
+@dataclass
+class _Usable:
+    """Which accepted rows make instances: their row numbers (`keep`), each TROHN-Img row's
+    negative image reference (`refs`), and the rejection reason of each row (None: kept)."""
+
+    keep: list[int]
+    refs: dict[int, str]
+    reasons: list[str | None]
+
+
+def _usable(
+    rows: pa.Table, base: Path, captions: list[Any], negatives: list[Any],
+    neg_images: list[Any] | None,
+) -> _Usable:  # fmt: skip
+    """The accepted rows that make instances; the others get their reason (module doc)."""
+    ids = [str(i) for i in rows["source_id"].to_pylist()]
+    out = _Usable([], {}, [None] * rows.num_rows)
+    for r, ok in enumerate(accepted(rows).to_pylist()):
+        if not ok:
+            continue
+        neg = negatives[r]
+        if not isinstance(neg, str) or not neg.strip():
+            out.reasons[r] = "no negative caption"
+        elif neg == captions[r]:
+            out.reasons[r] = "negative equals caption"
+        elif neg_images is not None and not neg_images[r]:
+            out.reasons[r] = "no negative image"
+        else:
+            if neg_images is not None:
+                out.refs[r] = _negative_ref(base, neg_images[r], ids[r])
+            out.keep.append(r)
+    return out
+
+
+def _split(keep: list[int], val_fraction: float, seed: int) -> tuple[list[int], list[int]]:
+    """(training, validation) positions in `keep`, as `train_test_split` draws them."""
+    if len(keep) < 2:
+        raise DataError(f"train_manifest: {len(keep)} usable row(s); a split needs at least 2")
+    try:
+        return held_out_split(len(keep), val_fraction, seed)
+    except ValueError as exc:
+        raise DataError(f"train_manifest: {exc}") from None
+
+
+def _examples(
+    usable: _Usable, parts: tuple[list[int], list[int]], images: list[Any],
+    captions: list[Any], negatives: list[Any], kind: str, n_rows: int,
+) -> tuple[list[Example], list[str | None]]:  # fmt: skip
+    """The manifest's examples (training, then validation) and each row's split."""
+    splits: list[str | None] = [None] * n_rows
+    examples: list[Example] = []
+    for split, positions in zip(("train", "dev"), parts, strict=True):
+        for p in positions:
+            r = usable.keep[p]
+            splits[r] = split
+            if kind == "text":
+                examples.append(Example(images[r], captions[r], (negatives[r],), split=split))
+            else:
+                examples.append(
+                    Example(
+                        images[r],
+                        captions[r],
+                        negative_image=usable.refs[r],
+                        negative_image_caption=negatives[r],
+                        split=split,
+                    )
+                )
+    return examples, splits
+
+
+def _write_record(out: Path, name: str, record: dict[str, Any]) -> None:
+    with atomic_open(out / f"{name}.json", encoding="utf-8") as fh:
+        json.dump(record, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+
+
+def _with_split(rows: pa.Table, splits: list[str | None]) -> pa.Table:
+    """`rows` with the column ``split`` (replaced where it is there)."""
+    column = pa.array(splits, pa.string())
+    if "split" in rows.column_names:
+        return rows.set_column(rows.column_names.index("split"), "split", column)
+    return rows.append_column("split", column)
+
+
 def train_manifest(
     rows: pa.Table,
     ctx: StageContext | None,
@@ -110,12 +204,7 @@ def train_manifest(
     ``split``."""
     if ctx is None:
         raise DataError("train_manifest writes into the build folder: it needs a StageContext")
-    if format not in FORMATS:
-        raise DataError(f"train_manifest: format must be one of {', '.join(FORMATS)}")
-    if not isinstance(name, str) or unsafe_reason(name) is not None or "/" in name:
-        raise DataError(f"train_manifest: name must be a file name, not {name!r}")
-    if not 0.0 < val_fraction < 1.0:
-        raise DataError(f"train_manifest: val_fraction must be in (0, 1), not {val_fraction}")
+    _check_settings(name, format, val_fraction)
     images = _column(rows, image_column, "image_column")
     captions = _column(rows, caption_column, "caption_column")
     negatives = _column(rows, negative_column, "negative_column")
@@ -123,54 +212,17 @@ def train_manifest(
     neg_images = (
         _column(rows, negative_image_column, "negative_image_column")
         if negative_image_column is not None
-        else [None] * rows.num_rows
+        else None
     )
-    ids = [str(i) for i in rows["source_id"].to_pylist()]
-    reasons: list[str | None] = [None] * rows.num_rows
-    refs: dict[int, str] = {}
-    keep: list[int] = []
-    for r, ok in enumerate(accepted(rows).to_pylist()):
-        if not ok:
-            continue
-        neg = negatives[r]
-        if not isinstance(neg, str) or not neg.strip():
-            reasons[r] = "no negative caption"
-        elif neg == captions[r]:
-            reasons[r] = "negative equals caption"
-        elif kind == "img" and not neg_images[r]:
-            reasons[r] = "no negative image"
-        else:
-            if kind == "img":
-                refs[r] = _negative_ref(ctx.out, neg_images[r], ids[r])
-            keep.append(r)
-    if len(keep) < 2:
-        raise DataError(f"train_manifest: {len(keep)} usable row(s); a split needs at least 2")
-    try:
-        train_pos, dev_pos = held_out_split(len(keep), val_fraction, seed)
-    except ValueError as exc:
-        raise DataError(f"train_manifest: {exc}") from None
-    splits: list[str | None] = [None] * rows.num_rows
-    examples: list[Example] = []
-    for split, positions in (("train", train_pos), ("dev", dev_pos)):
-        for p in positions:
-            r = keep[p]
-            splits[r] = split
-            if kind == "text":
-                examples.append(Example(images[r], captions[r], (negatives[r],), split=split))
-            else:
-                examples.append(
-                    Example(
-                        images[r],
-                        captions[r],
-                        negative_image=refs[r],
-                        negative_image_caption=negatives[r],
-                        split=split,
-                    )
-                )
+    usable = _usable(rows, ctx.out, captions, negatives, neg_images)
+    train_pos, dev_pos = _split(usable.keep, val_fraction, seed)
+    examples, splits = _examples(
+        usable, (train_pos, dev_pos), images, captions, negatives, kind, rows.num_rows
+    )
     path = write_manifest(ctx.out / f"{name}.{format}", examples)
     digest = manifest_sha256(path)
-    command = train_command(path, kind, _coco_folder(rows, keep, images))
-    record = {
+    command = train_command(path, kind, _coco_folder(rows, usable.keep, images))
+    _write_record(ctx.out, name, {
         "manifest": path.name,
         "format": format,
         "sha256": digest,
@@ -181,20 +233,12 @@ def train_manifest(
         "seed": seed,
         "split": "datasets' train_test_split(test_size=val_fraction, seed=seed) over the rows",
         "train": command,
-    }
-    with atomic_open(ctx.out / f"{name}.json", encoding="utf-8") as fh:
-        json.dump(record, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")
+    })  # fmt: skip
     ctx.count("train rows", len(train_pos))
     ctx.count("dev rows", len(dev_pos))
     ctx.log(f"manifest {path} (sha256 {digest}): {len(train_pos)} train, {len(dev_pos)} dev rows")
     ctx.log(f"train on it: {command}")
-    column = pa.array(splits, pa.string())
-    if "split" in rows.column_names:
-        rows = rows.set_column(rows.column_names.index("split"), "split", column)
-    else:
-        rows = rows.append_column("split", column)
-    return reject(rows, reasons)
+    return reject(_with_split(rows, splits), usable.reasons)
 
 
 register_stage("train_manifest", train_manifest)
