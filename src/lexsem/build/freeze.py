@@ -23,8 +23,9 @@ import json
 import re
 import shutil
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lexsem._version import __version__
 from lexsem.atomic import replace_dir
@@ -39,6 +40,7 @@ FORMATS = ("scpp", "sugarcrepe", "bivlc")
 BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 BUILD_FILE = "build.json"  # lexsem.build.runner.BUILD_FILE (the runner imports the stages)
+_T = TypeVar("_T")
 
 
 def _column(rows: Any, name: str, what: str) -> list[Any]:
@@ -228,6 +230,49 @@ def freeze(
     columns of SugarCrepe's category."""
     if ctx is None:
         raise LexsemError("freeze: needs the build folder (a StageContext)")
+    _check_settings(format, p2, default_subset, subset, id)
+    cols = _columns(format, p1, p2, n, image, negative_image, type, subtype)
+    if format == "bivlc":
+        root = ctx.out / Path(image_root).expanduser() if image_root else ctx.out
+        quads = _bivlc_items(rows, cols, ctx.out, root)
+        subsets = {"test": quads} if quads else {}
+    else:
+        subsets = _items(rows, format, cols, subset, default_subset, id)
+    if not subsets:
+        raise LexsemError("freeze: no accepted rows to freeze")
+    left_out = _left_out(rows)
+    frozen = [it for name in sorted(subsets) for it in subsets[name]]
+    target = ctx.out / BENCHMARK_DIR
+
+    def write(folder: Path) -> list[dict[str, Any]]:
+        files = _write_subsets(format, subsets, folder)
+        card = {
+            "generator": "lexsem",
+            "kind": CARD_KIND,
+            "lexsem_version": __version__,
+            "title": title,
+            "format": format,
+            "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
+            "files": files,
+            "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
+            "sources": _sources(frozen, licences or {}),
+            "seed": ctx.seed,
+            "build": _build_record(ctx.out),
+            "notes": notes or {},
+        }
+        _write_card(card, folder)
+        return files
+
+    files = _swap_in(ctx.out, write)
+    ctx.count("frozen", len(frozen))
+    ctx.count("left out", sum(left_out.values()))
+    ctx.log(f"{len(frozen)} items in {len(files)} subset(s) -> {target}")
+    return rows
+
+
+def _check_settings(
+    format: str, p2: str | None, default_subset: str, subset: str | None, id: str | None
+) -> None:
     if format not in FORMATS:
         raise LexsemError(f"freeze: format must be one of {', '.join(FORMATS)}, not {format!r}")
     if format == "sugarcrepe" and p2 is not None:
@@ -239,66 +284,68 @@ def freeze(
             "freeze: format 'bivlc' is quads in one file: it takes no `p2`, `subset` or `id` "
             "(its subsets are `<type>_<subtype>`, its ids the row numbers)"
         )
-    cols: dict[str, str | None] = {
-        "p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image
-    }  # fmt: skip
-    if format == "bivlc":
-        cols = {"p1": p1, "n": n, "image": image or "image", "negative_image": negative_image,
-                "type": type, "subtype": subtype}  # fmt: skip
-        root = ctx.out / Path(image_root).expanduser() if image_root else ctx.out
-        quads = _bivlc_items(rows, cols, ctx.out, root)
-        subsets = {"test": quads} if quads else {}
-    else:
-        subsets = _items(rows, format, cols, subset, default_subset, id)
-    if not subsets:
-        raise LexsemError("freeze: no accepted rows to freeze")
-    reasons = rows[REJECTED].to_pylist() if REJECTED in rows.column_names else []
-    left_out = dict(Counter(r for r in reasons if r is not None).most_common())
 
-    target = ctx.out / BENCHMARK_DIR
-    new = ctx.out / f".{BENCHMARK_DIR}.new"
+
+def _columns(
+    format: str, p1: str, p2: str | None, n: str, image: str | None, negative_image: str,
+    type: str, subtype: str,
+) -> dict[str, str | None]:  # fmt: skip
+    """The columns `format` reads, by the role each plays."""
+    if format == "bivlc":
+        return {"p1": p1, "n": n, "image": image or "image", "negative_image": negative_image,
+                "type": type, "subtype": subtype}  # fmt: skip
+    return {"p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image}
+
+
+def _left_out(rows: Any) -> dict[str, int]:
+    """The rejected rows' count per reason, most frequent first."""
+    reasons = rows[REJECTED].to_pylist() if REJECTED in rows.column_names else []
+    return dict(Counter(r for r in reasons if r is not None).most_common())
+
+
+def _write_subsets(
+    format: str, subsets: dict[str, list[dict[str, Any]]], folder: Path
+) -> list[dict[str, Any]]:
+    """Each subset's file written into `folder`; the card's ``files`` rows."""
+    files = []
+    for name in sorted(subsets):
+        path = folder / (BIVLC_FILE if format == "bivlc" else f"{name}.json")
+        if format == "bivlc":
+            _write_bivlc(subsets[name], path)
+        else:
+            _write_items(format, subsets[name], path)
+        files.append({"subset": name, "file": path.name, "sha256": file_sha256(path),
+                      "items": len(subsets[name])})  # fmt: skip
+    return files
+
+
+def _sources(frozen: list[dict[str, Any]], licences: dict[str, str]) -> list[dict[str, Any]]:
+    """The card's ``sources`` rows: items and licence per source."""
+    by_source = Counter(it["source"] for it in frozen)
+    return [
+        {"source": s, "items": c, "licence": licences.get(s)} for s, c in sorted(by_source.items())
+    ]
+
+
+def _write_card(card: dict[str, Any], folder: Path) -> None:
+    with open(folder / CARD_JSON, "w", encoding="utf-8") as fh:
+        json.dump(card, fh, indent=2, ensure_ascii=False, default=str)
+        fh.write("\n")
+    (folder / CARD_MD).write_text(card_markdown(card), encoding="utf-8")
+
+
+def _swap_in(out: Path, write: Callable[[Path], _T]) -> _T:
+    """`write` fills a new folder, then it replaces ``out/benchmark`` whole (what `write`
+    returns is returned); a failure leaves the old one as it was."""
+    new = out / f".{BENCHMARK_DIR}.new"
     shutil.rmtree(new, ignore_errors=True)
     new.mkdir(parents=True)
     try:
-        files = []
-        for name in sorted(subsets):
-            path = new / (BIVLC_FILE if format == "bivlc" else f"{name}.json")
-            if format == "bivlc":
-                _write_bivlc(subsets[name], path)
-            else:
-                _write_items(format, subsets[name], path)
-            files.append({"subset": name, "file": path.name, "sha256": file_sha256(path),
-                          "items": len(subsets[name])})  # fmt: skip
-        frozen = [it for name in sorted(subsets) for it in subsets[name]]
-        by_source = Counter(it["source"] for it in frozen)
-        card = {
-            "generator": "lexsem",
-            "kind": CARD_KIND,
-            "lexsem_version": __version__,
-            "title": title,
-            "format": format,
-            "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
-            "files": files,
-            "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
-            "sources": [
-                {"source": s, "items": c, "licence": (licences or {}).get(s)}
-                for s, c in sorted(by_source.items())
-            ],
-            "seed": ctx.seed,
-            "build": _build_record(ctx.out),
-            "notes": notes or {},
-        }
-        with open(new / CARD_JSON, "w", encoding="utf-8") as fh:
-            json.dump(card, fh, indent=2, ensure_ascii=False, default=str)
-            fh.write("\n")
-        (new / CARD_MD).write_text(card_markdown(card), encoding="utf-8")
-        replace_dir(new, target, ctx.out / f".{BENCHMARK_DIR}.old")
+        made = write(new)
+        replace_dir(new, out / BENCHMARK_DIR, out / f".{BENCHMARK_DIR}.old")
     finally:
         shutil.rmtree(new, ignore_errors=True)
-    ctx.count("frozen", len(frozen))
-    ctx.count("left out", sum(left_out.values()))
-    ctx.log(f"{len(frozen)} items in {len(files)} subset(s) -> {target}")
-    return rows
+    return made
 
 
 def card_markdown(card: dict[str, Any]) -> str:
