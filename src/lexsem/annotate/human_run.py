@@ -322,15 +322,7 @@ def human_run(
         check_out_dir(out, force=force)
     table, file_name, sha = read_answers(source)
     where = str(source) if not isinstance(source, pa.Table) else "answers"
-    check_columns(table, where, NEED)
-    rows = table.select(list(NEED)).to_pylist()
-    studies = sorted({str(r["study"]) for r in rows})
-    if study is None and len(studies) > 1:
-        raise DataError(f"answers of several studies ({', '.join(studies)}): name one", file=where)
-    study = study if study is not None else (studies[0] if studies else "")
-    if study not in studies:
-        raise DataError(f"no answers of study {study!r} (it has {', '.join(studies)})", file=where)
-    rows = [r for r in rows if r["study"] == study]
+    study, rows = _study_rows(table, study, where)
     answers, left_out, skipped = _parse(rows, where)
     if not answers:
         raise DataError(
@@ -341,52 +333,16 @@ def human_run(
     row_bench = {n: str(r["benchmark"]) for n, r in enumerate(rows, 1)}
     selectors = list(dict.fromkeys(row_bench[a.row] for a in answers))
     cfg = EvalConfig(benchmarks=tuple(selectors), name=name or HUMAN, **config)
-    evaluator = Evaluator(cfg)
     t0 = time.perf_counter()
-    loaded = evaluator.benchmarks()
+    loaded = Evaluator(cfg).benchmarks()
     load_s = time.perf_counter() - t0
-    results: list[MetricResult] = []
-    tables: list[pa.Table] = []
-    tasks: list[str] = []
-    unknown: list[UnknownAnswer] = []
-    kept: list[_Answer] = []
-    answered: dict[str, int] = {}
-    totals: dict[str, int] = {}
     t2 = time.perf_counter()
+    scored = _Scored()
     for sel, bench in zip(selectors, loaded, strict=True):
-        items = {(it.subset, str(it.id)): it for it in bench.items}
         mine = [a for a in answers if row_bench[a.row] == sel]
-        known = []
-        for a in mine:
-            if (a.subset, a.base) in items:
-                known.append(a)
-                continue
-            if strict_items:
-                raise DataError(f"row {a.row}: an answer about item {a.subset}/{a.base}, which "
-                                f"benchmark {sel} does not have", file=where)  # fmt: skip
-            unknown.append(UnknownAnswer(where=f"row {a.row}", subset=a.subset, item_id=a.base))
-        for s in bench.subsets:
-            totals[s.spec.name] = totals.get(s.spec.name, 0) + len(s.items)
-        kept += known
-        seen = {(a.subset, a.base) for a in known}
-        for s in bench.subsets:
-            n_seen = sum(1 for it in s.items if (it.subset, str(it.id)) in seen)
-            answered[s.spec.name] = answered.get(s.spec.name, 0) + n_seen
-        for kind_tasks in dict.fromkeys(_task(bench, a.kind) for a in known):
-            task = kind_tasks
-            tasks.append(task)
-            of_task = [a for a in known if _task(bench, a.kind) == task]
-            hits = _item_hits(of_task, cfg.tie_policy)
-            metrics = _metrics(task)
-            for metric, key in metrics.items():
-                got = [(it, hits[k][key]) for k, it in items.items()
-                       if k in hits and key in hits[k]]  # fmt: skip
-                if got:
-                    res, tab = _metric_rows(bench, task, metric, got, cfg)
-                    results += res
-                    tables.append(tab)
-    if not results:
-        first = unknown[0] if unknown else None
+        scored.add(bench, sel, mine, cfg, strict_items, where)
+    if not scored.results:
+        first = scored.unknown[0] if scored.unknown else None
         raise DataError(
             "no answer is about an item of the benchmark selection"
             + (f" ({first.where}: item {first.subset}/{first.item_id})" if first else ""),
@@ -399,37 +355,118 @@ def human_run(
     record = build.run_record(
         info,
         [build.benchmark_info(b, {}) for b in loaded],
-        build.run_config(cfg, tasks, {}),
-        results,
-        Timings(
-            total_s=time.perf_counter() - t_start,
-            load_data_s=load_s,
-            encode_s=0.0,
-            cache_s=0.0,
-            metrics_s=metrics_s,
-            n_texts_unique=0,
-            n_texts_cached=0,
-            n_texts_encoded=0,
-        ),
+        build.run_config(cfg, scored.tasks, {}),
+        scored.results,
+        _timings(time.perf_counter() - t_start, load_s, metrics_s),
     )
     record.recorded = RecordedCoverage(
         file=file_name,
         answers=len(answers),
-        items_answered=answered,
-        items_total=totals,
-        unknown=unknown,
+        items_answered=scored.answered,
+        items_total=scored.totals,
+        unknown=scored.unknown,
     )
-    run = Run(record, pa.concat_tables(tables, promote_options="default"))
+    run = Run(record, pa.concat_tables(scored.tables, promote_options="default"))
     if out is not None:
         run.save(out, force=force)
-    scored = [(a.kind, a.subset, a.annotator, a.correct) for a in kept]
+    entries = [(a.kind, a.subset, a.annotator, a.correct) for a in scored.kept]
     return HumanRun(
         run,
-        _accuracies(scored, gold=False),
+        _accuracies(entries, gold=False),
         _accuracies(_gold_entries(rows), gold=True),
         left_out,
         skipped,
-        len(unknown),
+        len(scored.unknown),
+    )
+
+
+def _study_rows(table: pa.Table, study: str | None, where: str) -> tuple[str, list[dict[str, Any]]]:
+    """(the study, its rows): `study`, or the one study the answers hold."""
+    check_columns(table, where, NEED)
+    rows = table.select(list(NEED)).to_pylist()
+    studies = sorted({str(r["study"]) for r in rows})
+    if study is None and len(studies) > 1:
+        raise DataError(f"answers of several studies ({', '.join(studies)}): name one", file=where)
+    study = study if study is not None else (studies[0] if studies else "")
+    if study not in studies:
+        raise DataError(f"no answers of study {study!r} (it has {', '.join(studies)})", file=where)
+    return study, [r for r in rows if r["study"] == study]
+
+
+@dataclass
+class _Scored:
+    """What the benchmarks' answers give, gathered benchmark by benchmark: the run's result
+    rows and per-item tables, its tasks, the answers about items a benchmark has (`kept`) and
+    those about items it lacks (`unknown`), and the coverage per subset."""
+
+    results: list[MetricResult] = field(default_factory=list)
+    tables: list[pa.Table] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    unknown: list[UnknownAnswer] = field(default_factory=list)
+    kept: list[_Answer] = field(default_factory=list)
+    answered: dict[str, int] = field(default_factory=dict)  # subset -> items answered
+    totals: dict[str, int] = field(default_factory=dict)  # subset -> items
+
+    def add(
+        self, bench: LoadedBenchmark, sel: str, mine: list[_Answer], cfg: EvalConfig,
+        strict_items: bool, where: str,
+    ) -> None:  # fmt: skip
+        """Score the answers `mine` about benchmark `bench` (selector `sel`)."""
+        items = {(it.subset, str(it.id)): it for it in bench.items}
+        known = self._known(items, sel, mine, strict_items, where)
+        self.kept += known
+        self._cover(bench, known)
+        for task in dict.fromkeys(_task(bench, a.kind) for a in known):
+            self.tasks.append(task)
+            hits = _item_hits([a for a in known if _task(bench, a.kind) == task], cfg.tie_policy)
+            for metric, key in _metrics(task).items():
+                got = [(it, hits[k][key]) for k, it in items.items()
+                       if k in hits and key in hits[k]]  # fmt: skip
+                if got:
+                    res, tab = _metric_rows(bench, task, metric, got, cfg)
+                    self.results += res
+                    self.tables.append(tab)
+
+    def _known(
+        self, items: dict[tuple[str, str], Any], sel: str, mine: list[_Answer],
+        strict_items: bool, where: str,
+    ) -> list[_Answer]:  # fmt: skip
+        """The answers about items the benchmark has; the others noted as unknown (an error
+        under `strict_items`)."""
+        known = []
+        for a in mine:
+            if (a.subset, a.base) in items:
+                known.append(a)
+                continue
+            if strict_items:
+                raise DataError(f"row {a.row}: an answer about item {a.subset}/{a.base}, which "
+                                f"benchmark {sel} does not have", file=where)  # fmt: skip
+            self.unknown.append(
+                UnknownAnswer(where=f"row {a.row}", subset=a.subset, item_id=a.base)
+            )
+        return known
+
+    def _cover(self, bench: LoadedBenchmark, known: list[_Answer]) -> None:
+        """Count the benchmark's items per subset, and those answered."""
+        for s in bench.subsets:
+            self.totals[s.spec.name] = self.totals.get(s.spec.name, 0) + len(s.items)
+        seen = {(a.subset, a.base) for a in known}
+        for s in bench.subsets:
+            n_seen = sum(1 for it in s.items if (it.subset, str(it.id)) in seen)
+            self.answered[s.spec.name] = self.answered.get(s.spec.name, 0) + n_seen
+
+
+def _timings(total_s: float, load_s: float, metrics_s: float) -> Timings:
+    """A human run's timings: loading and scoring, no encoding."""
+    return Timings(
+        total_s=total_s,
+        load_data_s=load_s,
+        encode_s=0.0,
+        cache_s=0.0,
+        metrics_s=metrics_s,
+        n_texts_unique=0,
+        n_texts_cached=0,
+        n_texts_encoded=0,
     )
 
 
