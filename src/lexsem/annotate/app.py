@@ -57,14 +57,83 @@ class _Study:
         return con
 
 
+class _Site:
+    """What every page shares: the study, the rate limit, the templates, and the checks of a
+    link's token and a form's CSRF token."""
+
+    def __init__(self, st: _Study, limiter: RateLimiter, templates: Jinja2Templates) -> None:
+        self.st = st
+        self.limiter = limiter
+        self.templates = templates
+
+    def page(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        ctx = {"study": self.st.settings.name, "nonce": request.state.nonce, **ctx}
+        return self.templates.TemplateResponse(request, name, ctx, status_code=status)
+
+    def limited(self, key: str) -> None:
+        if not self.limiter.allow(key):
+            raise HTTPException(429, "too many requests; wait a minute")
+
+    def annotator(self, token: str) -> sqlite3.Row:
+        """The annotator of a personal link (404 where there is none)."""
+        th = hash_token(token)
+        self.limited(th)
+        row = (
+            self.st.con().execute("SELECT * FROM annotators WHERE token_hash = ?", (th,)).fetchone()
+        )
+        if row is None:
+            raise HTTPException(404, "no such link")
+        return row
+
+    def shared_link(self, token: str, want_hash: str) -> str:
+        """The hash of a study-wide link's token (the crowd link, the admin link) that must
+        hash to `want_hash` (404 where it does not)."""
+        th = hash_token(token)
+        self.limited(th)
+        if not secrets.compare_digest(th, want_hash):
+            raise HTTPException(404, "no such link")
+        return th
+
+    def check_csrf(self, token_hash: str, given: str | None) -> None:
+        if not csrf_ok(self.st.secret, token_hash, given):
+            raise HTTPException(403, "the form is out of date or not from this study; reload")
+
+    def instructions_text(self) -> list[str]:
+        if self.st.settings.instructions:
+            return [self.st.settings.instructions]
+        return [INSTRUCTIONS[k] for k in self.st.settings.kinds]
+
+    def counts(self, aid: str) -> tuple[int, int]:
+        """(answered, assigned) units of an annotator."""
+        row = (
+            self.st.con()
+            .execute("SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,))
+            .fetchone()
+        )
+        return row[0], row[1]
+
+
 def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float = 60.0) -> FastAPI:
     """The web app serving the study file `study` (`rate_limit` requests per token per
     `rate_window` seconds)."""
-    st = _Study(Path(study))
-    limiter = RateLimiter(rate_limit, rate_window)
-    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    site = _Site(
+        _Study(Path(study)),
+        RateLimiter(rate_limit, rate_window),
+        Jinja2Templates(directory=str(HERE / "templates")),
+    )
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    css = (HERE / "static" / "style.css").read_bytes()
+    _add_headers(app)
+    _add_error_page(app, site)
+    _add_site_routes(app)
+    _add_join_routes(app, site)
+    _add_annotator_routes(app, site)
+    _add_admin_routes(app, site)
+    return app
+
+
+def _add_headers(app: FastAPI) -> None:
+    """Every response's security headers: the content security policy with the page's script
+    nonce, no referrer, no sniffing, no framing, no caching unless a route says otherwise."""
 
     @app.middleware("http")
     async def headers(request: Request, call_next: Any) -> Response:
@@ -81,36 +150,20 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
         response.headers.setdefault("Cache-Control", "no-store")
         return response
 
-    def page(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        ctx = {"study": st.settings.name, "nonce": request.state.nonce, **ctx}
-        return templates.TemplateResponse(request, name, ctx, status_code=status)
 
-    def limited(key: str) -> None:
-        if not limiter.allow(key):
-            raise HTTPException(429, "too many requests; wait a minute")
-
-    def annotator(token: str) -> sqlite3.Row:
-        th = hash_token(token)
-        limited(th)
-        row = st.con().execute("SELECT * FROM annotators WHERE token_hash = ?", (th,)).fetchone()
-        if row is None:
-            raise HTTPException(404, "no such link")
-        return row
-
-    def check_csrf(token_hash: str, given: str | None) -> None:
-        if not csrf_ok(st.secret, token_hash, given):
-            raise HTTPException(403, "the form is out of date or not from this study; reload")
-
-    def instructions_text() -> list[str]:
-        if st.settings.instructions:
-            return [st.settings.instructions]
-        return [INSTRUCTIONS[k] for k in st.settings.kinds]
+def _add_error_page(app: FastAPI, site: _Site) -> None:
+    """Every HTTP error as the study's error page."""
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
         if not hasattr(request.state, "nonce"):
             request.state.nonce = ""
-        return page(request, "error.html", exc.status_code, message=exc.detail)
+        return site.page(request, "error.html", exc.status_code, message=exc.detail)
+
+
+def _add_site_routes(app: FastAPI) -> None:
+    """The routes without a token: the root, the style sheet, the favicon."""
+    css = (HERE / "static" / "style.css").read_bytes()
 
     @app.get("/", response_class=HTMLResponse)
     def root(request: Request) -> Response:
@@ -124,38 +177,42 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
     def favicon() -> Response:
         return Response(status_code=204)
 
+
+def _add_join_routes(app: FastAPI, site: _Site) -> None:
+    """The crowd link: consent, then a new annotator's personal link."""
+    st = site.st
+
     @app.get("/join/{token}", response_class=HTMLResponse)
     def join_page(request: Request, token: str) -> Response:
-        th = _join(token)
+        th = site.shared_link(token, st.join_hash)
         consent = st.settings.consent or CONSENT
-        return page(request, "consent.html", consent=consent, csrf=csrf_token(st.secret, th),
-                    action=f"/join/{token}")  # fmt: skip
-
-    def _join(token: str) -> str:
-        th = hash_token(token)
-        limited(th)
-        if not secrets.compare_digest(th, st.join_hash):
-            raise HTTPException(404, "no such link")
-        return th
+        return site.page(request, "consent.html", consent=consent,
+                         csrf=csrf_token(st.secret, th), action=f"/join/{token}")  # fmt: skip
 
     @app.post("/join/{token}")
     def join(token: str, csrf: str | None = Form(None)) -> Response:
-        th = _join(token)
-        check_csrf(th, csrf)
+        th = site.shared_link(token, st.join_hash)
+        site.check_csrf(th, csrf)
         ((_, personal),) = add_annotators(st.con(), 1, consented=True)
         return RedirectResponse(f"/a/{personal}", 303)
 
+
+def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
+    """An annotator's personal link: the current page, consent, start, answers, practice
+    feedback and the study's images."""
+    st = site.st
+
     @app.get("/a/{token}", response_class=HTMLResponse)
     def current(request: Request, token: str) -> Response:
-        who = annotator(token)
+        who = site.annotator(token)
         csrf = csrf_token(st.secret, who["token_hash"])
         base = f"/a/{token}"
         if who["consented_at"] is None:
-            return page(request, "consent.html", consent=st.settings.consent or CONSENT,
-                        csrf=csrf, action=f"{base}/consent")  # fmt: skip
+            return site.page(request, "consent.html", consent=st.settings.consent or CONSENT,
+                             csrf=csrf, action=f"{base}/consent")  # fmt: skip
         if who["started_at"] is None:
-            return page(request, "instructions.html", paragraphs=instructions_text(), csrf=csrf,
-                        base=base, link=str(request.url))  # fmt: skip
+            return site.page(request, "instructions.html", paragraphs=site.instructions_text(),
+                             csrf=csrf, base=base, link=str(request.url))  # fmt: skip
         unit = assign.next_unit(st.con(), who["id"])
         if unit is None:
             (count,) = (
@@ -163,23 +220,17 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
                 .execute("SELECT COUNT(*) FROM assignments WHERE annotator = ?", (who["id"],))
                 .fetchone()
             )
-            return page(request, "done.html", code=st.settings.completion_code, full=count == 0)
-        done, total = _counts(who["id"])
-        return page(request, "task.html", unit=unit, base=base, csrf=csrf, done=done,
-                    total=total, question=QUESTIONS[unit.kind], choices=_choices(unit))  # fmt: skip
-
-    def _counts(aid: str) -> tuple[int, int]:
-        row = (
-            st.con()
-            .execute("SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,))
-            .fetchone()
-        )
-        return row[0], row[1]
+            return site.page(request, "done.html", code=st.settings.completion_code,
+                             full=count == 0)  # fmt: skip
+        done, total = site.counts(who["id"])
+        return site.page(request, "task.html", unit=unit, base=base, csrf=csrf, done=done,
+                         total=total, question=QUESTIONS[unit.kind],
+                         choices=_choices(unit))  # fmt: skip
 
     @app.post("/a/{token}/consent")
     def consent(token: str, csrf: str | None = Form(None)) -> Response:
-        who = annotator(token)
-        check_csrf(who["token_hash"], csrf)
+        who = site.annotator(token)
+        site.check_csrf(who["token_hash"], csrf)
         with store.write(st.con()) as con:
             con.execute(
                 "UPDATE annotators SET consented_at = ? WHERE id = ? AND consented_at IS NULL",
@@ -189,8 +240,8 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
 
     @app.post("/a/{token}/start")
     def start(token: str, csrf: str | None = Form(None)) -> Response:
-        who = annotator(token)
-        check_csrf(who["token_hash"], csrf)
+        who = site.annotator(token)
+        site.check_csrf(who["token_hash"], csrf)
         if who["consented_at"] is None:
             raise HTTPException(409, "consent first")
         assign.reserve(st.con(), who["id"], st.settings)
@@ -209,8 +260,8 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
         csrf: str | None = Form(None),
         edit: str | None = Form(None),
     ) -> Response:
-        who = annotator(token)
-        check_csrf(who["token_hash"], csrf)
+        who = site.annotator(token)
+        site.check_csrf(who["token_hash"], csrf)
         mine = assign.unit(st.con(), who["id"], unit)
         if mine is None:
             raise HTTPException(404, "no such question")
@@ -228,16 +279,16 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
 
     @app.get("/a/{token}/feedback/{unit_id}", response_class=HTMLResponse)
     def feedback(request: Request, token: str, unit_id: int) -> Response:
-        who = annotator(token)
+        who = site.annotator(token)
         unit = assign.unit(st.con(), who["id"], unit_id)
         if unit is None or not unit.practice or unit.answer is None:
             raise HTTPException(404, "no such practice question")
-        return page(request, "feedback.html", unit=unit, base=f"/a/{token}",
-                    question=QUESTIONS[unit.kind], choices=_choices(unit))  # fmt: skip
+        return site.page(request, "feedback.html", unit=unit, base=f"/a/{token}",
+                         question=QUESTIONS[unit.kind], choices=_choices(unit))  # fmt: skip
 
     @app.get("/a/{token}/img/{name}")
     def image(token: str, name: str) -> Response:
-        annotator(token)
+        site.annotator(token)
         if not SHA_RE.fullmatch(name):
             raise HTTPException(404, "no such image")
         row = st.con().execute("SELECT mime, data FROM images WHERE sha = ?", (name,)).fetchone()
@@ -246,33 +297,29 @@ def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float =
         return Response(row["data"], media_type=row["mime"],
                         headers={"Cache-Control": "private, max-age=86400"})  # fmt: skip
 
-    def _admin(token: str) -> str:
-        th = hash_token(token)
-        limited(th)
-        if not secrets.compare_digest(th, st.admin_hash):
-            raise HTTPException(404, "no such link")
-        return th
+
+def _add_admin_routes(app: FastAPI, site: _Site) -> None:
+    """The admin link: progress and agreement, new annotator links."""
+    st = site.st
 
     @app.get("/admin/{token}", response_class=HTMLResponse)
     def admin(request: Request, token: str) -> Response:
-        th = _admin(token)
-        return page(request, "admin.html", p=progress(st.con()), settings=st.settings,
-                    csrf=csrf_token(st.secret, th), base=f"/admin/{token}")  # fmt: skip
+        th = site.shared_link(token, st.admin_hash)
+        return site.page(request, "admin.html", p=progress(st.con()), settings=st.settings,
+                         csrf=csrf_token(st.secret, th), base=f"/admin/{token}")  # fmt: skip
 
     @app.post("/admin/{token}/invite", response_class=HTMLResponse)
     def invite(
         request: Request, token: str, n: int = Form(...), csrf: str | None = Form(None)
     ) -> Response:
-        th = _admin(token)
-        check_csrf(th, csrf)
+        th = site.shared_link(token, st.admin_hash)
+        site.check_csrf(th, csrf)
         if not 1 <= n <= 500:
             raise HTTPException(422, "invite between 1 and 500 annotators at a time")
         made = add_annotators(st.con(), n)
         root = str(request.base_url).rstrip("/")
         links = [(aid, f"{root}/a/{tok}") for aid, tok in made]
-        return page(request, "invited.html", links=links, base=f"/admin/{token}")
-
-    return app
+        return site.page(request, "invited.html", links=links, base=f"/admin/{token}")
 
 
 def _choices(unit: assign.Unit) -> list[dict[str, Any]]:
