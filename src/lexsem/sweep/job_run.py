@@ -175,6 +175,14 @@ def run_job(
     run, files, error, seconds = evaluate(job, stores, evaluator, save=run_dir(out, job.id))
     if files:
         keep_store(out, job.id, files)
+    return job_status(job, run, error, seconds, worker=worker, executor=executor)
+
+
+def job_status(
+    job: Job, run: Run | None, error: str | None, seconds: float, *, worker: str | None,
+    executor: str | None,
+) -> JobStatus:  # fmt: skip
+    """The status of a job that ran: done with its run's id, or failed with `error`."""
     return JobStatus(
         id=job.id,
         model=job.model,
@@ -186,3 +194,18 @@ def run_job(
         worker=worker,
         executor=executor,
     )
+
+
+def save_results(
+    out: Path, job_id: str, run: Run | None, files: dict[str, bytes] | None = None
+) -> str | None:
+    """Keep a job's store `files` in `OUT/stores/<id>/` and write its run (where it has one)
+    into `OUT/runs/<id>/`; the error of a failed write in one line, else None."""
+    try:
+        if files:
+            keep_store(out, job_id, files)
+        if run is not None:
+            run.save(run_dir(out, job_id), force=True)
+    except (OSError, LexsemError) as exc:
+        return f"writing its results: {' '.join(str(exc).split())}"
+    return None

@@ -39,8 +39,8 @@ from lexsem.images.refs import ImageError, ResolvedImage
 from lexsem.models.protocols import fingerprint_key
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.sweep.grid import Job, Resources
-from lexsem.sweep.job_run import evaluate, one_line
-from lexsem.sweep.record import JobStatus, run_dir, worker_name
+from lexsem.sweep.job_run import evaluate, job_status, one_line, save_results
+from lexsem.sweep.record import JobStatus, worker_name
 from lexsem.sweep.spread_plan import image_units, text_chunks
 from lexsem.sweep.spread_worker import SpreadWorker, Unreadable
 
@@ -360,17 +360,8 @@ def run_spread_job(
                     + " to encode in one process"
                 ),
             )
-    if run is not None:
-        try:
-            run.save(run_dir(out, job.id), force=True)
-        except (OSError, LexsemError) as exc:
-            run, error = None, f"writing its results: {' '.join(str(exc).split())}"
-    return JobStatus(
-        **base,
-        status="failed" if run is None else "done",
-        error=error,
-        run_id=run.record.run_id if run is not None else None,
-        seconds=round(time.perf_counter() - t0, 3),
-        worker=worker_name(rank),
-        executor=executor,
-    )
+    failed = save_results(out, job.id, run)
+    if failed is not None:
+        run, error = None, failed
+    return job_status(job, run, error, time.perf_counter() - t0, worker=worker_name(rank),
+                      executor=executor)  # fmt: skip

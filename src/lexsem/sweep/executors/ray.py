@@ -22,8 +22,8 @@ from lexsem.evaluator import Evaluator
 from lexsem.sweep.executors import Report
 from lexsem.sweep.executors.local import data_key
 from lexsem.sweep.grid import Job
-from lexsem.sweep.job_run import StoreMode, evaluate, import_plugins, keep_store
-from lexsem.sweep.record import JobStatus, run_dir, worker_name
+from lexsem.sweep.job_run import StoreMode, evaluate, import_plugins, job_status, save_results
+from lexsem.sweep.record import JobStatus, worker_name
 
 __all__ = ["connect", "run_ray"]
 
@@ -123,19 +123,8 @@ def _status(job: Job, ref: Any, out: Path) -> JobStatus:
         first = " ".join(str(exc).split())[:500]
         return JobStatus(**base, status="failed", error=f"Ray: {first}", executor="ray")
     run, error = result["run"], result["error"]
-    try:
-        if result["files"]:
-            keep_store(out, job.id, result["files"])
-        if run is not None:
-            run.save(run_dir(out, job.id), force=True)
-    except (OSError, LexsemError) as exc:
-        run, error = None, f"writing its results: {' '.join(str(exc).split())}"
-    return JobStatus(
-        **base,
-        status="failed" if run is None else "done",
-        error=error,
-        run_id=run.record.run_id if run is not None else None,
-        seconds=round(result["seconds"], 3),
-        worker=result["worker"],
-        executor="ray",
-    )
+    failed = save_results(out, job.id, run, result["files"])
+    if failed is not None:
+        run, error = None, failed
+    return job_status(job, run, error, result["seconds"], worker=result["worker"],
+                      executor="ray")  # fmt: skip
