@@ -492,3 +492,27 @@ def test_refs_and_registry() -> None:
     assert bivlc.DATASET.image_columns == ("image", "negative_image")
     spec = bivlc.DATASET
     assert sum(n for _, n in spec.expected_subsets) == spec.expected_rows == 2933
+
+
+def test_parquet_cells_read_from_many_threads_at_once(tmp_path: Path) -> None:
+    """Image decoding workers read cells of one source concurrently: every value comes back
+    right (a `ParquetFile` read from several threads at once can fail inside pyarrow)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from lexsem.benchmarks.sources.hf_rows import ParquetRows
+
+    n = 4000
+    blob = [bytes([k % 251]) * (300 + k % 97) for k in range(n)]
+    pq.write_table(pa.table({"i": list(range(n)), "b": blob}), tmp_path / "t.parquet",
+                   row_group_size=50)  # fmt: skip
+    rows = ParquetRows([tmp_path / "t.parquet"], "t")
+    order = [(k * 7919) % n for k in range(n)]  # jumps between row groups
+
+    def read(k: int) -> bool:
+        return rows.cell(k, "b") == blob[k] and rows.cell(k, "i") == k
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(read, order))

@@ -16,6 +16,7 @@ when none match, every parquet file in the folder is (a folder holding one split
 from __future__ import annotations
 
 import bisect
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,15 @@ class ParquetRows(RowSource):
         self._cache: dict[str, tuple[tuple[int, int], Any]] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pf": None, "_cache": {}}
+        state = {**self.__dict__, "_pf": None, "_cache": {}}
+        state.pop("_lock", None)
+        return state
+
+    def _read_lock(self) -> threading.Lock:
+        """One lock per source: a `ParquetFile` is not safe to read from several threads at
+        once (image decoding workers ask for cells concurrently)."""
+        lock = self.__dict__.get("_lock")
+        return lock if lock is not None else self.__dict__.setdefault("_lock", threading.Lock())
 
     def _open(self) -> list[Any]:
         """The open `ParquetFile`s (opened on first use; files changed since are an error)."""
@@ -139,12 +148,13 @@ class ParquetRows(RowSource):
 
     def cell(self, row: int, column: str) -> Any:
         fi, rg, k = self.locate(row)
-        cached = self._cache.get(column)
-        if cached is None or cached[0] != (fi, rg):
-            self.check_columns([column])
-            arr = self._open()[fi].read_row_group(rg, columns=[column]).column(0)
-            cached = ((fi, rg), arr)
-            self._cache[column] = cached  # one row group per column: sequential reads are cheap
+        with self._read_lock():
+            cached = self._cache.get(column)
+            if cached is None or cached[0] != (fi, rg):
+                self.check_columns([column])
+                arr = self._open()[fi].read_row_group(rg, columns=[column]).column(0)
+                cached = ((fi, rg), arr)
+                self._cache[column] = cached  # one row group per column: sequential reads
         return cached[1][k].as_py()
 
     def image_folders(self, row: int) -> tuple[list[Path], Path] | None:
