@@ -1,6 +1,7 @@
 """What a study asks about: a benchmark selection (`-b scpp/replace_att`, `-b bivlc`,
 `-b build:DIR`), sampled per subset (SugarCrepe++'s human evaluation: 30 items of each subset,
-§3), or a build stage's Parquet output. Practice and gold items are drawn, seeded, from the
+§3), or a build stage's Parquet output (its image paths relative to the build folder,
+`build_folder`). Practice and gold items are drawn, seeded, from the
 items the sample left out, so no annotator meets a main item in practice."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lexsem.benchmarks.items import Item, TripletItem
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.errors import DataError, LexsemError
 
-__all__ = ["benchmark_units", "build_units", "check_kinds", "image_reader"]
+__all__ = ["benchmark_units", "build_folder", "build_units", "check_kinds", "image_reader"]
 
 ImageFn = Callable[[str], str]
 
@@ -50,6 +51,18 @@ def image_reader(
         return store.read(ref)
 
     return file_or_store_reader(folder, read)
+
+
+def build_folder(table: Path) -> Path:
+    """The folder a build table's relative image paths are read from: the build folder for a
+    stage output (``DIR/stages/NN-name.parquet`` beside ``DIR/build.json``, `lexsem build`),
+    else the table's own folder."""
+    from lexsem.build.runner import BUILD_FILE
+
+    parent = table.resolve().parent
+    if parent.name == "stages" and (parent.parent / BUILD_FILE).is_file():
+        return parent.parent
+    return parent
 
 
 def _sample(items: list[Item], n: int | None, seed: int, name: str) -> list[Item]:

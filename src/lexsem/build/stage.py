@@ -118,7 +118,10 @@ class StageContext:
     - `seed`: the recipe's seed (a stage draws with ``numpy.random.default_rng(ctx.seed)``);
     - `ask(prompts, **params)`: the generator's answers, through the request store;
     - `images(requests, batch_size=...)`: the image generator's PNG files, through the store;
-    - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines.
+    - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines;
+    - `output` / `input`: this stage's output file and the stage output it reads (paths
+      relative to `out`, ``stages/NN-name.parquet``; empty outside a build, and `input` empty
+      for the first stage), for stages that tell people which file to use next.
     """
 
     out: Path
@@ -128,6 +131,8 @@ class StageContext:
     asker: Callable[[Sequence[Any], Mapping[str, Any]], list[str]] | None = None
     counts: Counter[str] = field(default_factory=Counter)
     imager: Callable[..., list[Path]] | None = None
+    output: str = ""
+    input: str = ""
 
     def ask(self, prompts: Sequence[Any], **params: Any) -> list[str]:
         """The generator's answer to each prompt (a string, or a `ChatRequest`), in order;
