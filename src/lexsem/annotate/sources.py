@@ -142,17 +142,25 @@ def build_units(
 ) -> Callable[[ImageFn], StudyUnits]:
     """The maker of a study's units from a build stage's Parquet output (no practice or gold:
     generated items have no right answer)."""
+    from lexsem.build.stage import PROVENANCE, row_ids
+
     try:
         rows = pq.read_table(table).to_pylist()
     except (OSError, ValueError) as exc:
         raise DataError(f"not a readable Parquet table ({exc})", file=table) from None
-    rows = [r for r in rows if r.get("rejected") is None]  # a stage's rejected rows
-    if sample is not None and sample < len(rows):
-        rows = random.Random(f"{seed}:{table.name}").sample(rows, sample)
+    ids = (
+        row_ids([r[PROVENANCE[0]] for r in rows], [r[PROVENANCE[1]] for r in rows])
+        if rows and all(c in rows[0] for c in PROVENANCE)
+        else [f"row:{i}" for i in range(1, len(rows) + 1)]
+    )
+    kept = [(r, i) for r, i in zip(rows, ids, strict=True) if r.get("rejected") is None]
+    if sample is not None and sample < len(kept):  # a stage's rejected rows are left out
+        kept = random.Random(f"{seed}:{table.name}").sample(kept, sample)
     bench = f"parquet:{table}"
 
     def make(image: ImageFn) -> StudyUnits:
-        qs = build_queries(rows, kind, bench, image, file=table, columns=columns)
+        qs = build_queries([r for r, _ in kept], kind, bench, image, file=table,
+                           columns=columns, ids=[i for _, i in kept])  # fmt: skip
         return StudyUnits([(f"{bench}|{q.item_id}", q) for q in qs])
 
     return make

@@ -51,7 +51,14 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_open
-from lexsem.build.stage import PROVENANCE, StageContext, accepted, register_stage, reject
+from lexsem.build.stage import (
+    PROVENANCE,
+    StageContext,
+    accepted,
+    register_stage,
+    reject,
+    row_ids,
+)
 from lexsem.build.study_answers import STUDY_KIND, majority, read_study_answers
 from lexsem.errors import DataError, LexsemError
 
@@ -447,8 +454,7 @@ def _study_given(
     letter, ``None`` or ``Both``), several annotators combined by majority (a tie against
     keeping the row); with the number of ties and of answers used."""
     by_item = read_study_answers(path, task)
-    items = [f"{s}:{i}" for s, i in zip(rows[PROVENANCE[0]].to_pylist(),
-                                         rows[PROVENANCE[1]].to_pylist(), strict=True)]  # fmt: skip
+    items = row_ids(rows[PROVENANCE[0]].to_pylist(), rows[PROVENANCE[1]].to_pylist())
     lists = _column(rows, images, "images", "fold_back_answers") if task == "best_image" else []
     generated = (
         _column(rows, GENERATED, GENERATED, "fold_back_answers") if task == "ambiguity" else []

@@ -50,6 +50,7 @@ __all__ = [
     "get_stage",
     "register_stage",
     "reject",
+    "row_ids",
     "stage_names",
 ]
 
@@ -197,6 +198,24 @@ def accepted(rows: Any) -> Any:
 
         return pa.array([True] * rows.num_rows, pa.bool_())
     return pc.is_null(rows[REJECTED])
+
+
+def row_ids(sources: Sequence[Any], source_ids: Sequence[Any]) -> list[str]:
+    """Each row's item id in a human study and in the answers folded back: ``source:source_id``;
+    where several rows share one (VISLA's top-3 negative candidates of one pair), each of them
+    gets ``/1``, ``/2``, ... after it, in table order, counted over every row (rejected ones
+    too), so the same table always gives the same ids."""
+    base = [f"{s}:{i}" for s, i in zip(sources, source_ids, strict=True)]
+    total = Counter(base)
+    seen: Counter[str] = Counter()
+    out = []
+    for key in base:
+        if total[key] == 1:
+            out.append(key)
+            continue
+        seen[key] += 1
+        out.append(f"{key}/{seen[key]}")
+    return out
 
 
 def reject(rows: Any, reasons: Sequence[str | None]) -> Any:
