@@ -1,5 +1,5 @@
 """Generation throughput of `lexsem build` on a GPU: text through the `chat:` backend, and images
-through a `diffusers:` backend where this lexsem has one.
+through the `diffusers:` backend.
 
 Text: a chat model (`--model`: a local folder; by default a random model of Qwen2.5-0.5B-
 Instruct's shape — hidden 896, 24 layers, 14 heads, 2 key/value heads, 151,936 tokens — with a
@@ -16,13 +16,19 @@ tokens each:
 
 Prints prompts/s and generated tokens/s of each, the ratio, and the peak GPU memory.
 
-Images (`--image-model DIR`, a diffusers pipeline folder): when the `diffusers:` model backend
-is registered, `--images` prompts, K images each, through its batched generation; images/s
-and peak memory. Skipped, with the reason printed, when the backend or the folder is missing.
+Images (`--image-model DIR`, a diffusers pipeline folder, `--image-options` added to its spec,
+e.g. ``unet=DIR&guidance=5&steps=50&variant=fp16&dtype=fp16`` for BiVLC's SDXL-DPO): `--images`
+captions with BiVLC's prompt suffix, `--image-k` images each, as `generate_images` asks them
+(`lexsem.build.images`: an `ImageRequest` per image, seeded by `image_seed`, saved at
+`--image-size` px), through `DiffusersGenerator.generate` in batches of `--image-batch-size`
+(what the build's image engine, `lexsem.engine.image_gen`, sends); images/s and peak memory.
+Skipped, with the reason printed, when the folder is not given or the diffusers package is
+missing. `--skip-text` measures images only.
 
     python bench/build_gpu.py                                   # the random 0.5B shape, bf16
     python bench/build_gpu.py --model /models/Qwen2.5-0.5B-Instruct --batch-size 128
-    python bench/build_gpu.py --image-model /models/sdxl-tiny --images 16
+    python bench/build_gpu.py --skip-text --image-model /models/sdxl --images 8 \
+        --image-options "unet=/models/dpo-unet&guidance=5&steps=50&variant=fp16&dtype=fp16"
 """
 
 from __future__ import annotations
@@ -108,54 +114,49 @@ def text_throughput(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def image_requests(args: argparse.Namespace) -> list[Any]:
+    """The requests `generate_images` makes for `--images` captions, `--image-k` each, seeded
+    as a build seeded 0 seeds them."""
+    from lexsem.build.images import BIVLC_SUFFIX, image_prompt
+    from lexsem.models.image_gen import ImageRequest, image_seed
+
+    prompts = [image_prompt(c, BIVLC_SUFFIX, True) for c in captions(args.images)]
+    return [ImageRequest(p, k, image_seed(0, p, k), args.image_size)
+            for p in prompts for k in range(args.image_k)]  # fmt: skip
+
+
 def image_throughput(args: argparse.Namespace) -> dict[str, Any] | str:
     """Images/s through the `diffusers:` backend, or why it was skipped."""
-    from lexsem.models.backend_registry import names
+    import importlib.util
 
-    if "diffusers" not in names():
-        return "skipped: this lexsem has no diffusers: model backend"
     if args.image_model is None or not Path(args.image_model).is_dir():
         return "skipped: give --image-model DIR (a diffusers pipeline folder)"
+    if importlib.util.find_spec("diffusers") is None:
+        return "skipped: the diffusers package is not installed (pip install 'lexsem[images]')"
     import torch
 
     from lexsem.models.factory import load_model
 
-    model = load_model(f"diffusers:{args.image_model}?device={args.device}")
-    generate = getattr(model, "generate_images", None)
-    if not callable(generate):
-        return f"skipped: {type(model).__name__} has no generate_images(prompts)"
-    prompts = captions(args.images)
-    generate(prompts[:1])  # load and warm up
+    options = f"?{args.image_options.lstrip('&?')}" if args.image_options else ""
+    model = load_model(f"diffusers:{args.image_model}{options}", device=args.device)
+    requests = image_requests(args)
+    model.generate(requests[:1])  # load and warm up
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
-    images = generate(prompts)
+    n = 0
+    for i in range(0, len(requests), args.image_batch_size):
+        n += len(model.generate(requests[i : i + args.image_batch_size]))
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    n = sum(len(x) if isinstance(x, list | tuple) else 1 for x in images)
-    return {"prompts": len(prompts), "images": n, "seconds": seconds, "images_per_s": n / seconds,
+    return {"spec": model.name, "prompts": args.images, "images": n, "seconds": seconds,
+            "images_per_s": n / seconds, "batch_size": args.image_batch_size,
+            "size": args.image_size,
             "peak_gpu_mib": torch.cuda.max_memory_allocated() / 2**20}  # fmt: skip
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", type=Path, default=None, help="a chat model folder")
-    ap.add_argument("--prompts", type=int, default=1024)
-    ap.add_argument("--loop-prompts", type=int, default=128)
-    ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--batch-size", type=int, default=128)
-    ap.add_argument("--dtype", default="bf16")
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--min-agree", type=float, default=0.9)
-    ap.add_argument("--image-model", type=Path, default=None)
-    ap.add_argument("--images", type=int, default=16)
-    ap.add_argument("--json", type=Path, default=None)
-    args = ap.parse_args()
-    import torch
-
-    if not torch.cuda.is_available():
-        sys.exit("bench/build_gpu.py needs a CUDA GPU")
-    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}")
+def run_text(args: argparse.Namespace) -> dict[str, Any]:
+    """The text measurement, printed."""
     with tempfile.TemporaryDirectory(prefix="lexsem-build-gpu-") as tmp:
         folder = args.model or random_qwen(Path(tmp) / "qwen-0.5b-shape")
         text = text_throughput(args, folder)
@@ -174,17 +175,46 @@ def main() -> None:
         f"  ratio {ratio:.1f}x; answers equal to the loop's: {text['agree']:.0%}; peak GPU "
         f"memory {text['peak_gpu_mib']:.0f} MiB"
     )
+    return text
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", type=Path, default=None, help="a chat model folder")
+    ap.add_argument("--prompts", type=int, default=1024)
+    ap.add_argument("--loop-prompts", type=int, default=128)
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--min-agree", type=float, default=0.9)
+    ap.add_argument("--skip-text", action="store_true", help="images only")
+    ap.add_argument("--image-model", type=Path, default=None, help="a diffusers pipeline folder")
+    ap.add_argument("--image-options", default="", help="more of its spec: a=1&b=2")
+    ap.add_argument("--images", type=int, default=16, help="captions")
+    ap.add_argument("--image-k", type=int, default=4, help="images per caption (BiVLC: 4)")
+    ap.add_argument("--image-batch-size", type=int, default=4)
+    ap.add_argument("--image-size", type=int, default=512, help="saved size in px (BiVLC: 512)")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("bench/build_gpu.py needs a CUDA GPU")
+    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}")
+    text = None if args.skip_text else run_text(args)
     images = image_throughput(args)
     if isinstance(images, str):
         print(f"images: {images}")
     else:
         print(
-            f"images: {images['images_per_s']:.2f} images/s ({images['images']} images, "
-            f"peak GPU memory {images['peak_gpu_mib']:.0f} MiB)"
+            f"images ({images['spec']}, {images['size']} px, batches of "
+            f"{images['batch_size']}): {images['images_per_s']:.2f} images/s "
+            f"({images['images']} images, peak GPU memory {images['peak_gpu_mib']:.0f} MiB)"
         )
     if args.json is not None:
         args.json.write_text(json.dumps({"text": text, "images": images}, indent=2) + "\n")
-    if text["agree"] < args.min_agree:
+    if text is not None and text["agree"] < args.min_agree:
         sys.exit(f"batched answers agree with the loop's on {text['agree']:.0%} only")
 
 

@@ -9,13 +9,14 @@ human steps of dataset construction.
 - ``ambiguity``: the original caption and both images (BiVLC §3 step 4). Columns: ``caption``
   (default ``caption``), ``image0`` (default ``image``), ``image1`` (default ``negative_image``).
 
-A row's item id is ``source:source_id`` (its provenance); rows a stage rejected (a non-null
+A row's item id is ``source:source_id`` (its provenance; rows sharing one get ``/1``, ``/2``,
+..., `lexsem.build.stage.row_ids`); rows a stage rejected (a non-null
 ``rejected``) are left out; ``subset`` is the row's ``subset`` column where there is one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,11 @@ def build_queries(
     *,
     file: Path,
     columns: Mapping[str, str] | None = None,
+    ids: Sequence[str] | None = None,
 ) -> list[Query]:
     """The queries of `kind` for the accepted rows of a build stage's table (`rows` as
-    `pyarrow.Table.to_pylist()`), columns named by role (`columns` overrides the defaults)."""
+    `pyarrow.Table.to_pylist()`), columns named by role (`columns` overrides the defaults);
+    `ids`: each row's item id (default ``source:source_id``)."""
     if kind not in DEFAULT_COLUMNS:
         raise LexsemError(
             f"{file}: a build table gives task kinds {', '.join(BUILD_KINDS)}, not {kind!r}"
@@ -67,7 +70,11 @@ def build_queries(
     for i, row in enumerate(rows, start=1):
         if row.get("rejected") is not None:
             continue
-        item = f"{row.get('source', 'row')}:{row.get('source_id', i)}"
+        item = (
+            ids[i - 1]
+            if ids is not None
+            else f"{row.get('source', 'row')}:{row.get('source_id', i)}"
+        )
         subset = str(row.get("subset") or "all")
         out.append(_MAKERS[kind](row, cols, item, subset, benchmark, image, file, i))
     if not out:

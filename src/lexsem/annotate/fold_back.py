@@ -4,8 +4,9 @@ VISLA §3.3: the spatial split validated and edited by experts), so that the fro
 data card counts them (docs/human-studies.md, "Fold-back").
 
 A row's answers are the ``validate`` answers (practice left out, "skip" is no answer) whose
-item id is the row's ``source:source_id``. Its decision, by majority of its validators, where
-an edit counts as keeping the row:
+item id is the row's ``source:source_id`` (rows sharing one: ``/1``, ``/2``, ... after it,
+`lexsem.build.stage.row_ids`, as the study made from the same table numbered them). Its
+decision, by majority of its validators, where an edit counts as keeping the row:
 
 - kept, no edit → ``validation = "accepted"``;
 - kept, with edits → ``validation = "edited"``: the text column takes the most frequent edit
@@ -33,7 +34,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from lexsem.annotate.answers_read import check_columns, read_answers
-from lexsem.build.stage import PROVENANCE, REJECTED, StageContext, register_stage, reject
+from lexsem.build.stage import (
+    PROVENANCE,
+    REJECTED,
+    StageContext,
+    register_stage,
+    reject,
+    row_ids,
+)
 from lexsem.errors import DataError, LexsemError
 
 __all__ = ["DISAGREEMENT", "HUMAN_REJECTED", "NOT_VALIDATED", "fold_back_validation"]
@@ -112,8 +120,7 @@ def fold_back_validation(
         source = path if path.is_absolute() or ctx is None else ctx.out / path
     where = str(source) if not isinstance(source, pa.Table) else "answers"
     by_row = _answers(source, where)
-    ids = [f"{s}:{i}" for s, i in zip(rows[PROVENANCE[0]].to_pylist(),
-                                      rows[PROVENANCE[1]].to_pylist(), strict=True)]  # fmt: skip
+    ids = row_ids(rows[PROVENANCE[0]].to_pylist(), rows[PROVENANCE[1]].to_pylist())
     stray = sorted(set(by_row) - set(ids))
     if stray and unknown == "error":
         raise DataError(

@@ -49,7 +49,8 @@ def parse_page(html: str) -> Page:
     )
 
 
-Policy = Callable[[Page, random.Random], str]
+Policy = Callable[[Page, random.Random], str | tuple[str, str]]
+"""The answer to a question page: an answer id, or ``("edit", TEXT)`` for a validation edit."""
 
 
 def random_policy(page: Page, rng: random.Random) -> str:
@@ -90,8 +91,12 @@ class ScriptedAnnotator:
                 raise RuntimeError(f"{self.link}: a page without a form")
             data = {"csrf": page.csrf}
             if page.unit is not None:
-                data |= {"unit": str(page.unit), "answer": self.policy(page, rng)}
-                self.answered.append((page.unit, data["answer"]))
+                chosen = self.policy(page, rng)
+                answer, edit = chosen if isinstance(chosen, tuple) else (chosen, None)
+                data |= {"unit": str(page.unit), "answer": answer}
+                if edit is not None:
+                    data["edit"] = edit
+                self.answered.append((page.unit, answer))
             res = self._timed("POST", page.action, data=data, follow_redirects=False)
             if res.status_code != 303:
                 raise RuntimeError(f"{page.action}: HTTP {res.status_code}")

@@ -1,6 +1,7 @@
 """What a study asks about: a benchmark selection (`-b scpp/replace_att`, `-b bivlc`,
 `-b build:DIR`), sampled per subset (SugarCrepe++'s human evaluation: 30 items of each subset,
-§3), or a build stage's Parquet output. Practice and gold items are drawn, seeded, from the
+§3), or a build stage's Parquet output (its image paths relative to the build folder,
+`build_folder`). Practice and gold items are drawn, seeded, from the
 items the sample left out, so no annotator meets a main item in practice."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from lexsem.benchmarks.items import Item, TripletItem
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.errors import DataError, LexsemError
 
-__all__ = ["benchmark_units", "build_units", "check_kinds", "image_reader"]
+__all__ = ["benchmark_units", "build_folder", "build_units", "check_kinds", "image_reader"]
 
 ImageFn = Callable[[str], str]
 
@@ -50,6 +51,18 @@ def image_reader(
         return store.read(ref)
 
     return file_or_store_reader(folder, read)
+
+
+def build_folder(table: Path) -> Path:
+    """The folder a build table's relative image paths are read from: the build folder for a
+    stage output (``DIR/stages/NN-name.parquet`` beside ``DIR/build.json``, `lexsem build`),
+    else the table's own folder."""
+    from lexsem.build.runner import BUILD_FILE
+
+    parent = table.resolve().parent
+    if parent.name == "stages" and (parent.parent / BUILD_FILE).is_file():
+        return parent.parent
+    return parent
 
 
 def _sample(items: list[Item], n: int | None, seed: int, name: str) -> list[Item]:
@@ -129,17 +142,25 @@ def build_units(
 ) -> Callable[[ImageFn], StudyUnits]:
     """The maker of a study's units from a build stage's Parquet output (no practice or gold:
     generated items have no right answer)."""
+    from lexsem.build.stage import PROVENANCE, row_ids
+
     try:
         rows = pq.read_table(table).to_pylist()
     except (OSError, ValueError) as exc:
         raise DataError(f"not a readable Parquet table ({exc})", file=table) from None
-    rows = [r for r in rows if r.get("rejected") is None]  # a stage's rejected rows
-    if sample is not None and sample < len(rows):
-        rows = random.Random(f"{seed}:{table.name}").sample(rows, sample)
+    ids = (
+        row_ids([r[PROVENANCE[0]] for r in rows], [r[PROVENANCE[1]] for r in rows])
+        if rows and all(c in rows[0] for c in PROVENANCE)
+        else [f"row:{i}" for i in range(1, len(rows) + 1)]
+    )
+    kept = [(r, i) for r, i in zip(rows, ids, strict=True) if r.get("rejected") is None]
+    if sample is not None and sample < len(kept):  # a stage's rejected rows are left out
+        kept = random.Random(f"{seed}:{table.name}").sample(kept, sample)
     bench = f"parquet:{table}"
 
     def make(image: ImageFn) -> StudyUnits:
-        qs = build_queries(rows, kind, bench, image, file=table, columns=columns)
+        qs = build_queries([r for r, _ in kept], kind, bench, image, file=table,
+                           columns=columns, ids=[i for _, i in kept])  # fmt: skip
         return StudyUnits([(f"{bench}|{q.item_id}", q) for q in qs])
 
     return make

@@ -4,8 +4,10 @@ with the sha256 of every file and a data card (docs/building.md, "Freeze").
 Datasheets for datasets ask a dataset to say where its items came from, how they were made and
 filtered, and under which licence; the card holds what the build recorded (build.json: recipe,
 input sha256, generator id and fingerprint, seed, each stage's settings, prompts among them,
-and its acceptance counts, lexsem version) and what the recipe adds (`licences`, `notes`:
-human validation counts, blind-text baseline scores, ...).
+and its acceptance counts, lexsem version), the counts of the stages that fold people's
+answers back (`HUMAN_STAGES`: BiVLC's best-image and ambiguity answers, a validation study's
+accepted / edited / rejected items; section "Human steps") and what the recipe adds
+(`licences`, `notes`: blind-text baseline scores, ...).
 
 Output, in the build folder (layout: `lexsem.benchmarks.frozen`), written as one folder swapped
 into place (`lexsem.atomic.replace_dir`): ``benchmark/<subset>.json`` (format ``scpp``:
@@ -41,6 +43,8 @@ BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 BUILD_FILE = "build.json"  # lexsem.build.runner.BUILD_FILE (the runner imports the stages)
 _T = TypeVar("_T")
+# the stages that fold people's answers back: lexsem.build.human, lexsem.annotate.fold_back
+HUMAN_STAGES = ("fold_back_answers", "fold_back_validation")
 
 
 def _column(rows: Any, name: str, what: str) -> list[Any]:
@@ -197,6 +201,18 @@ def _build_record(folder: Path) -> dict[str, Any] | None:
     return {k: record.get(k) for k in keep}
 
 
+def _human_steps(build: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each human step of the build (a stage of `HUMAN_STAGES`): its name, use, counts and
+    rejections per reason, as build.json records them."""
+    stages = (build or {}).get("stages") or []
+    return [
+        {"stage": s.get("name"), "use": s.get("use"), "counts": s.get("counts") or {},
+         "rejected": s.get("rejected") or {}}
+        for s in stages
+        if isinstance(s, dict) and s.get("use") in HUMAN_STAGES
+    ]  # fmt: skip
+
+
 def freeze(
     rows: Any,
     ctx: StageContext | None,
@@ -246,6 +262,7 @@ def freeze(
 
     def write(folder: Path) -> list[dict[str, Any]]:
         files = _write_subsets(format, subsets, folder)
+        build = _build_record(ctx.out)
         card = {
             "generator": "lexsem",
             "kind": CARD_KIND,
@@ -257,7 +274,8 @@ def freeze(
             "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
             "sources": _sources(frozen, licences or {}),
             "seed": ctx.seed,
-            "build": _build_record(ctx.out),
+            "build": build,
+            "human": _human_steps(build),
             "notes": notes or {},
         }
         _write_card(card, folder)
@@ -387,6 +405,12 @@ def card_markdown(card: dict[str, Any]) -> str:
             settings = json.dumps(s.get("settings") or {}, ensure_ascii=False)
             out.append(f"| {s.get('name')} | {s.get('use')} | {s.get('rows')} | "
                        f"{s.get('accepted')} | {why} | `{settings}` |")  # fmt: skip
+    human = card.get("human") or []
+    if human:
+        out += ["", "## Human steps", "", "| stage | uses | counts |", "|---|---|---|"]
+        out += [f"| {h['stage']} | {h['use']} | "
+                f"{', '.join(f'{k}: {v}' for k, v in h['counts'].items()) or '-'} |"
+                for h in human]  # fmt: skip
     out += _baselines_markdown(card.get("baselines") or [])
     for section, body in card["notes"].items():
         out += ["", f"## {section}", "", "```json", json.dumps(body, indent=2, default=str), "```"]

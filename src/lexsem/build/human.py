@@ -1,5 +1,6 @@
 """Stages `export_human_task` and `fold_back_answers`: the human steps of BiVLC (§3 steps 3
-and 4; App. H.1 gives the instructions, quoted in `INSTRUCTIONS`) as plain files.
+and 4; App. H.1 gives the instructions, quoted in `INSTRUCTIONS`), answered in a study of
+lexsem's annotation tool (`lexsem annotate`) or in plain files.
 
 `export_human_task` writes, in the build folder's ``human/<task>/``:
 
@@ -9,33 +10,56 @@ and 4; App. H.1 gives the instructions, quoted in `INSTRUCTIONS`) as plain files
 - ``README.md``: the paper's instructions for the task and the answer format;
 - ``answers.template.csv``: ``task,answer`` with every task and an empty answer.
 
-People fill in the answers and save the file as ``human/<task>/answers.csv`` (or
-``answers.jsonl``, one ``{"task": ID, "answer": CHOICE}`` per line). Then `fold_back_answers`
-reads it: every answer must name a task of ``tasks.jsonl`` and one of its choices (case does not
-matter); an error names the file and line. Until the file exists the build stops at that stage
-with a message naming the files; a rerun resumes there (the answers file is part of the stage's
-digest, so a corrected file reruns it).
+It also prints (and writes in the README) the commands of a study of the same tasks:
+``lexsem annotate create human/<task>/study.sqlite --from-build stages/NN-<stage>.parquet -k
+best_of_k|ambiguity --column ...`` (the stage's own output, its columns named as the stage's
+settings name them), ``lexsem annotate serve`` and ``lexsem annotate export ... --answers
+human/<task>/answers.parquet``.
 
-Tasks (the ID is the row's `id` column when given, else ``source:source_id``):
+The answers file, ``human/<task>/answers.csv`` (or ``answers.jsonl``, one ``{"task": ID,
+"answer": CHOICE}`` per line, or the study's exported ``answers.parquet``; one of them, or the
+`answers` setting), is read by `fold_back_answers`. In a CSV or JSONL file every answer must
+name a task of ``tasks.jsonl`` and one of its choices (case does not matter); an error names the
+file and line. The study's table (`lexsem.build.study_answers`) gives one answer per annotator:
+its item ids are the rows' ``source:source_id``, several annotators of one task are combined by
+majority, a tie counts against keeping the row (counted as ``ties``); an error names the file,
+the row and the item. Until the file exists the build stops at that stage with a message naming
+the files; a rerun resumes there (the answers file is part of the stage's digest, so a
+corrected file reruns it).
+
+Tasks (the ID is the row's `id` column when given, else ``source:source_id``; a study's item id
+is always ``source:source_id``):
 
 - ``best_image`` (step 3): the hard negative caption and its K generated images A, B, C, D...;
   choices: a letter or ``None``. ``None`` rejects the row (``no_good_image``); a letter puts
-  that image's path in the column `chosen` (default ``negative_image``).
+  that image's path in the column `chosen` (default ``negative_image``). In a study: the
+  option ``imageK`` is letter K (A = ``image0``), ``none`` is ``None``.
 - ``ambiguity`` (step 4): the original caption and two images, the original and the chosen
   generated one, in an order drawn per task from the build's seed (the letter of the generated
   one is kept in the row, column ``ambiguity_generated``); choices: ``A``, ``B``, ``Both``.
-  Choosing the generated image or ``Both`` rejects the row (``ambiguous``), as BiVLC did.
+  Choosing the generated image or ``Both`` rejects the row (``ambiguous``), as BiVLC did. In a
+  study (which shuffles the two images per annotator itself): ``image0`` is the original image
+  (keep), ``image1`` the generated one and ``both`` (ambiguous).
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_open
-from lexsem.build.stage import StageContext, accepted, register_stage, reject
+from lexsem.build.stage import (
+    PROVENANCE,
+    StageContext,
+    accepted,
+    register_stage,
+    reject,
+    row_ids,
+)
+from lexsem.build.study_answers import STUDY_KIND, majority, read_study_answers
 from lexsem.errors import DataError, LexsemError
 
 __all__ = ["INSTRUCTIONS", "TASKS", "export_human_task", "fold_back_answers"]
@@ -46,6 +70,8 @@ TASKS_FILE = "tasks.jsonl"
 README = "README.md"
 TEMPLATE = "answers.template.csv"
 ANSWERS = "answers.csv"
+ANSWER_FILES = (ANSWERS, "answers.jsonl", "answers.parquet")  # the ones looked for, in order
+STUDY_FILE = "study.sqlite"
 GENERATED = "ambiguity_generated"  # the letter of the generated image in an ambiguity task
 NONE, BOTH = "None", "Both"
 
@@ -182,10 +208,18 @@ def export_human_task(
         writer = csv.writer(fh)
         writer.writerow(["task", "answer"])
         writer.writerows([t["task"], ""] for t in tasks)
+    roles = (
+        {"caption": caption, "images": images}
+        if task == "best_image"
+        else {"caption": positive_caption, "image0": positive_image, "image1": chosen}
+    )
+    commands = study_commands(ctx, task, target, roles)
     with atomic_open(target / README, encoding="utf-8") as fh:
-        fh.write(_readme(task, len(tasks)))
+        fh.write(_readme(task, len(tasks), commands))
     ctx.count("tasks", len(tasks))
     ctx.log(f"{len(tasks)} {task} tasks -> {target / TASKS_FILE}")
+    for line in commands:
+        ctx.log(line)
     if task == "ambiguity":
         if GENERATED in rows.column_names:
             rows = rows.drop_columns([GENERATED])
@@ -193,11 +227,39 @@ def export_human_task(
     return rows
 
 
-def _readme(task: str, n: int) -> str:
+def study_commands(ctx: StageContext, task: str, target: Path, roles: dict[str, str]) -> list[str]:
+    """The `lexsem annotate` commands of a study of the stage's tasks: create it from the
+    stage's output, serve it, export its answers where `fold_back_answers` looks for them (none
+    outside a build, where the output file is not known)."""
+    if not ctx.output:
+        return []
+    study = target / STUDY_FILE
+    columns = [x for role, name in roles.items() for x in ("--column", f"{role}={name}")]
+    return [
+        shlex.join(["lexsem", "annotate", "create", str(study), "--from-build",
+                    str(ctx.out / ctx.output), "-k", STUDY_KIND[task], *columns]),
+        shlex.join(["lexsem", "annotate", "serve", str(study)]),
+        shlex.join(["lexsem", "annotate", "export", str(study), "--answers",
+                    str(target / ANSWER_FILES[2])]),
+    ]  # fmt: skip
+
+
+def _readme(task: str, n: int, commands: list[str]) -> str:
     answer = (
         "the letter of the image you choose, or `None`"
         if task == "best_image"
         else "the letter of the image you choose, or `Both`"
+    )
+    study = (
+        "## Answers in a study (lexsem annotate)\n\n"
+        "Create a study of these tasks from the build's stage output, serve it, and export "
+        "its answers here (add `--annotators N --overlap K` to the first command for N "
+        "personal links and K annotators per task; several answers to a task are combined by "
+        "majority, a tie counts against keeping the row):\n\n"
+        + "".join(f"    {c}\n" for c in commands)
+        + "\nThen run the same `lexsem build` command again.\n\n"
+        if commands
+        else ""
     )
     return (
         f"# Human task: {task} ({STEP[task]})\n\n"
@@ -205,8 +267,7 @@ def _readme(task: str, n: int) -> str:
         "`description` (the text), `images` (a letter for each image: its path relative to the "
         "build folder) and `choices`.\n\n"
         "## Instructions (BiVLC, App. H.1)\n\n"
-        f"{INSTRUCTIONS[task]}\n\n"
-        "## Answers\n\n"
+        f"{INSTRUCTIONS[task]}\n\n" + study + "## Answers in a file\n\n"
         f"Copy `{TEMPLATE}` to `{ANSWERS}` in this folder and write in the `answer` column "
         f"{answer} for every task (or write `answers.jsonl`, one "
         '`{"task": ID, "answer": CHOICE}` per line). Then run the same `lexsem build` command '
@@ -219,8 +280,13 @@ def _answers_path(out: Path, task: str, folder: str | None, answers: str | None)
         p = Path(answers).expanduser()
         return p if p.is_absolute() else out / p
     base = _folder(out, task, folder)
-    jsonl = base / "answers.jsonl"
-    return jsonl if jsonl.is_file() and not (base / ANSWERS).is_file() else base / ANSWERS
+    found = [base / name for name in ANSWER_FILES if (base / name).is_file()]
+    if len(found) > 1:
+        raise LexsemError(
+            f"{base}: {len(found)} answer files ({', '.join(p.name for p in found)}); keep the "
+            "one to use, or name it with the `answers` setting"
+        )
+    return found[0] if found else base / ANSWERS
 
 
 def _read_tasks(path: Path) -> dict[str, tuple[int, dict[str, Any]]]:
@@ -307,11 +373,20 @@ def fold_back_answers(
     if not answers_path.is_file():
         raise LexsemError(
             f"{where}: waiting for people: no answers file {answers_path}. The {task} tasks are "
-            f"in {tasks_path} (instructions: {tasks_path.parent / README}); fill in the answers "
+            f"in {tasks_path} (instructions, and the commands of a study of them: "
+            f"{tasks_path.parent / README}); fill in the answers, or export the study's answers, "
             "and run the same command again"
         )
     given: dict[str, tuple[int, str]] = {}
-    for n, key, answer in _read_answers(answers_path):
+    in_file: list[tuple[int, str, str]] = []
+    if answers_path.suffix.lower() == ".parquet":
+        given, ties, n_answers = _study_given(rows, keep, ids, known, task, images, answers_path,
+                                              tasks_path)  # fmt: skip
+        ctx.count("study answers", n_answers)
+        ctx.count("ties", ties)
+    else:
+        in_file = _read_answers(answers_path)
+    for n, key, answer in in_file:
         if key not in known:
             raise DataError(f"{answers_path}, line {n}: no task {key!r} in {tasks_path}")
         choices = {str(c).casefold(): str(c) for c in known[key][1].get("choices") or []}
@@ -369,6 +444,56 @@ def fold_back_answers(
     for reason in ("no_good_image", "ambiguous", "unanswered"):
         ctx.count(reason, reasons.count(reason))
     return reject(rows, reasons)
+
+
+def _study_given(
+    rows: Any, keep: list[bool], ids: list[str], known: dict[str, tuple[int, dict[str, Any]]],
+    task: str, images: str, path: Path, tasks_path: Path,
+) -> tuple[dict[str, tuple[int, str]], int, int]:  # fmt: skip
+    """The answer of each task from a study's answers table, in the file's vocabulary (a
+    letter, ``None`` or ``Both``), several annotators combined by majority (a tie against
+    keeping the row); with the number of ties and of answers used."""
+    by_item = read_study_answers(path, task)
+    items = row_ids(rows[PROVENANCE[0]].to_pylist(), rows[PROVENANCE[1]].to_pylist())
+    lists = _column(rows, images, "images", "fold_back_answers") if task == "best_image" else []
+    generated = (
+        _column(rows, GENERATED, GENERATED, "fold_back_answers") if task == "ambiguity" else []
+    )
+    given: dict[str, tuple[int, str]] = {}
+    ties = used = 0
+    for i, (ok, key, item) in enumerate(zip(keep, ids, items, strict=True)):
+        if not ok or key not in known or item not in by_item:
+            continue
+        answers = by_item.pop(item)
+        choices = []
+        for a in answers:
+            if task == "best_image":
+                k = len(lists[i] or [])
+                options = {f"image{j}": _letters(k)[j] for j in range(k)} | {"none": NONE}
+            else:
+                options = {"image0": "keep", "image1": "ambiguous", "both": "ambiguous"}
+            if a.answer not in options:
+                raise DataError(
+                    f"{path}, row {a.row}: item {item!r}: answer {a.answer!r} is not one of "
+                    f"{', '.join(options)}"
+                )
+            choices.append(options[a.answer])
+        choice, tie = majority(choices)
+        if tie:
+            choice = NONE if task == "best_image" else "ambiguous"
+        ties += tie
+        used += len(choices)
+        if task == "ambiguity":  # the letters of this task's file: generated, or the other
+            original = "B" if generated[i] == "A" else "A"
+            choice = original if choice == "keep" else BOTH
+        given[key] = (answers[0].row, choice)
+    if by_item:
+        item = next(iter(by_item))
+        raise DataError(
+            f"{path}, row {by_item[item][0].row}: item {item!r} is not a task of {tasks_path} "
+            "(a study's item ids are the rows' source:source_id)"
+        )
+    return given, ties, used
 
 
 register_stage("export_human_task", export_human_task)

@@ -445,7 +445,8 @@ class _Run:
         import pyarrow.parquet as pq
 
         ctx = StageContext(self.out, self.recipe.seed, spec.label, self.progress, self.asker,
-                           imager=self.image_asker)  # fmt: skip
+                           imager=self.image_asker, output=stage_file(record.index, spec.label),
+                           input=self.records[-1].output if self.records else "")  # fmt: skip
         before = self.request_stats()
         where = f"stage {record.index}/{len(self.stages)} {spec.label}"
         if self.asker is not None:

@@ -50,6 +50,7 @@ __all__ = [
     "get_stage",
     "register_stage",
     "reject",
+    "row_ids",
     "stage_names",
 ]
 
@@ -118,7 +119,10 @@ class StageContext:
     - `seed`: the recipe's seed (a stage draws with ``numpy.random.default_rng(ctx.seed)``);
     - `ask(prompts, **params)`: the generator's answers, through the request store;
     - `images(requests, batch_size=...)`: the image generator's PNG files, through the store;
-    - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines.
+    - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines;
+    - `output` / `input`: this stage's output file and the stage output it reads (paths
+      relative to `out`, ``stages/NN-name.parquet``; empty outside a build, and `input` empty
+      for the first stage), for stages that tell people which file to use next.
     """
 
     out: Path
@@ -128,6 +132,8 @@ class StageContext:
     asker: Callable[[Sequence[Any], Mapping[str, Any]], list[str]] | None = None
     counts: Counter[str] = field(default_factory=Counter)
     imager: Callable[..., list[Path]] | None = None
+    output: str = ""
+    input: str = ""
 
     def ask(self, prompts: Sequence[Any], **params: Any) -> list[str]:
         """The generator's answer to each prompt (a string, or a `ChatRequest`), in order;
@@ -192,6 +198,24 @@ def accepted(rows: Any) -> Any:
 
         return pa.array([True] * rows.num_rows, pa.bool_())
     return pc.is_null(rows[REJECTED])
+
+
+def row_ids(sources: Sequence[Any], source_ids: Sequence[Any]) -> list[str]:
+    """Each row's item id in a human study and in the answers folded back: ``source:source_id``;
+    where several rows share one (VISLA's top-3 negative candidates of one pair), each of them
+    gets ``/1``, ``/2``, ... after it, in table order, counted over every row (rejected ones
+    too), so the same table always gives the same ids."""
+    base = [f"{s}:{i}" for s, i in zip(sources, source_ids, strict=True)]
+    total = Counter(base)
+    seen: Counter[str] = Counter()
+    out = []
+    for key in base:
+        if total[key] == 1:
+            out.append(key)
+            continue
+        seen[key] += 1
+        out.append(f"{key}/{seen[key]}")
+    return out
 
 
 def reject(rows: Any, reasons: Sequence[str | None]) -> Any:

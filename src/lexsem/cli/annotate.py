@@ -108,7 +108,13 @@ def create(
     SQLite file; prints the admin link, the crowd join link and personal links (shown once)."""
     import secrets
 
-    from lexsem.annotate.sources import benchmark_units, build_units, check_kinds, image_reader
+    from lexsem.annotate.sources import (
+        benchmark_units,
+        build_folder,
+        build_units,
+        check_kinds,
+        image_reader,
+    )
     from lexsem.annotate.study import StudySettings, create_study
 
     kinds = check_kinds(kind or [])
@@ -130,7 +136,7 @@ def create(
         make = build_units(from_build, kinds[0], columns=_columns(column or []), sample=sample,
                            seed=seed)  # fmt: skip
         sources: tuple[str, ...] = (f"parquet:{from_build}",)
-        folder: Path | None = from_build.parent
+        folder: Path | None = build_folder(from_build)
     else:
         if column:
             raise LexsemError("--column names a build table's columns (--from-build)")

@@ -1,0 +1,428 @@
+"""A build's human steps run in lexsem's own annotation tool, end to end: BiVLC's best-image and
+ambiguity steps (BiVLC, §3 steps 3 and 4) as studies made from the build's stage output with
+`lexsem annotate create --from-build`, answered by scripted annotators through the study server,
+exported and folded back by majority; SugarCrepe++'s second positives validated, one of them
+edited (SugarCrepe++, §2.1), folded back and frozen, the data card counting the decisions."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import shlex
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+from typer.testing import CliRunner
+
+from builders.annotate_studies import MadeStudy, need_annotate_extra
+from builders.backends import require_module
+from builders.tiny_diffusers import write_tiny_pipeline
+from builders.tiny_dual_models import write_clip
+from lexsem.annotate.store import connect
+from lexsem.build import runner
+from lexsem.build.runner import build
+from lexsem.build.stage import row_ids
+from lexsem.cli.app import app
+from lexsem.errors import DataError, LexsemError
+
+need_annotate_extra()
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from lexsem.annotate.app import create_app  # noqa: E402
+from lexsem.annotate.simulate import Page, ScriptedAnnotator  # noqa: E402
+
+cli = CliRunner()
+SOURCE = "items.jsonl:"
+
+
+def _shipped(name: str) -> str:
+    return (resources.files("lexsem.build") / "recipes" / f"{name}.toml").read_text("utf-8")
+
+
+def _study_from(readme: Path, folder: Path, n: int, path: Path | None = None) -> MadeStudy:
+    """The `lexsem annotate create` command the README gives, run with `n` personal links,
+    overlap `n` (every annotator answers every task); `path`: another study file."""
+    line = next(x.strip() for x in readme.read_text().splitlines()
+                if x.strip().startswith("lexsem annotate create"))  # fmt: skip
+    args = shlex.split(line)[1:]
+    if path is not None:
+        args[2] = str(path)
+    links = folder / "links.json"
+    res = cli.invoke(app, [*args, "-n", str(n), "--overlap", str(n), "--links", str(links),
+                           "--base-url", ""])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    urls = json.loads(links.read_text())
+    links.unlink()
+    return MadeStudy(Path(args[2]), urls["admin"], urls["join"], urls["annotators"])
+
+
+def _units(study: Path) -> dict[int, str]:
+    con = connect(study)
+    out = {r[0]: r[1] for r in con.execute("SELECT id, item_id FROM units")}
+    con.close()
+    return out
+
+
+Plan = dict[str, list[Any]]  # item id (without the source) -> each annotator's answer
+
+
+def _answer(study: MadeStudy, plan: Plan) -> None:
+    """Annotator k answers item X with plan[X][k] (an option id, or ("edit", TEXT))."""
+    units = _units(study.path)
+    client = TestClient(create_app(study.path))
+    for k, link in enumerate(sorted(study.annotators)):
+
+        def policy(page: Page, rng: random.Random, k: int = k) -> Any:
+            return plan[units[page.unit].split(":", 1)[1]][k]  # type: ignore[index]
+
+        bot = ScriptedAnnotator(client, study.annotators[link], policy, seed=k)
+        assert bot.run(max_steps=100)
+
+
+def _export(study: MadeStudy, answers: Path) -> None:
+    res = cli.invoke(app, ["annotate", "export", str(study.path), "--answers", str(answers)])
+    assert res.exit_code == 0, res.output
+
+
+# -- BiVLC: steps 3 and 4 in studies ----------------------------------------------------------
+
+ITEMS = [
+    ("a man throwing a ball", "a ball throwing a man", "swap", "obj"),
+    ("A red car.", "a blue car", "replace", "att"),
+    ("a dog on a sofa", "A dog and a cat on a sofa", "add", "obj"),
+    ("a cup on a table", "a cup under a table.", "replace", "rel"),
+]
+
+
+@pytest.fixture(scope="module")
+def pipeline_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require_module("diffusers")
+    return write_tiny_pipeline(tmp_path_factory.mktemp("tiny-sd") / "pipe")
+
+
+@pytest.fixture
+def bivlc_recipe(tmp_path: Path, pipeline_dir: Path) -> Path:
+    """The shipped BiVLC recipe, its input and image generator replaced (tiny pipeline)."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    lines = []
+    for n, (cap, neg, typ, sub) in enumerate(ITEMS):
+        Image.new("RGB", (10, 8), (40 * n, 90, 200 - 30 * n)).save(photos / f"{n}.png")
+        lines.append(json.dumps({"id": f"coco-{n}", "image": str(photos / f"{n}.png"),
+                                 "caption": cap, "negative_caption": neg, "type": typ,
+                                 "subtype": sub}))  # fmt: skip
+    (tmp_path / "items.jsonl").write_text("\n".join(lines) + "\n")
+    text = _shipped("bivlc")
+    line = next(x for x in text.splitlines() if x.startswith("image_generator"))
+    text = text.replace(line, f'image_generator = "diffusers:{pipeline_dir}?steps=2"')
+    text = text.replace("PATH/TO/sugarcrepe_items.jsonl", "items.jsonl")
+    path = tmp_path / "bivlc.toml"
+    path.write_text(text.replace("size = 512", "size = 16"))
+    return path
+
+
+def _build(recipe: Path, out: Path, **kw: Any) -> Any:
+    return build(recipe, out, cache_dir=out.parent / "cache", echo=lambda _: None, **kw)
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    with pytest.raises(LexsemError, match=r"waiting for people: .*best_image.*README"):
+        _build(bivlc_recipe, out)
+    record = json.loads((out / "build.json").read_text())
+    images_stage = pq.read_table(out / record["stages"][2]["output"]).to_pylist()
+    images = {r["source_id"]: r["images"] for r in images_stage}
+    readme = out / "human" / "best_image" / "README.md"
+    create = next(x.strip() for x in readme.read_text().splitlines() if "annotate create" in x)
+    assert create == shlex.join([
+        "lexsem", "annotate", "create", str(out / "human/best_image/study.sqlite"),
+        "--from-build", str(out / "stages/04-ask_best_image.parquet"), "-k", "best_of_k",
+        "--column", "caption=negative_caption", "--column", "images=images",
+    ])  # fmt: skip
+
+    # step 3: three annotators, every task; the study shows the build's own image files
+    study = _study_from(readme, tmp_path, 3)
+    con = connect(study.path)
+    stored = {r[0] for r in con.execute("SELECT sha FROM images")}
+    con.close()
+    assert stored == {_sha(out / p) for paths in images.values() for p in paths}
+    _answer(study, {
+        "coco-0": ["image0", "image0", "image0"],  # A
+        "coco-1": ["image1", "none", "image1"],  # B by majority
+        "coco-2": ["none", "none", "image3"],  # None
+        "coco-3": ["image1", "image3", "none"],  # a tie: None
+    })  # fmt: skip
+    _export(study, out / "human" / "best_image" / "answers.parquet")
+    with pytest.raises(LexsemError, match=r"waiting for people: .*ambiguity"):
+        _build(bivlc_recipe, out)
+    record = json.loads((out / "build.json").read_text())
+    by = {s["name"]: s for s in record["stages"]}
+    assert by["best_image"]["rejected"] == {"no_good_image": 2}
+    assert by["best_image"]["counts"]["ties"] == 1
+    assert by["best_image"]["counts"]["study answers"] == 12
+
+    # step 4: two annotators; a tie is ambiguous
+    study = _study_from(out / "human" / "ambiguity" / "README.md", tmp_path, 2)
+    _answer(study, {"coco-0": ["image0", "image0"], "coco-1": ["image0", "both"]})
+    _export(study, out / "human" / "ambiguity" / "answers.parquet")
+    _build(bivlc_recipe, out)
+    record = json.loads((out / "build.json").read_text())
+    by = {s["name"]: s for s in record["stages"]}
+    assert by["ambiguity"]["rejected"] == {"no_good_image": 2, "ambiguous": 1}  # coco-1: a tie
+    assert by["ambiguity"]["counts"]["ties"] == 1
+    assert by["freeze"]["counts"] == {"frozen": 1, "left out": 3}
+    # a third annotator: new answers rerun the build from the ambiguity stage
+    study = _study_from(out / "human" / "ambiguity" / "README.md", tmp_path, 3,
+                        out / "human" / "ambiguity" / "again.sqlite")  # fmt: skip
+    _answer(study, {"coco-0": ["image0", "image0", "both"],
+                    "coco-1": ["image1", "image0", "image0"]})  # fmt: skip
+    _export(study, out / "human" / "ambiguity" / "answers.parquet")
+    result = _build(bivlc_recipe, out)
+    assert result.sent == 0
+    record = json.loads((out / "build.json").read_text())
+    by = {s["name"]: s for s in record["stages"]}
+    assert by["ambiguity"]["rejected"] == {"no_good_image": 2}
+    assert by["ambiguity"]["counts"]["ties"] == 0
+    assert by["freeze"]["counts"] == {"frozen": 2, "left out": 2}
+
+    bench = pq.read_table(out / "benchmark" / "test.parquet").to_pylist()
+    assert [b["caption"] for b in bench] == ["A man throwing a ball.", "A red car."]
+    assert bench[0]["negative_image"]["bytes"] == (out / images["coco-0"][0]).read_bytes()
+    assert bench[1]["negative_image"]["bytes"] == (out / images["coco-1"][1]).read_bytes()
+    card = json.loads((out / "benchmark" / "data_card.json").read_text())
+    assert [(h["stage"], h["counts"]["ties"]) for h in card["human"]] == [
+        ("best_image", 1), ("ambiguity", 0)
+    ]  # fmt: skip
+    md = (out / "benchmark" / "DATA_CARD.md").read_text()
+    assert "## Human steps" in md and "| best_image | fold_back_answers | " in md
+
+    res = cli.invoke(app, ["validate", f"build:{out}"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "run"
+    clip = write_clip(tmp_path / "clip")
+    res = cli.invoke(app, ["eval", "-m", f"clip:{clip}", "-b", f"build:{out}", "-o", str(run),
+                           "--n-boot", "0", "--device", "cpu"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    items = json.loads((run / "run.json").read_text())["benchmarks"][0]["items"]
+    assert items == {"swap_obj": 1, "replace_att": 1}
+
+
+def _study_table(rows: list[tuple[str, str, str]], kind: str = "best_of_k") -> pa.Table:
+    """An answers table by hand: (item id, annotator, answer) per row."""
+    n = len(rows)
+    return pa.table({
+        "study": ["s"] * n, "kind": [kind] * n, "item_id": [r[0] for r in rows],
+        "annotator": [r[1] for r in rows], "practice": [False] * n,
+        "answer": [r[2] for r in rows],
+    })  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("rows", "error"),
+    [
+        ([("S0", "a1", "image4")], r"answers.parquet, row 1: item 'S0': answer 'image4' is not "
+         r"one of image0, image1, image2, image3, none"),
+        ([("S0", "a1", "image0"), ("S0", "a1", "none")],
+         r"answers.parquet, row 2: item 'S0': annotator a1 answered it again \(first on row 1\)"),
+        ([("S0", "a1", "image0"), ("items.jsonl:coco-9", "a1", "none")],
+         r"answers.parquet, row 2: item 'items.jsonl:coco-9' is not a task of"),
+        ([("S0", "a1", "image0")], r"answers.parquet: 3 of 4 tasks have no answer"),
+        ([("S0", "a1", "accept")], r"answers.parquet: no best_of_k answers .* has validate"),
+    ],
+)  # fmt: skip
+def test_bad_study_answers_name_file_row_and_item(
+    bivlc_recipe: Path, tmp_path: Path, rows: list[tuple[str, str, str]], error: str
+) -> None:
+    out = tmp_path / "build"
+    with pytest.raises(LexsemError, match="waiting for people"):
+        _build(bivlc_recipe, out)
+    rows = [(i.replace("S", SOURCE + "coco-"), a, x) for i, a, x in rows]
+    kind = "validate" if rows[0][2] == "accept" else "best_of_k"
+    pq.write_table(_study_table(rows, kind), out / "human" / "best_image" / "answers.parquet")
+    with pytest.raises(DataError, match=error.replace("'S0'", f"'{SOURCE}coco-0'")):
+        _build(bivlc_recipe, out)
+
+
+def test_two_answer_files_are_refused(bivlc_recipe: Path, tmp_path: Path) -> None:
+    out = tmp_path / "build"
+    with pytest.raises(LexsemError, match="waiting for people"):
+        _build(bivlc_recipe, out)
+    folder = out / "human" / "best_image"
+    (folder / "answers.csv").write_text("task,answer\n")
+    pq.write_table(_study_table([]), folder / "answers.parquet")
+    with pytest.raises(LexsemError, match=r"2 answer files \(answers.csv, answers.parquet\)"):
+        _build(bivlc_recipe, out)
+
+
+# -- SugarCrepe++ second positives: a validation study ----------------------------------------
+
+PARAPHRASE = {
+    "A dog on a sofa.": "A sofa with a dog on it.",
+    "Two cats sleep.": "Two cats are sleeping.",
+    "A red bus.": "A bus that is red.",
+    "A man rides a horse.": "A man is riding a horse.",
+}
+
+
+class Paraphraser:
+    """A chat model answering SugarCrepe++'s generation prompt with `PARAPHRASE` and its
+    validator prompt with "isConsistent: Yes"."""
+
+    name = "paraphraser"
+    concurrency = 1
+    fingerprint: ClassVar[dict[str, Any]] = {"backend": "fake", "rule": "paraphrase"}
+
+    def request_body(self, request: Any, image_part: Any = None) -> dict[str, Any]:
+        return {"prompt": request.turns[-1].text, **request.params}
+
+    def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        prompt = body["prompt"]
+        if prompt.startswith("Instruction: Given a pair of captions"):
+            return "isConsistent: Yes.", {}
+        p1 = prompt.split(" Paraphrase Idea: Focus on replicating")[0].rsplit("Input: ", 1)[1]
+        return f"Paraphrased: {PARAPHRASE[p1]}", {}
+
+
+VALIDATION_STAGES = """
+[[stages]]
+use = "fold_back_validation"
+name = "validation"
+[stages.settings]
+answers = "human/validate/answers.parquet"
+column = "caption2"
+
+[[stages]]
+use = "freeze"
+[stages.settings]
+format = "scpp"
+p1 = "caption"
+p2 = "caption2"
+n = "negative_caption"
+title = "Validated second positives"
+"""
+
+
+def test_scpp_positives_validated_in_a_study_edit_reaches_the_benchmark(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm_path: Path
+) -> None:
+    monkeypatch.setattr(runner, "_load_generator", lambda spec: Paraphraser())
+    (tmp_path / "items.jsonl").write_text("".join(
+        json.dumps({"id": f"i{n}", "caption": c, "negative_caption": f"Not {c.lower()}"}) + "\n"
+        for n, c in enumerate(PARAPHRASE)
+    ))  # fmt: skip
+    text = _shipped("scpp_positive").replace("PATH/TO/items.jsonl", "items.jsonl")
+    text = re.sub(r'(?m)^generator = ".*"$', 'generator = "fake:x"', text)
+    generated = tmp_path / "generated.toml"
+    generated.write_text(text)
+    out = tmp_path / "build"
+    res = cli.invoke(app, ["build", str(generated), "-o", str(out), "--cache-dir",
+                           str(tmp_path / "cache")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    stage = out / "stages" / "01-positive.parquet"
+    rows = pq.read_table(stage).to_pylist()
+    assert [r["caption2"] for r in rows] == list(PARAPHRASE.values())
+
+    folder = out / "human" / "validate"
+    folder.mkdir(parents=True)
+    links = folder / "links.json"
+    res = cli.invoke(app, ["annotate", "create", str(folder / "study.sqlite"), "--from-build",
+                           str(stage), "-k", "validate", "-n", "2", "--overlap", "2", "--links",
+                           str(links), "--base-url", ""])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    urls = json.loads(links.read_text())
+    study = MadeStudy(folder / "study.sqlite", urls["admin"], urls["join"], urls["annotators"])
+    edited = "Two cats are asleep."
+    _answer(study, {
+        "i0": ["accept", "accept"],
+        "i1": [("edit", edited), "accept"],  # kept, edited
+        "i2": ["reject", "reject"],
+        "i3": ["accept", "reject"],  # a disagreement
+    })  # fmt: skip
+    _export(study, folder / "answers.parquet")
+
+    recipe = tmp_path / "validated.toml"
+    recipe.write_text(text + VALIDATION_STAGES)
+    lines: list[str] = []
+    build(recipe, out, cache_dir=tmp_path / "cache", echo=lines.append)
+    assert "reused: positive (unchanged)" in lines
+    bench = json.loads((out / "benchmark" / "all.json").read_text())
+    assert [(b["caption"], b["caption2"]) for b in bench] == [
+        ("A dog on a sofa.", "A sofa with a dog on it."),
+        ("Two cats sleep.", edited),
+    ]
+    card = json.loads((out / "benchmark" / "data_card.json").read_text())
+    (human,) = card["human"]
+    assert human["stage"] == "validation" and human["use"] == "fold_back_validation"
+    assert {k: human["counts"][k] for k in ("accepted", "edited", "human_rejected",
+                                            "human_disagreement")} == {
+        "accepted": 1, "edited": 1, "human_rejected": 1, "human_disagreement": 1
+    }  # fmt: skip
+    assert card["rows"]["left_out"] == {"human_rejected": 1, "human_disagreement": 1}
+    md = (out / "benchmark" / "DATA_CARD.md").read_text()
+    assert re.search(r"\| validation \| fold_back_validation \| accepted: 1, edited: 1, "
+                     r"human_rejected: 1, human_disagreement: 1", md)  # fmt: skip
+
+    res = cli.invoke(app, ["validate", f"build:{out}"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "run"
+    res = cli.invoke(app, ["eval", "-m", "minilm", "-b", f"build:{out}", "-o", str(run),
+                           "--n-boot", "0", "--device", "cpu"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+
+
+# -- rows sharing their provenance: one item id each ------------------------------------------
+
+
+def test_row_ids_number_rows_that_share_a_provenance() -> None:
+    ids = row_ids(["vsr", "vsr", "vsr", "vsr"], ["1+2", "1+2", "5+6", "1+2"])
+    assert ids == ["vsr:1+2/1", "vsr:1+2/2", "vsr:5+6", "vsr:1+2/3"]
+
+
+def test_visla_candidates_validated_one_item_per_candidate(tmp_path: Path) -> None:
+    """Three candidates of one pair share its source_id; each is its own study item, and the
+    validators' decision reaches its own row."""
+    from lexsem.annotate.fold_back import fold_back_validation
+
+    table = pa.table({
+        "source": ["vsr"] * 4, "source_id": ["1+2", "1+2", "1+2", "3+4"],
+        "image": [None] * 4, "p1": ["the cat is left of the dog"] * 3 + ["a cup on a box"],
+        "n": ["the dog is left of the cat", "the cat is under the dog", "a cat near a dog",
+              "a box on a cup"],
+        "rejected": pa.array([None] * 4, pa.string()),
+    })  # fmt: skip
+    stage = tmp_path / "candidates.parquet"
+    pq.write_table(table, stage)
+    links = tmp_path / "links.json"
+    res = cli.invoke(app, ["annotate", "create", str(tmp_path / "s.sqlite"), "--from-build",
+                           str(stage), "-k", "validate", "--column", "original=p1", "--column",
+                           "generated=n", "-n", "1", "--links", str(links),
+                           "--base-url", ""])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    study = MadeStudy(tmp_path / "s.sqlite", "", "", json.loads(links.read_text())["annotators"])
+    assert sorted(_units(study.path).values()) == ["vsr:1+2/1", "vsr:1+2/2", "vsr:1+2/3",
+                                                   "vsr:3+4"]  # fmt: skip
+    plan: dict[str, list[Any]] = {"1+2/1": ["accept"], "1+2/2": ["reject"],
+                                  "1+2/3": [("edit", "a cat right of a dog")],
+                                  "3+4": ["accept"]}  # fmt: skip
+    _answer(study, plan)
+    _export(study, tmp_path / "answers.parquet")
+    folded = fold_back_validation(table, None, answers=str(tmp_path / "answers.parquet"),
+                                  column="n").to_pylist()  # fmt: skip
+    assert [(r["validation"], r["n"], r["rejected"]) for r in folded] == [
+        ("accepted", "the dog is left of the cat", None),
+        ("rejected", "the cat is under the dog", "human_rejected"),
+        ("edited", "a cat right of a dog", None),
+        ("accepted", "a box on a cup", None),
+    ]
