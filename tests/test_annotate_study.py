@@ -227,3 +227,57 @@ def test_images_are_real_images(tmp_path: Path) -> None:
     con.close()
     with Image.open(io.BytesIO(data)) as img:
         assert mime == f"image/{img.format.lower()}"
+
+
+# a study file's settings as lexsem stores them: one JSON object, these keys in this order
+# (tuples as lists); stored settings are read as stored, so a seed below 0 (outside the bounds a
+# user's --seed is checked against) still loads
+STORED_SETTINGS = (
+    '{"name": "pilot", "kinds": ["tot"], "benchmarks": ["synthetic/swap_obj"], "overlap": 2, '
+    '"quota": null, "gold_pass": 0.75, "seed": -3, "completion_code": "OLD-1", '
+    '"instructions": null, "consent": "Say yes.", "extra": {}}'
+)
+
+
+def test_a_study_file_in_the_stored_format_opens_and_new_files_keep_it(tmp_path: Path) -> None:
+    from lexsem.annotate.study import load_settings
+
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-k", "tot",
+                      "--completion-code", "NEW-1", "--overlap", "3")  # fmt: skip
+    con = connect(made.path)
+    (written,) = con.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
+    assert list(json.loads(written)) == list(json.loads(STORED_SETTINGS))  # the same keys
+    assert json.loads(written)["kinds"] == ["tot"] and json.loads(written)["overlap"] == 3
+    with con:
+        con.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (STORED_SETTINGS,))
+    s = load_settings(con)
+    con.close()
+    assert (s.name, s.kinds, s.benchmarks, s.overlap, s.quota, s.gold_pass, s.seed) == (
+        "pilot", ("tot",), ("synthetic/swap_obj",), 2, None, 0.75, -3
+    )  # fmt: skip
+    assert (s.completion_code, s.instructions, s.consent, s.extra) == (
+        "OLD-1",
+        None,
+        "Say yes.",
+        {},
+    )
+    runner = CliRunner()
+    out = runner.invoke(app, ["annotate", "status", str(made.path)])
+    assert out.exit_code == 0 and "pilot: 1 items x overlap 2" in out.output, out.output
+    out = runner.invoke(app, ["annotate", "invite", str(made.path), "-n", "1"])
+    assert out.exit_code == 0 and "a0001" in out.output, out.output
+
+
+def test_stored_settings_that_are_not_lexsems_are_one_line(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-k", "tot")
+    foreign = json.loads(STORED_SETTINGS)
+    foreign["colour"] = "red"
+    del foreign["kinds"]
+    con = connect(made.path)
+    with con:
+        con.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps(foreign),))
+    con.close()
+    out = CliRunner().invoke(app, ["annotate", "status", str(made.path)])
+    assert out.exit_code == 2, out.output
+    assert f"error: {made.path}: the study's stored settings are not lexsem's " in out.output
+    assert "(unknown: colour; missing: kinds)" in out.output

@@ -1,6 +1,7 @@
 """The CLI's options are made from the config fields they set (`lexsem.cli.options`): every
-option of `eval` and `train` has its field's default and help, the exceptions are listed here
-with why, and a `--preset` is replaced only by the options given."""
+option of `eval`, `train` and `annotate create|serve|invite` has its field's default and help,
+the exceptions are listed here with why, every size is bounded (one line naming the option, before
+any work), and a `--preset` is replaced only by the options given."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import typer
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
+from lexsem.annotate.config import CreateConfig, InviteConfig, ServeConfig, StudySettings
 from lexsem.cli import app
 from lexsem.config import EvalConfig
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
@@ -42,12 +44,32 @@ TRAIN_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "manifest": None,  # required: no default
     "out": None,
 }
+CREATE_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
+    "kind": (StudySettings, "kinds"),  # required by the study: default by item kind
+    "name": (StudySettings, "name"),  # required by the study: default the file's name
+    **{f: (CreateConfig, f) for f in ("sample", "sample_total", "practice", "gold", "annotators")},
+    "study": None,  # the file to write
+    "benchmark": None,  # selections, stored in `benchmarks` (a build table as parquet:PATH)
+    "from_build": None,
+    "instructions": None,  # a file whose text is the field: its bound checked below
+    "consent": None,
+    "completion_code": None,  # the field's "" would show no code: the CLI makes a random one
+    "column": None,
+    "base_url": None,  # where to serve, for the printed links
+    "links": None,
+    "data_dir": None,  # evaluation's shared options (checked with eval's above)
+    "coco_val2017": None,
+    "image_root": None,
+}
+STUDY_ONLY: dict[str, tuple[type[BaseModel], str] | None] = {"study": None, "base_url": None}
 
 
 def _params(command: str) -> dict[str, Any]:
-    """The click parameters of `command`, by name."""
-    group: Any = typer.main.get_command(app)
-    return {p.name: p for p in group.commands[command].params if p.name and p.name != "help"}
+    """The click parameters of `command` (`annotate create`: a group's command), by name."""
+    cmd: Any = typer.main.get_command(app)
+    for part in command.split():
+        cmd = cmd.commands[part]
+    return {p.name: p for p in cmd.params if p.name and p.name != "help"}
 
 
 def _as_config(value: Any) -> Any:
@@ -55,11 +77,17 @@ def _as_config(value: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    ("command", "config", "other"),
-    [("eval", EvalConfig, EVAL_OTHER), ("train", TrainConfig, TRAIN_OTHER)],
+    ("command", "config", "other", "least"),
+    [
+        ("eval", EvalConfig, EVAL_OTHER, 15),
+        ("train", TrainConfig, TRAIN_OTHER, 15),
+        ("annotate create", StudySettings, CREATE_OTHER, 11),
+        ("annotate serve", ServeConfig, STUDY_ONLY, 3),
+        ("annotate invite", InviteConfig, STUDY_ONLY, 1),
+    ],
 )
 def test_every_option_has_its_config_fields_default_and_help(
-    command: str, config: type[BaseModel], other: dict[str, Any]
+    command: str, config: type[BaseModel], other: dict[str, Any], least: int
 ) -> None:
     checked = 0
     for name, param in _params(command).items():
@@ -75,7 +103,7 @@ def test_every_option_has_its_config_fields_default_and_help(
             assert _as_config(param.default) == info.default, f"{command} --{name}"
         assert info.description and info.description in (getattr(param, "help", "") or "")
         checked += 1
-    assert checked >= 15
+    assert checked >= least
 
 
 def test_the_exceptions_agree_with_the_config() -> None:
@@ -120,6 +148,72 @@ def test_every_size_and_seed_of_an_evaluation_is_bounded() -> None:
         assert len(errors) == 1 and "Traceback" not in out.output, (option, out.output)
     out = runner.invoke(app, ["report", "r", "--n-boot", "100001"])
     assert out.exit_code == 2 and "--n-boot 100001: must be" in out.output, out.output
+
+
+def test_the_annotate_exceptions_agree_with_the_config() -> None:
+    p = _params("annotate create")
+    assert p["completion_code"].default is None and StudySettings.model_fields[
+        "completion_code"
+    ].description in (p["completion_code"].help or "")
+    assert "(at least 1, at most 1000)" in (p["overlap"].help or "")
+    assert "(at least 0, at most 10000)" in (p["annotators"].help or "")
+    assert "(at least 1, at most 100000)" in (_params("annotate serve")["rate_limit"].help or "")
+    assert "at most 100000 characters" in (p["instructions"].help or "")
+
+
+ANNOTATE_BOUNDS = [
+    ("--overlap", "0"), ("--overlap", "1001"), ("--quota", "0"), ("--quota", "1000001"),
+    ("--gold-pass", "1.5"), ("--gold-pass", "-0.1"), ("--seed", "-1"), ("--seed", str(2**32)),
+    ("--sample", "0"), ("--sample", "100001"), ("--sample-total", "100001"),
+    ("--practice", "1001"), ("--gold", "-1"), ("--gold", "1001"), ("-n", "10001"),
+    ("--annotators", "-1"), ("--completion-code", "C" * 201), ("--name", "x" * 201),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("option", "value"), ANNOTATE_BOUNDS)
+def test_annotate_create_refuses_sizes_out_of_bounds_before_any_work(
+    tmp_path: Path, option: str, value: str
+) -> None:
+    """One line naming the option, exit 2, and nothing read or written: the benchmark named
+    does not exist (loading it would be another error) and no study file appears."""
+    study = tmp_path / "s.sqlite"
+    out = runner.invoke(app, ["annotate", "create", str(study), "-b", "no_such_benchmark",
+                              option, value])  # fmt: skip
+    assert out.exit_code == 2, out.output
+    errors = [line for line in out.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in out.output, out.output
+    shown = option if option != "--annotators" else "-n"
+    assert f"{shown} " in errors[0] and "no_such_benchmark" not in errors[0], errors[0]
+    assert not list(tmp_path.iterdir())
+
+
+def test_annotate_instructions_longer_than_the_bound_are_refused(tmp_path: Path) -> None:
+    from lexsem.annotate.config import MAX_TEXT
+
+    long = tmp_path / "long.txt"
+    long.write_text("x" * (MAX_TEXT + 1))
+    out = runner.invoke(app, ["annotate", "create", str(tmp_path / "s.sqlite"), "-b",
+                              "no_such_benchmark", "--instructions", str(long)])  # fmt: skip
+    assert out.exit_code == 2, out.output
+    assert f"error: --instructions {long}: {MAX_TEXT + 1} characters, at most {MAX_TEXT}" in (
+        out.output
+    )
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("command", "option", "value"),
+    [("serve", "--rate-limit", "100001"), ("serve", "--rate-limit", "0"),
+     ("serve", "--port", "0"), ("invite", "-n", "0"), ("invite", "-n", "10001")],
+)  # fmt: skip
+def test_annotate_serve_and_invite_sizes_are_bounded(
+    tmp_path: Path, command: str, option: str, value: str
+) -> None:
+    """Checked before the study is opened: the study named does not exist."""
+    out = runner.invoke(app, ["annotate", command, str(tmp_path / "none.sqlite"), option, value])
+    assert out.exit_code == 2, out.output
+    errors = [line for line in out.output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and f"{option} {value}: must be" in errors[0], out.output
 
 
 @pytest.fixture

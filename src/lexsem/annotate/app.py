@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
 from lexsem.annotate import assign, store
+from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
 from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
 from lexsem.annotate.progress import progress
@@ -113,7 +114,12 @@ class _Site:
         return row[0], row[1]
 
 
-def create_app(study: str | Path, *, rate_limit: int = 300, rate_window: float = 60.0) -> FastAPI:
+def create_app(
+    study: str | Path,
+    *,
+    rate_limit: int = ServeConfig.model_fields["rate_limit"].default,
+    rate_window: float = 60.0,
+) -> FastAPI:
     """The web app serving the study file `study` (`rate_limit` requests per token per
     `rate_window` seconds)."""
     site = _Site(

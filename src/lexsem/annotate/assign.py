@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from lexsem.annotate import store
+from lexsem.annotate.config import StudySettings
 from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.annotate.order import option_order, serving_order
-from lexsem.annotate.study import StudySettings, now_iso
+from lexsem.annotate.study import now_iso
 
 __all__ = ["Unit", "next_unit", "record_answer", "reserve", "unit"]
 

@@ -1,5 +1,6 @@
-"""A study: its settings, its creation (one SQLite file, written whole or not at all) and the
-annotator links it hands out.
+"""A study: its creation from its settings (`lexsem.annotate.config.StudySettings`) as one
+SQLite file, written whole or not at all, the settings read back, and the annotator links it
+hands out.
 
 A study holds *units* (queries, `lexsem.annotate.kinds`) grouped by item: overlap and quotas
 count items, so an annotator who takes an item answers all its queries (BiVLC's 4 queries
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.annotate import store
+from lexsem.annotate.config import StudySettings
 from lexsem.annotate.images import ImageSink
 from lexsem.annotate.kinds import Query
 from lexsem.annotate.order import annotator_seed
@@ -28,30 +30,12 @@ from lexsem.errors import LexsemError
 
 __all__ = [
     "StudyLinks",
-    "StudySettings",
     "StudyUnits",
     "add_annotators",
     "create_study",
     "load_settings",
     "now_iso",
 ]
-
-
-@dataclass(frozen=True)
-class StudySettings:
-    """What a study is and how it is run (stored in the study file)."""
-
-    name: str
-    kinds: tuple[str, ...]
-    benchmarks: tuple[str, ...]
-    overlap: int = 1  # annotators per item
-    quota: int | None = None  # items per annotator (None: as many as there are)
-    gold_pass: float = 0.8  # gold accuracy below which an annotator is flagged
-    seed: int = 0
-    completion_code: str = ""
-    instructions: str | None = None  # the study's own instructions (None: the papers')
-    consent: str | None = None  # the study's own consent text (None: the default)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,10 +81,6 @@ def create_study(
     path = Path(path)
     if path.exists():
         raise LexsemError(f"{path}: exists; a study holds answers and is never overwritten")
-    if settings.overlap < 1:
-        raise LexsemError(f"--overlap must be at least 1, got {settings.overlap}")
-    if settings.quota is not None and settings.quota < 1:
-        raise LexsemError(f"--quota must be at least 1, got {settings.quota}")
     with atomic_path(path) as tmp:
         tmp.unlink()
         con = store.connect(tmp, create=True)
@@ -112,7 +92,7 @@ def create_study(
                     raise LexsemError("the study has no items")
                 _insert_units(con, units)
                 admin, join = new_token(), new_token()
-                store.set_meta(con, "settings", dataclasses.asdict(settings))
+                store.set_meta(con, "settings", settings.model_dump(mode="json"))
                 store.set_meta(con, "secret", new_secret())
                 store.set_meta(con, "admin_hash", hash_token(admin))
                 store.set_meta(con, "join_hash", hash_token(join))
@@ -177,7 +157,20 @@ def add_annotators(
 
 
 def load_settings(con: sqlite3.Connection) -> StudySettings:
+    """The study's settings as stored, read without the bounds that the values a user gives
+    are checked against, so that a study file opens whatever its settings were made with."""
     raw = dict(store.get_meta(con, "settings"))
+    fields = StudySettings.model_fields
+    unknown = sorted(set(raw) - set(fields))
+    missing = sorted(k for k, f in fields.items() if f.is_required() and k not in raw)
+    if unknown or missing:
+        (_, _, path) = con.execute("PRAGMA database_list").fetchone()
+        said = "; ".join(
+            f"{what}: {', '.join(keys)}"
+            for what, keys in (("unknown", unknown), ("missing", missing))
+            if keys
+        )
+        raise LexsemError(f"{path}: the study's stored settings are not lexsem's ({said})")
     for key in ("kinds", "benchmarks"):
         raw[key] = tuple(raw[key])
-    return StudySettings(**raw)
+    return StudySettings.model_construct(**raw)

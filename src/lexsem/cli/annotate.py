@@ -4,13 +4,24 @@ the work is `lexsem.annotate`. `cli/app.py` registers these as the `annotate` co
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from lexsem.cli.options import CocoVal, DataDir, ImageRoot
+from lexsem.annotate.config import (
+    MAX_TEXT,
+    CreateConfig,
+    InviteConfig,
+    ServeConfig,
+    StudySettings,
+)
+from lexsem.cli.options import CocoVal, DataDir, ImageRoot, config_option, defaults, from_options
 from lexsem.errors import LexsemError
+
+if TYPE_CHECKING:
+    from lexsem.annotate.study import StudyUnits
 
 __all__ = ["ANNOTATE_COMMANDS", "annotate_app"]
 
@@ -20,6 +31,8 @@ annotate_app = typer.Typer(
 )
 
 Study = Annotated[Path, typer.Argument(help="The study file (SQLite).")]
+STUDY, CREATE = defaults(StudySettings), defaults(CreateConfig)
+SERVE, INVITE = defaults(ServeConfig), defaults(InviteConfig)
 
 
 def _columns(values: list[str]) -> dict[str, str]:
@@ -41,7 +54,34 @@ def _read_text(path: Path | None, option: str) -> str | None:
         raise LexsemError(f"{option} {path}: cannot be read ({exc})") from None
     if not text:
         raise LexsemError(f"{option} {path}: the file is empty")
+    if len(text) > MAX_TEXT:
+        raise LexsemError(f"{option} {path}: {len(text)} characters, at most {MAX_TEXT}")
     return text
+
+
+Kinds = config_option(StudySettings, "kinds", "--kind", "-k", optional=True)
+Name = config_option(StudySettings, "name", "--name", optional=True)
+Seed = config_option(StudySettings, "seed", "--seed")
+GoldPass = config_option(StudySettings, "gold_pass", "--gold-pass")
+Overlap = config_option(StudySettings, "overlap", "--overlap")
+Quota = config_option(StudySettings, "quota", "--quota")
+CompletionCode = config_option(StudySettings, "completion_code", "--completion-code",
+                               optional=True, more="(default: a random one)")  # fmt: skip
+Sample = config_option(CreateConfig, "sample", "--sample")
+SampleTotal = config_option(CreateConfig, "sample_total", "--sample-total")
+Practice = config_option(CreateConfig, "practice", "--practice")
+Gold = config_option(CreateConfig, "gold", "--gold")
+Annotators = config_option(CreateConfig, "annotators", "--annotators", "-n")
+TextFile = f"(plain text, at most {MAX_TEXT} characters)"
+BaseUrl = Annotated[
+    str, typer.Option("--base-url", help="Where the study will be served (for the links).")
+]
+Host = config_option(ServeConfig, "host", "--host")
+Port = config_option(ServeConfig, "port", "--port")
+RateLimit = config_option(ServeConfig, "rate_limit", "--rate-limit")
+NewLinks = config_option(InviteConfig, "n", "-n")
+#: The options of the fields whose option is not `--` and the field's name with dashes.
+OPTION_OF = {"kinds": "--kind", "annotators": "-n"}
 
 
 def create(
@@ -55,48 +95,30 @@ def create(
     from_build: Annotated[
         Path | None, typer.Option("--from-build", help="A build stage's Parquet output.")
     ] = None,
-    kind: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--kind", "-k", help="Task kind(s), in serving order (default: by item kind)."
-        ),
-    ] = None,
-    sample: Annotated[
-        int | None, typer.Option("--sample", min=1, help="Items drawn per subset (default all).")
-    ] = None,
-    sample_total: Annotated[
-        int | None,
-        typer.Option("--sample-total", min=1, help="Items drawn from the whole selection."),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Sampling and randomisation seed.")] = 0,
-    practice: Annotated[int, typer.Option("--practice", min=0, help="Practice items.")] = 0,
-    gold: Annotated[int, typer.Option("--gold", min=0, help="Gold (attention) items.")] = 0,
-    gold_pass: Annotated[
-        float, typer.Option("--gold-pass", min=0, max=1, help="Flag gold accuracy below this.")
-    ] = 0.8,
-    overlap: Annotated[int, typer.Option("--overlap", min=1, help="Annotators per item.")] = 1,
-    quota: Annotated[
-        int | None, typer.Option("--quota", min=1, help="Items per annotator (default all).")
-    ] = None,
-    annotators: Annotated[
-        int, typer.Option("--annotators", "-n", min=0, help="Personal links to make now.")
-    ] = 0,
-    name: Annotated[str | None, typer.Option("--name", help="The study's name.")] = None,
+    kind: Kinds = None,
+    sample: Sample = CREATE.sample,
+    sample_total: SampleTotal = CREATE.sample_total,
+    seed: Seed = STUDY.seed,
+    practice: Practice = CREATE.practice,
+    gold: Gold = CREATE.gold,
+    gold_pass: GoldPass = STUDY.gold_pass,
+    overlap: Overlap = STUDY.overlap,
+    quota: Quota = STUDY.quota,
+    annotators: Annotators = CREATE.annotators,
+    name: Name = None,
     instructions: Annotated[
-        Path | None, typer.Option("--instructions", help="A text file replacing the instructions.")
+        Path | None,
+        typer.Option("--instructions", help=f"A file of the study's instructions {TextFile}."),
     ] = None,
     consent: Annotated[
-        Path | None, typer.Option("--consent", help="A text file replacing the consent text.")
+        Path | None,
+        typer.Option("--consent", help=f"A file of the study's consent text {TextFile}."),
     ] = None,
-    completion_code: Annotated[
-        str | None, typer.Option("--completion-code", help="Shown at the end (crowd platforms).")
-    ] = None,
+    completion_code: CompletionCode = None,
     column: Annotated[
         list[str] | None, typer.Option("--column", help="ROLE=NAME: a build table's column.")
     ] = None,
-    base_url: Annotated[
-        str, typer.Option("--base-url", help="Where the study will be served (for the links).")
-    ] = "http://127.0.0.1:8000",
+    base_url: BaseUrl = "http://127.0.0.1:8000",
     links: Annotated[
         Path | None, typer.Option("--links", help="Also write the links (JSON) to this file.")
     ] = None,
@@ -108,53 +130,68 @@ def create(
     SQLite file; prints the admin link, the crowd join link and personal links (shown once)."""
     import secrets
 
-    from lexsem.annotate.sources import (
-        benchmark_units,
-        build_folder,
-        build_units,
-        check_kinds,
-        image_reader,
-    )
-    from lexsem.annotate.study import StudySettings, create_study
+    from lexsem.annotate.sources import check_kinds, image_reader
+    from lexsem.annotate.study import create_study
 
-    kinds = check_kinds(kind or [])
+    sizes = from_options(CreateConfig, "study", OPTION_OF, sample=sample,
+                         sample_total=sample_total, practice=practice, gold=gold,
+                         annotators=annotators)  # fmt: skip
     if bool(benchmark) == (from_build is not None):
         raise LexsemError("give either --benchmark (one or more) or --from-build, not both")
-    if links is not None and links.exists():
-        raise LexsemError(f"--links {links}: exists; it would hold secrets, choose a new file")
-    if from_build is not None:
-        if len(kinds) != 1:
-            raise LexsemError("--from-build: name one --kind (validate, best_of_k or ambiguity)")
-        if sample_total is not None:
-            raise LexsemError(
-                "--from-build: --sample draws from the table (--sample-total is for -b)"
-            )
-        if practice or gold:
-            raise LexsemError(
-                "--from-build: generated items have no right answer for practice/gold"
-            )
-        make = build_units(from_build, kinds[0], columns=_columns(column or []), sample=sample,
-                           seed=seed)  # fmt: skip
-        sources: tuple[str, ...] = (f"parquet:{from_build}",)
-        folder: Path | None = build_folder(from_build)
-    else:
-        if column:
-            raise LexsemError("--column names a build table's columns (--from-build)")
-        kinds, make = benchmark_units(
-            benchmark or [], kinds, sample=sample, seed=seed, practice=practice, gold=gold,
-            total=sample_total, data_dir=data_dir,
-        )  # fmt: skip
-        sources, folder = tuple(benchmark or []), None
-    settings = StudySettings(
-        name=name or study.stem, kinds=kinds, benchmarks=sources, overlap=overlap, quota=quota,
-        gold_pass=gold_pass, seed=seed,
+    sources = (f"parquet:{from_build}",) if from_build is not None else tuple(benchmark or [])
+    settings = from_options(
+        StudySettings, "study", OPTION_OF, name=name or study.stem, kinds=check_kinds(kind or []),
+        benchmarks=sources, overlap=overlap, quota=quota, gold_pass=gold_pass, seed=seed,
         completion_code=completion_code or secrets.token_hex(4).upper(),
         instructions=_read_text(instructions, "--instructions"),
         consent=_read_text(consent, "--consent"),
     )  # fmt: skip
+    if links is not None and links.exists():
+        raise LexsemError(f"--links {links}: exists; it would hold secrets, choose a new file")
+    kinds, make, folder = _units(benchmark or [], from_build, settings, sizes, column or [],
+                                 data_dir)  # fmt: skip
+    settings = settings.model_copy(update={"kinds": kinds})
     reader = image_reader(folder, coco_val2017=coco_val2017, image_root=image_root)
-    made = create_study(study, settings, make, reader, annotators=annotators)
-    urls = made.urls(base_url)
+    made = create_study(study, settings, make, reader, annotators=sizes.annotators)
+    _print_links(study, kinds, made.urls(base_url), links)
+
+
+def _units(
+    benchmark: list[str],
+    from_build: Path | None,
+    settings: StudySettings,
+    sizes: CreateConfig,
+    column: list[str],
+    data_dir: Path | None,
+) -> tuple[tuple[str, ...], Callable[[Callable[[str], str]], StudyUnits], Path | None]:
+    """The study's task kinds, its units' maker and the folder its images are found in: from
+    a build stage's table (`--from-build`) or from benchmark selections (`-b`)."""
+    from lexsem.annotate.sources import benchmark_units, build_folder, build_units
+
+    kinds = settings.kinds
+    if from_build is None:
+        if column:
+            raise LexsemError("--column names a build table's columns (--from-build)")
+        kinds, make = benchmark_units(
+            benchmark, kinds, sample=sizes.sample, seed=settings.seed, practice=sizes.practice,
+            gold=sizes.gold, total=sizes.sample_total, data_dir=data_dir,
+        )  # fmt: skip
+        return kinds, make, None
+    if len(kinds) != 1:
+        raise LexsemError("--from-build: name one --kind (validate, best_of_k or ambiguity)")
+    if sizes.sample_total is not None:
+        raise LexsemError("--from-build: --sample draws from the table (--sample-total is for -b)")
+    if sizes.practice or sizes.gold:
+        raise LexsemError("--from-build: generated items have no right answer for practice/gold")
+    make = build_units(from_build, kinds[0], columns=_columns(column), sample=sizes.sample,
+                       seed=settings.seed)  # fmt: skip
+    return kinds, make, build_folder(from_build)
+
+
+def _print_links(
+    study: Path, kinds: tuple[str, ...], urls: dict[str, Any], links: Path | None
+) -> None:
+    """Print the study's links (and write them to `links`, a new file, when given)."""
     if links is not None:
         from lexsem.atomic import atomic_open
 
@@ -170,20 +207,19 @@ def create(
 
 def serve(
     study: Study,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port.")] = 8000,
-    rate_limit: Annotated[
-        int, typer.Option("--rate-limit", min=1, help="Requests per token per minute.")
-    ] = 300,
+    host: Host = SERVE.host,
+    port: Port = SERVE.port,
+    rate_limit: RateLimit = SERVE.rate_limit,
 ) -> None:
     """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise)."""
+    cfg = from_options(ServeConfig, "serving", {}, host=host, port=port, rate_limit=rate_limit)
     import uvicorn
 
     from lexsem.annotate.app import create_app
 
-    app = create_app(study, rate_limit=rate_limit)
-    typer.echo(f"serving {study} on http://{host}:{port} (Ctrl-C stops)", err=True)
-    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")
+    app = create_app(study, rate_limit=cfg.rate_limit)
+    typer.echo(f"serving {study} on http://{cfg.host}:{cfg.port} (Ctrl-C stops)", err=True)
+    uvicorn.run(app, host=cfg.host, port=cfg.port, access_log=False, log_level="warning")
 
 
 def status(
@@ -247,16 +283,17 @@ def export(
 
 def invite(
     study: Study,
-    n: Annotated[int, typer.Option("-n", min=1, max=10000, help="How many links.")] = 1,
-    base_url: Annotated[str, typer.Option("--base-url")] = "http://127.0.0.1:8000",
+    n: NewLinks = INVITE.n,
+    base_url: BaseUrl = "http://127.0.0.1:8000",
 ) -> None:
     """Make new personal annotator links (shown once)."""
     from lexsem.annotate.store import connect
     from lexsem.annotate.study import add_annotators
 
+    cfg = from_options(InviteConfig, "invite", {"n": "-n"}, n=n)
     con = connect(study)
     try:
-        made = add_annotators(con, n)
+        made = add_annotators(con, cfg.n)
     finally:
         con.close()
     for aid, token in made:

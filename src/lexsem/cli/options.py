@@ -1,10 +1,11 @@
 """The CLI's options, in one style: `name: Annotated[TYPE, typer.Option(...)] = DEFAULT`.
 
-An option that sets a field of `EvalConfig` or `TrainConfig` is made from that field by
-`config_option` (its type, its help: the field's description, its bounds) and its default is
-the field's (`EVAL.batch_size`, `TRAIN.epochs`), so the CLI, the Python API and the config
-cannot disagree; `tests/test_cli_options.py` checks every one. Bounds are shown in the help and
-checked by the config, whose error names the field, as the Python API's does. The options
+An option that sets a field of a config (`EvalConfig`, `TrainConfig`, `lexsem annotate`'s in
+`lexsem.annotate.config`) is made from that field by `config_option` (its type, its help: the
+field's description, its bounds) and its default is the field's (`EVAL.batch_size`,
+`TRAIN.epochs`), so the CLI, the Python API and the config cannot disagree;
+`tests/test_cli_options.py` checks every one. Bounds are shown in the help and checked by the
+config (`from_options`: one error naming each option, before any work). The options
 several commands share are named here (`DataDir`, `Device`, ...); a command's own options are
 written in its signature.
 """
@@ -12,8 +13,9 @@ written in its signature.
 from __future__ import annotations
 
 import types
+from collections.abc import Mapping
 from enum import Enum
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types
 import typer
@@ -25,7 +27,7 @@ from lexsem.train.config import LoraConfig, TrainConfig
 
 __all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "CacheDir", "CocoTrain", "CocoVal", "DataDir",
            "Device", "ImageRoot", "NBoot", "check_bounds", "config_option", "defaults",
-           "one_of"]  # fmt: skip
+           "from_options", "one_of"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -35,6 +37,8 @@ def defaults(config: type[BaseModel]) -> Any:
         **{k: f.default for k, f in config.model_fields.items() if not f.is_required()}
     )
 
+
+T = TypeVar("T", bound=BaseModel)
 
 EVAL = defaults(EvalConfig)
 TRAIN = defaults(TrainConfig)
@@ -106,6 +110,37 @@ def check_bounds(config: type[BaseModel], values: dict[str, tuple[str, Any]]) ->
             continue
         if not _within(info, value):
             raise LexsemError(f"{option} {value}: must be {field_bounds(info)[1:-1]}")
+
+
+def from_options(config: type[T], what: str, option_of: Mapping[str, str], /, **fields: Any) -> T:
+    """`config(**fields)` with pydantic's validation errors as one `LexsemError` (`invalid
+    WHAT settings: ...`) naming each option, the value given and what is allowed. A field's
+    option is `option_of[field]` (dotted for a nested field), else `--` and its name with
+    dashes."""
+    from pydantic import ValidationError
+
+    from lexsem.errors import LexsemError
+
+    try:
+        return config(**fields)
+    except ValidationError as exc:
+        problems = "; ".join(_problem(config, option_of, e) for e in exc.errors())
+        raise LexsemError(f"invalid {what} settings: {problems}") from None
+
+
+def _problem(config: type[BaseModel], option_of: Mapping[str, str], error: Any) -> str:
+    """One validation error in words: `--lr -1.0: must be greater than 0 (more than 0.0)`."""
+    loc = ".".join(str(p) for p in error["loc"])
+    msg = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
+    if not loc:  # a rule across fields (model validator)
+        return msg
+    option = option_of.get(loc, "--" + loc.replace("_", "-"))
+    field = config.model_fields.get(str(error["loc"][0]))
+    bounds = field_bounds(field) if field is not None and len(error["loc"]) == 1 else ""
+    allowed = f" (allowed: {bounds.strip('()')})" if bounds else ""
+    given = repr(error.get("input"))
+    given = given if len(given) <= 60 else f"{given[:50]}... ({len(given)} characters)"
+    return f"{option} {given}: {msg}{allowed}"
 
 
 def _within(info: FieldInfo, value: Any) -> bool:

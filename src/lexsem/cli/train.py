@@ -20,8 +20,8 @@ from lexsem.cli.options import (
     ImageRoot,
     NBoot,
     config_option,
+    from_options,
 )
-from lexsem.errors import LexsemError
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
 
 __all__ = ["train", "train_data"]
@@ -188,30 +188,8 @@ OPTION_OF = {"lora.targets": "--lora", "lora.r": "--lora-r", "lora.alpha": "--lo
 
 
 def _settings(config: type[T], **fields: Any) -> T:
-    """`config(**fields)` with pydantic's validation errors as one `LexsemError` naming each
-    option, the value given and what is allowed."""
-    from pydantic import ValidationError
-
-    try:
-        return config(**fields)
-    except ValidationError as exc:
-        problems = "; ".join(_problem(config, e) for e in exc.errors())
-        raise LexsemError(f"invalid training settings: {problems}") from None
-
-
-def _problem(config: type[BaseModel], error: Any) -> str:
-    """One validation error in words: `--lr -1.0: must be greater than 0 (more than 0.0)`."""
-    from lexsem.cli.options import field_bounds
-
-    loc = ".".join(str(p) for p in error["loc"])
-    msg = error["msg"].removeprefix("Value error, ").replace("Input should be", "must be")
-    if not loc:  # a rule across fields (model validator)
-        return msg
-    option = OPTION_OF.get(loc, "--" + loc.replace("_", "-"))
-    field = config.model_fields.get(str(error["loc"][0]))
-    bounds = field_bounds(field) if field is not None and len(error["loc"]) == 1 else ""
-    allowed = f" (allowed: {bounds.strip('()')})" if bounds else ""
-    return f"{option} {error.get('input')!r}: {msg}{allowed}"
+    """`config(**fields)`, its validation errors one `LexsemError` naming each option."""
+    return from_options(config, "training", OPTION_OF, **fields)
 
 
 def train_data(
