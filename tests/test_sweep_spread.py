@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
-from builders.sweep_folders import SRC, TESTS, same_runs
+from builders.sweep_folders import local_ray, same_runs
 from lexsem.cli.app import app
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import Grid, expand
@@ -28,18 +28,8 @@ ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ra
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """A local Ray of 2 CPUs whose workers import this checkout and the tests' builders."""
-    saved = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), str(TESTS)])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
+    with local_ray():
         yield
-    finally:
-        ray.shutdown()
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
 
 
 def _grid(cache: Path, model: str, spread: int, **defaults: Any) -> Grid:
