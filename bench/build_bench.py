@@ -69,19 +69,27 @@ def captions(n: int) -> list[str]:
     return list(out)
 
 
-def write_model(folder: Path) -> Path:
-    """A random Llama chat model with a word-level tokenizer and a chat template."""
-    import torch
+def chat_tokenizer(vocab: list[str]) -> Any:
+    """A word-level tokenizer of `vocab` (SPECIALS first) with the chat template."""
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import PreTrainedTokenizerFast
 
-    vocab = [*SPECIALS, *WORDS]
     tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
     tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tk.add_special_tokens(SPECIALS)
     tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
                                   unk_token="<unk>")  # fmt: skip
     tok.chat_template = TEMPLATE
+    return tok
+
+
+def write_model(folder: Path) -> Path:
+    """A random Llama chat model with a word-level tokenizer and a chat template."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    vocab = [*SPECIALS, *WORDS]
+    tok = chat_tokenizer(vocab)
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=len(vocab), hidden_size=64, intermediate_size=128,
                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,

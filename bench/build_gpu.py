@@ -42,23 +42,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from build_bench import SPECIALS, TEMPLATE, WORDS, captions
+from build_bench import SPECIALS, WORDS, captions, chat_tokenizer
 
 
 def random_qwen(folder: Path) -> Path:
     """A random model of Qwen2.5-0.5B-Instruct's shape with a word-level chat tokenizer."""
     import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     vocab = [*SPECIALS, *WORDS]
     vocab += [f"w{i}" for i in range(151936 - len(vocab))]  # Qwen2.5's vocabulary size
-    tk = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
-    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tk.add_special_tokens(SPECIALS)
-    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>",
-                                  unk_token="<unk>")  # fmt: skip
-    tok.chat_template = TEMPLATE
+    tok = chat_tokenizer(vocab)
     torch.manual_seed(0)
     cfg = Qwen2Config(vocab_size=len(vocab), hidden_size=896, intermediate_size=4864,
                       num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2,

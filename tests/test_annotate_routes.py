@@ -51,6 +51,13 @@ def client(study: MadeStudy, **kw: object) -> TestClient:
     return TestClient(create_app(study.path, **kw))  # type: ignore[arg-type]
 
 
+def _past_consent(c: TestClient, link: str) -> None:
+    """Accept the consent page and the instructions of `link`'s annotator."""
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+
+
 def test_a_study_completed_by_scripted_annotators(study: MadeStudy) -> None:
     c = client(study)
     right = correct_answers(study.path)
@@ -147,9 +154,7 @@ def test_option_order_is_seeded_per_annotator_and_recorded(study: MadeStudy) -> 
 def test_pages_show_options_in_the_recorded_order(study: MadeStudy) -> None:
     c = client(study)
     link = study.annotators["a0002"]
-    for _ in range(2):  # consent, instructions
-        page = parse_page(c.get(link).text)
-        c.post(page.action, data={"csrf": page.csrf})
+    _past_consent(c, link)
     page = parse_page(c.get(link).text)
     con = connect(study.path)
     shown = con.execute(
@@ -161,9 +166,7 @@ def test_pages_show_options_in_the_recorded_order(study: MadeStudy) -> None:
 def test_practice_feedback_shows_the_right_answer(study: MadeStudy) -> None:
     c = client(study)
     link = study.annotators["a0001"]
-    for _ in range(2):
-        page = parse_page(c.get(link).text)
-        c.post(page.action, data={"csrf": page.csrf})
+    _past_consent(c, link)
     html = c.get(link).text
     assert "Practice" in html
     page = parse_page(html)
@@ -180,9 +183,7 @@ def test_practice_feedback_shows_the_right_answer(study: MadeStudy) -> None:
 def test_an_answer_is_recorded_once(study: MadeStudy) -> None:
     c = client(study)
     link = study.annotators["a0001"]
-    for _ in range(2):
-        page = parse_page(c.get(link).text)
-        c.post(page.action, data={"csrf": page.csrf})
+    _past_consent(c, link)
     page = parse_page(c.get(link).text)
     data = {"csrf": page.csrf, "unit": page.unit, "answer": page.answers[0]}
     for _ in range(3):  # a double click, a resubmitted form
@@ -198,9 +199,7 @@ def test_validate_edit_is_recorded(tmp_path: Path) -> None:
                       "-n", "1")  # fmt: skip
     c = client(made)
     link = made.annotators["a0001"]
-    for _ in range(2):
-        page = parse_page(c.get(link).text)
-        c.post(page.action, data={"csrf": page.csrf})
+    _past_consent(c, link)
     html = c.get(link).text
     page = parse_page(html)
     assert page.answers == ["accept", "edit", "reject", "skip"]
@@ -287,9 +286,7 @@ def test_security_headers(study: MadeStudy) -> None:
 def test_answer_must_be_offered(study: MadeStudy) -> None:
     c = client(study)
     link = study.annotators["a0001"]
-    for _ in range(2):
-        page = parse_page(c.get(link).text)
-        c.post(page.action, data={"csrf": page.csrf})
+    _past_consent(c, link)
     page = parse_page(c.get(link).text)
     assert c.post(page.action, data={"csrf": page.csrf, "unit": page.unit,
                                      "answer": "none"}).status_code == 422  # fmt: skip
@@ -302,9 +299,7 @@ def test_seconds_are_timed_from_first_display(study: MadeStudy) -> None:
 
     c = client(study)
     link = study.annotators["a0001"]
-    for _ in range(2):
-        page = parse_page(c.get(link).text)
-        c.post(page.action, data={"csrf": page.csrf})
+    _past_consent(c, link)
     page = parse_page(c.get(link).text)
     time.sleep(0.3)
     c.get(link)  # a reload does not restart the clock

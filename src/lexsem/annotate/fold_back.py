@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lexsem.annotate.answers_read import check_columns, read_answers
+from lexsem.build.answers_table import check_columns, read_answers
 from lexsem.build.stage import (
     PROVENANCE,
     REJECTED,

@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.annotate.answers_read import check_columns, read_answers
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark
+from lexsem.build.answers_table import check_columns, read_answers
 from lexsem.config import EvalConfig
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator

@@ -16,8 +16,8 @@ keeps an instance only where people found it unambiguous (§3 step 4), and one a
 choosing image A and another image B did not agree on an image. Ties are counted in the
 stage's counts (``ties``).
 
-This module reads the Parquet file with pyarrow only: `lexsem.build` sits below
-`lexsem.annotate` in the layer map (docs/design.md).
+The table is read and its columns checked by `lexsem.build.answers_table`, as every reader of
+a study's answers does.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from lexsem.build.answers_table import check_columns, read_answers
 from lexsem.errors import DataError
 
 __all__ = ["STUDY_KIND", "TIE_RULE", "StudyAnswer", "majority", "read_study_answers"]
@@ -49,20 +50,9 @@ def read_study_answers(path: Path, task: str) -> dict[str, list[StudyAnswer]]:
     """Item id -> the answers of `task`'s study kind in the answers table at `path`; an error
     names the file (and the row and item) when it is not such a table, holds no answer of that
     kind, or has one annotator answer one item twice."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     kind = STUDY_KIND[task]
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{path}: not a Parquet answers table ({exc})") from None
-    missing = [c for c in NEED if c not in table.column_names]
-    if missing:
-        raise DataError(
-            f"{path}: not a study's answers table (lexsem annotate export --answers): no "
-            f"column {missing[0]!r}"
-        )
+    table, _, _ = read_answers(path)
+    check_columns(table, str(path), NEED)
     out: dict[str, list[StudyAnswer]] = {}
     seen: dict[tuple[str, str], int] = {}
     kinds: Counter[str] = Counter()
