@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
-from builders.sweep_folders import local_ray, same_runs
+from builders.sweep_folders import local_ray, same_runs, same_store_rows
 from lexsem.cli.app import app
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import Grid, expand
@@ -58,7 +58,7 @@ def _spread_and_one_process(tmp_path: Path, model: str, **defaults: Any) -> list
     )
     assert spread.complete, [j.error for j in spread.jobs]
     same_runs(tmp_path / "one", tmp_path / "spread")
-    assert store_rows(tmp_path / "c2") == store_rows(tmp_path / "c1")
+    same_store_rows(store_rows(tmp_path / "c2"), store_rows(tmp_path / "c1"))
     return lines
 
 
@@ -119,7 +119,7 @@ def test_an_actor_killed_mid_encoding_is_retried_with_the_same_result(
     assert marker.exists()  # an actor killed itself mid-encoding
     assert res.complete, [j.error for j in res.jobs]
     same_runs(tmp_path / "one", tmp_path / "spread")
-    assert store_rows(tmp_path / "c2") == store_rows(tmp_path / "c1")
+    same_store_rows(store_rows(tmp_path / "c2"), store_rows(tmp_path / "c1"))
 
 
 def test_an_actor_lost_more_often_than_retried_fails_its_job_alone(

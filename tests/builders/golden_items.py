@@ -95,9 +95,26 @@ def compare_to_golden(table: Any, path: Path) -> list[str]:
     Raises AssertionError naming the first row and column that differ beyond the rule above.
     """
     want_cols, want_rows = read_golden(path)
-    cols, rows = table_rows(table)
-    assert cols == want_cols, f"{path.name}: columns {cols} != golden {want_cols}"
-    assert len(rows) == len(want_rows), f"{path.name}: {len(rows)} rows != golden {len(want_rows)}"
+    return compare_rows(table_rows(table), (want_cols, want_rows), path.name)
+
+
+def compare_tables(table: Any, expected: Any, name: str) -> list[str]:
+    """The same rule between two per-item tables computed in different processes (a sweep's
+    Ray workers or spread actors against one process): return the fragile flips."""
+    return compare_rows(table_rows(table), table_rows(expected), name)
+
+
+def compare_rows(
+    got_table: tuple[list[str], list[list[Any]]],
+    want_table: tuple[list[str], list[list[Any]]],
+    name: str,
+) -> list[str]:
+    """Assert the rows of `got_table` match `want_table` under the rule above; return the
+    fragile flips."""
+    cols, rows = got_table
+    want_cols, want_rows = want_table
+    assert cols == want_cols, f"{name}: columns {cols} != golden {want_cols}"
+    assert len(rows) == len(want_rows), f"{name}: {len(rows)} rows != golden {len(want_rows)}"
     float_idx = [
         j
         for j in range(len(cols))
@@ -107,7 +124,7 @@ def compare_to_golden(table: Any, path: Path) -> list[str]:
     flips: list[str] = []
     for n, (got, want) in enumerate(zip(rows, want_rows, strict=True)):
         key = ", ".join(str(got[cols.index(c)]) for c in KEY if c in cols)
-        where = f"{path.name} row {n} ({key})"
+        where = f"{name} row {n} ({key})"
         for j, (g, w) in enumerate(zip(got, want, strict=True)):
             if j in float_idx or j in decided:
                 continue
