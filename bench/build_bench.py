@@ -9,7 +9,7 @@ on stdout), so its peak RSS is its own:
 - *loop*: what a script without lexsem does: `AutoModelForCausalLM` and `AutoTokenizer`, each
   caption rendered by the chat template, tokenized and passed alone to `model.generate`
   (greedy), the new tokens up to EOS decoded;
-- *build cold*: `lexsem.build.runner.build` of a one-stage recipe whose stage asks the
+- *build cold*: `lexsem.construct.runner.build` of a one-stage recipe whose stage asks the
   generator every caption (`chat:DIR?batch_size=B`: batches of `--batch-size` prompts,
   left-padded), every answer stored in a fresh request store;
 - *build rerun*: the same recipe into another folder, the same store: nothing is sent (the
@@ -146,8 +146,8 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
-    from lexsem.build.runner import build
-    from lexsem.build.stage import StageContext, accepted, register_stage
+    from lexsem.construct.runner import build
+    from lexsem.construct.stage import StageContext, accepted, register_stage
     from lexsem.engine import chat  # noqa: F401  (imported before the clock, as the loop's)
     from lexsem.models.backends import text_chat  # noqa: F401
 

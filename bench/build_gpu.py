@@ -19,7 +19,7 @@ Prints prompts/s and generated tokens/s of each, the ratio, and the peak GPU mem
 Images (`--image-model DIR`, a diffusers pipeline folder, `--image-options` added to its spec,
 e.g. ``unet=DIR&guidance=5&steps=50&variant=fp16&dtype=fp16`` for BiVLC's SDXL-DPO): `--images`
 captions with BiVLC's prompt suffix, `--image-k` images each, as `generate_images` asks them
-(`lexsem.build.images`: an `ImageRequest` per image, seeded by `image_seed`, saved at
+(`lexsem.construct.images`: an `ImageRequest` per image, seeded by `image_seed`, saved at
 `--image-size` px), through `DiffusersGenerator.generate` in batches of `--image-batch-size`
 (what the build's image engine, `lexsem.engine.image_gen`, sends); images/s and peak memory.
 Skipped, with the reason printed, when the folder is not given or the diffusers package is
@@ -111,7 +111,7 @@ def text_throughput(args: argparse.Namespace, folder: Path) -> dict[str, Any]:
 def image_requests(args: argparse.Namespace) -> list[Any]:
     """The requests `generate_images` makes for `--images` captions, `--image-k` each, seeded
     as a build seeded 0 seeds them."""
-    from lexsem.build.images import BIVLC_SUFFIX, image_prompt
+    from lexsem.construct.images import BIVLC_SUFFIX, image_prompt
     from lexsem.models.image_gen import ImageRequest, image_seed
 
     prompts = [image_prompt(c, BIVLC_SUFFIX, True) for c in captions(args.images)]

@@ -17,12 +17,6 @@ import pytest
 from builders.fakes import BagOfWordsEncoder
 from builders.length_scorers import CharLengthScorer, WordCountScorer
 from lexsem import evaluate
-from lexsem.analysis.compare import (
-    cross_benchmark,
-    hits_by_item,
-    mcnemar,
-    results_frame,
-)
 from lexsem.analysis.priors import (
     ORIENTED,
     RAW_LOWER,
@@ -36,6 +30,12 @@ from lexsem.analysis.priors import (
     scorer_lower_is_better,
 )
 from lexsem.analysis.qualitative import MIXED, case_names, qualitative_cases
+from lexsem.analysis.run_comparison import (
+    cross_benchmark,
+    hits_by_item,
+    mcnemar,
+    results_frame,
+)
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.errors import LexsemError
 from lexsem.models.protocols import fingerprint_key

@@ -28,9 +28,9 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from lexsem.annotate.app import create_app  # noqa: E402
 from lexsem.annotate.order import annotator_seed, option_order  # noqa: E402
-from lexsem.annotate.progress import progress  # noqa: E402
 from lexsem.annotate.simulate import ScriptedAnnotator, parse_page  # noqa: E402
 from lexsem.annotate.store import connect  # noqa: E402
+from lexsem.annotate.study_progress import progress  # noqa: E402
 
 
 def correct_answers(path: Path) -> dict[int, str | None]:

@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 import builders.build_stages  # noqa: F401  (registers the stage ask_each)
 from builders.chat_server import Server
-from lexsem.build.runner import build
 from lexsem.cli.app import app
+from lexsem.construct.runner import build
 from lexsem.errors import LexsemError, ModelError
 
 CAPTIONS = ["a dog on a sofa", "two cats", "a man in paris", "a red bus", "a tree",
@@ -127,7 +127,7 @@ def test_max_requests_refuses_over_budget_before_sending(
 
 
 def _formatted() -> list[str]:
-    from lexsem.build.caption_format import format_caption
+    from lexsem.construct.caption_format import format_caption
 
     return [format_caption(c) for c in CAPTIONS]
 

@@ -1,4 +1,4 @@
-"""Stage `select_best_image` (`lexsem.build.best_image`): TROHN-Img's one image per negative
+"""Stage `select_best_image` (`lexsem.construct.best_image`): TROHN-Img's one image per negative
 caption. Oracles: BiVLC's TROHN_Img_generation.py (one image per caption, saved as
 ``<index>_<image>_0.jpg``: the image taken is the first), and the highest score re-implemented
 here on tiny scores and on a tiny open_clip's similarities computed with open_clip itself."""
@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lexsem.build.best_image import select_best_image
-from lexsem.build.stage import StageContext
+from lexsem.construct.best_image import select_best_image
+from lexsem.construct.stage import StageContext
 from lexsem.errors import DataError
 
 

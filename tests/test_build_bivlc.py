@@ -19,9 +19,9 @@ from builders.backends import require_module
 from builders.image_server import serve_images
 from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
-from lexsem.build.images import BIVLC_SUFFIX, image_prompt
-from lexsem.build.runner import build
 from lexsem.cli.app import app
+from lexsem.construct.images import BIVLC_SUFFIX, image_prompt
+from lexsem.construct.runner import build
 from lexsem.errors import LexsemError, ModelError
 
 ITEMS = [
@@ -34,7 +34,7 @@ K = 4
 
 
 def _shipped() -> str:
-    return (resources.files("lexsem.build") / "recipes" / "bivlc.toml").read_text("utf-8")
+    return (resources.files("lexsem.construct") / "recipes" / "bivlc.toml").read_text("utf-8")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pytest
 import builders.build_stages  # noqa: F401  (registers the stage ask_each)
 from builders.backends import optional_import
 from builders.tiny_chat_models import write_tiny_chat
-from lexsem.build.runner import build
+from lexsem.construct.runner import build
 from lexsem.engine.chat import chat_key
 from lexsem.errors import ModelError
 from lexsem.models.chat import ChatRequest, Turn

@@ -1,4 +1,4 @@
-"""The input source `coco_captions` (`lexsem.build.coco_captions`): a COCO captions file read
+"""The input source `coco_captions` (`lexsem.construct.coco_captions`): a COCO captions file read
 as BiVLC's TROHN-Text script reads it, one row per caption; bad files named with the item."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from builders.coco_captions_file import ANNOTATIONS, coco_payload, write_coco_captions
-from lexsem.build.coco_captions import coco_captions, coco_captions_source
-from lexsem.build.inputs import SOURCES, file_sha256
+from lexsem.construct.coco_captions import coco_captions, coco_captions_source
+from lexsem.construct.inputs import SOURCES, file_sha256
 from lexsem.errors import DataError
 
 

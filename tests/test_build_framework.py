@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from lexsem.build import runner
-from lexsem.build.caption_format import format_caption
-from lexsem.build.recipe import load_recipe
-from lexsem.build.runner import build
-from lexsem.build.stage import StageContext, accepted, register_stage, reject
 from lexsem.cli.app import app
+from lexsem.construct import runner
+from lexsem.construct.caption_format import format_caption
+from lexsem.construct.recipe import load_recipe
+from lexsem.construct.runner import build
+from lexsem.construct.stage import StageContext, accepted, register_stage, reject
 from lexsem.errors import LexsemError
 
 

@@ -26,10 +26,10 @@ from builders.backends import require_module
 from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
 from lexsem.annotate.store import connect
-from lexsem.build import runner
-from lexsem.build.runner import build
-from lexsem.build.stage import row_ids
 from lexsem.cli.app import app
+from lexsem.construct import runner
+from lexsem.construct.runner import build
+from lexsem.construct.stage import row_ids
 from lexsem.errors import DataError, LexsemError
 
 need_annotate_extra()
@@ -44,7 +44,7 @@ SOURCE = "items.jsonl:"
 
 
 def _shipped(name: str) -> str:
-    return (resources.files("lexsem.build") / "recipes" / f"{name}.toml").read_text("utf-8")
+    return (resources.files("lexsem.construct") / "recipes" / f"{name}.toml").read_text("utf-8")
 
 
 def _study_from(readme: Path, folder: Path, n: int, path: Path | None = None) -> MadeStudy:

@@ -23,18 +23,18 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.tiny_text_scorers import write_tiny_cola, write_tiny_vera
-from lexsem.build import runner
-from lexsem.build.runner import build
-from lexsem.build.stage import StageContext
-from lexsem.build.sugarcrepe_negatives import (
+from lexsem.cli.app import app
+from lexsem.construct import runner
+from lexsem.construct.runner import build
+from lexsem.construct.stage import StageContext
+from lexsem.construct.sugarcrepe_negatives import (
     EMPTY,
     NO_MARKER,
     NOT_YES,
     parse_negative,
     sugarcrepe_negatives,
 )
-from lexsem.build.template_filter import ADD, REPLACE, SAME, SWAP_WORDS, template_filter
-from lexsem.cli.app import app
+from lexsem.construct.template_filter import ADD, REPLACE, SAME, SWAP_WORDS, template_filter
 from lexsem.errors import DataError, LexsemError
 
 BIVLC_REPO = Path(os.environ.get("LEXSEM_BIVLC_REPO", "/work/.mirror/IMirandaM+BiVLC/repo"))
@@ -280,7 +280,7 @@ def test_conversations_sent_are_the_reference_templates_rendered() -> None:
 
 
 def test_template_text_is_pinned_without_the_mirror() -> None:
-    from lexsem.build.sugarcrepe_templates import TEMPLATES
+    from lexsem.construct.sugarcrepe_templates import TEMPLATES
 
     for subtype, digest in TEMPLATE_SHA256.items():
         t = TEMPLATES[subtype.lower()]
@@ -422,7 +422,7 @@ def test_bad_settings_are_named() -> None:
 
 # -- the recipe end to end ----------------------------------------------------------------------
 
-RECIPES = Path(__file__).parents[1] / "src" / "lexsem" / "build" / "recipes"
+RECIPES = Path(__file__).parents[1] / "src" / "lexsem" / "construct" / "recipes"
 RECIPE = RECIPES / "sugarcrepe_negatives.toml"
 
 
@@ -508,7 +508,7 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
 
 
 def test_blind_scores_are_the_backends_scores(scorers: dict[str, Path]) -> None:
-    from lexsem.build.blind_scores import SCORE_COLUMNS, blind_scores
+    from lexsem.construct.blind_scores import SCORE_COLUMNS, blind_scores
     from lexsem.models.factory import load_text_scorer
 
     rows = pa.table(
@@ -537,7 +537,7 @@ def test_blind_scores_are_the_backends_scores(scorers: dict[str, Path]) -> None:
 
 
 def test_blind_scores_bad_input_is_named(scorers: dict[str, Path]) -> None:
-    from lexsem.build.blind_scores import blind_scores
+    from lexsem.construct.blind_scores import blind_scores
 
     rows = pa.table({"source": ["t"], "source_id": ["7"], "caption": ["a"],
                      "negative_caption": [None]})  # fmt: skip
@@ -558,7 +558,7 @@ def test_unrefined_sugarcrepe_through_filter_and_refinement(test_data_dir: Path)
     category's filtered items alone, and a row the filter rejected keeps its reason."""
     import numpy as np
 
-    from lexsem.build.refine import adversarial_refine, refine_keep
+    from lexsem.construct.refine import adversarial_refine, refine_keep
 
     records = []
     for category in [s.lower() for s in ORDER]:

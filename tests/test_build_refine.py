@@ -1,4 +1,4 @@
-"""SugarCrepe's adversarial refinement (`lexsem.build.refine`) keeps the reference's items.
+"""SugarCrepe's adversarial refinement (`lexsem.construct.refine`) keeps the reference's items.
 
 Oracles: RAIVNLab/sugar-crepe's own `adversarial_refine.py`, run in a subprocess from a copy
 written to a temporary folder (where its read-only mirror is present), and `_reference_keep`
@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from lexsem.build.refine import REASON, adversarial_refine, refine_keep
+from lexsem.construct.refine import REASON, adversarial_refine, refine_keep
 from lexsem.errors import DataError
 
 SUGARCREPE_REPO = Path(
@@ -294,8 +294,8 @@ def test_a_recipe_refines_through_lexsem_build(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
     from typer.testing import CliRunner
 
-    from lexsem.build.refine import refine_keep
     from lexsem.cli import app
+    from lexsem.construct.refine import refine_keep
 
     rng = np.random.default_rng(7)
     rows = [{"id": i, "category": ("a", "b")[i % 2],

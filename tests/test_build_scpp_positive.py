@@ -15,9 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from lexsem.build import runner
-from lexsem.build.runner import build
-from lexsem.build.scpp_positive import (
+from lexsem.cli.app import app
+from lexsem.construct import runner
+from lexsem.construct.runner import build
+from lexsem.construct.scpp_positive import (
     IDENTICAL,
     INCONSISTENT,
     M1_ROLE_PLAY,
@@ -32,7 +33,6 @@ from lexsem.build.scpp_positive import (
     superfluous,
     validation_prompt,
 )
-from lexsem.cli.app import app
 from lexsem.errors import LexsemError
 
 # What the fake generator answers to M{P1} (first, then regenerations) and to M{P1; P2}.
@@ -273,9 +273,9 @@ def test_a_rerun_sends_nothing(tmp_path: Path, gen: RuleGenerator) -> None:
 def test_lexsem_build_runs_the_shipped_recipe_into_triplets(
     tmp_path: Path, gen: RuleGenerator
 ) -> None:
-    """`src/lexsem/build/recipes/scpp_positive.toml`, its input and generator replaced."""
+    """`src/lexsem/construct/recipes/scpp_positive.toml`, its input and generator replaced."""
     _recipe(tmp_path, ALL)
-    shipped = Path(__file__).parents[1] / "src/lexsem/build/recipes/scpp_positive.toml"
+    shipped = Path(__file__).parents[1] / "src/lexsem/construct/recipes/scpp_positive.toml"
     text = shipped.read_text(encoding="utf-8").replace("PATH/TO/items.jsonl", "triplets.jsonl")
     text = re.sub(r'(?m)^generator = ".*"$', 'generator = "fake:x"', text)
     recipe = tmp_path / "shipped.toml"

@@ -1,4 +1,4 @@
-"""Stage `train_manifest` (`lexsem.build.train_manifest`): BiVLC's 80/20 split (`datasets`'
+"""Stage `train_manifest` (`lexsem.construct.train_manifest`): BiVLC's 80/20 split (`datasets`'
 ``train_test_split(test_size=0.2, seed=42)``, its fine-tuning script's) written as a training
 manifest that `lexsem train` reads; a build from COCO captions to a TROHN-Img manifest and one
 training step on a tiny open_clip."""
@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from builders.coco_captions_file import write_coco_captions
-from lexsem.build.stage import StageContext, accepted, register_stage
-from lexsem.build.train_manifest import train_manifest
+from lexsem.construct.stage import StageContext, accepted, register_stage
+from lexsem.construct.train_manifest import train_manifest
 from lexsem.errors import DataError
 from lexsem.images.image_store import ImageStore
 from lexsem.train.manifest import read_manifest
@@ -123,7 +123,7 @@ def test_a_trohn_img_build_trains_one_step(tmp_path: Path) -> None:
     images and trains one step of the trohn_img regime on a tiny open_clip."""
     from builders.backends import require_module
     from builders.tiny_dual_models import write_tiny_openclip
-    from lexsem.build.runner import build
+    from lexsem.construct.runner import build
     from lexsem.train.config import TrainConfig
     from lexsem.train.loop import Trainer
 

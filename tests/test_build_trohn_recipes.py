@@ -16,11 +16,11 @@ import pyarrow as pa
 import pytest
 
 from builders.coco_captions_file import ANNOTATIONS, write_coco_captions
-from lexsem.build import stage as stage_registry
-from lexsem.build.catalog import load_stages
-from lexsem.build.recipe import load_recipe
-from lexsem.build.runner import build
-from lexsem.build.stage import Stage, StageContext, reject
+from lexsem.construct import stage as stage_registry
+from lexsem.construct.catalog import load_stages
+from lexsem.construct.recipe import load_recipe
+from lexsem.construct.runner import build
+from lexsem.construct.stage import Stage, StageContext, reject
 from lexsem.images.image_store import ImageStore
 from lexsem.train.manifest import read_manifest
 
@@ -32,7 +32,7 @@ AGREED = (
     "clean_captions",
     "generate_images",
 )
-RECIPES = resources.files("lexsem.build") / "recipes"
+RECIPES = resources.files("lexsem.construct") / "recipes"
 
 
 def _pass(rows: pa.Table, ctx: StageContext, **settings: Any) -> pa.Table:

@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from lexsem.build.clean_captions import (
+from lexsem.construct.clean_captions import (
     DUPLICATE,
     NO_END,
     QUESTION,
@@ -21,7 +21,7 @@ from lexsem.build.clean_captions import (
     clean_captions,
     format_caption,
 )
-from lexsem.build.score_percentile import BELOW, score_percentile
+from lexsem.construct.score_percentile import BELOW, score_percentile
 from lexsem.errors import DataError
 
 SUBTYPES = ("replace_obj", "replace_att", "replace_rel", "swap_obj", "swap_att", "add_obj",

@@ -1,4 +1,4 @@
-"""VISLA spatial candidates from VSR (`lexsem.build.vsr_spatial`; VISLA, §3.3): hand-made tables
+"""VISLA spatial candidates from VSR (`lexsem.construct.vsr_spatial`; VISLA, §3.3): hand-made tables
 with every pair and ranking worked out by hand, and the real VSR file checked against an
 independent re-count and against VISLA's published spatial triplets."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from lexsem.build.vsr_spatial import (
+from lexsem.construct.vsr_spatial import (
     caption_words,
     jaccard,
     vsr_negative_candidates,
@@ -255,14 +255,14 @@ def test_mined_pairs_cover_the_verbatim_visla_spatial_pairs(test_data_dir: Path)
 def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     test_data_dir: Path, tmp_path: Path
 ) -> None:
-    """`src/lexsem/build/recipes/visla_spatial.toml` with the real VSR path, run by the CLI:
+    """`src/lexsem/construct/recipes/visla_spatial.toml` with the real VSR path, run by the CLI:
     its stage outputs equal the stage functions called directly, and a rerun redoes nothing."""
     import pyarrow.parquet as pq
     from typer.testing import CliRunner
 
     from lexsem.cli import app
 
-    shipped = Path(__file__).parents[1] / "src/lexsem/build/recipes/visla_spatial.toml"
+    shipped = Path(__file__).parents[1] / "src/lexsem/construct/recipes/visla_spatial.toml"
     recipe = tmp_path / "visla_spatial.toml"
     recipe.write_text(
         shipped.read_text("utf-8").replace("PATH/TO/all_vsr_validated_data.jsonl",

@@ -16,11 +16,11 @@ from typer.testing import CliRunner
 
 from builders.chat_server import Server
 from lexsem.cli import app
-from lexsem.engine import progress
+from lexsem.engine import progress_bar as progress
 from lexsem.engine.chat import chat_records
 from lexsem.engine.conversations import answer_requests, image_reader
 from lexsem.engine.plan import Work
-from lexsem.engine.progress import Interrupted
+from lexsem.engine.progress_bar import Interrupted
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.images.image_store import ImageStore

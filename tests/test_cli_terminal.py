@@ -19,9 +19,10 @@ from typer.testing import CliRunner
 import lexsem
 from builders.fakes import BagOfWordsEncoder, ConstantPairScorer, TinyDualEncoder
 from lexsem.cli import app
-from lexsem.engine import embed, progress
+from lexsem.engine import embed
+from lexsem.engine import progress_bar as progress
 from lexsem.engine.embed import embed_texts
-from lexsem.engine.progress import Interrupted, Progress
+from lexsem.engine.progress_bar import Interrupted, Progress
 from lexsem.engine.request_store import RequestStore
 
 TEXTS = [f"text number {i}" + " padded" * (i % 7) for i in range(23)]

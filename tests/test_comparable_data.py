@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import lexsem
 from builders.fakes import TRIPLETS, BagOfWordsEncoder, OtherDual
 from builders.run_records import bivlc_results, record, result
-from lexsem.analysis.compare import mcnemar
+from lexsem.analysis.run_comparison import mcnemar
 from lexsem.cli import app
 from lexsem.errors import LexsemError
 from lexsem.report.all_tables import build_tables

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from builders.answers_table import answer, table
 from lexsem.annotate.fold_back import fold_back_validation
-from lexsem.build.stage import StageContext
 from lexsem.cli.app import app
+from lexsem.construct.stage import StageContext
 from lexsem.errors import DataError, LexsemError
 
 
@@ -111,7 +111,7 @@ def test_a_recipe_folds_back_and_the_card_counts_it(tmp_path: Path) -> None:
     (tmp_path / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triplets))
     out = tmp_path / "build"
     # the build's row ids: run the input alone first to learn its provenance
-    from lexsem.build.inputs import read_input
+    from lexsem.construct.inputs import read_input
 
     rows = read_input(tmp_path / "triplets.jsonl", None, {})
     ids = [f"{s}:{i}" for s, i in zip(rows.rows["source"].to_pylist(),

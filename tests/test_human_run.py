@@ -214,7 +214,7 @@ def test_report_and_compare_show_the_human_row(scpp: str, tmp_path: Path) -> Non
 
 def test_compare_pairs_the_items_the_humans_answered(scpp: str, tmp_path: Path) -> None:
     """A study answers a sample: McNemar over those items; the model must cover them."""
-    from lexsem.analysis.compare import mcnemar
+    from lexsem.analysis.run_comparison import mcnemar
 
     rows = [answer("tot", "0", "a", "n", subset="swap_obj", benchmark=scpp),
             answer("tot", "1", "a", "p1", subset="swap_obj", benchmark=scpp)]  # fmt: skip

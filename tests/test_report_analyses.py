@@ -17,7 +17,8 @@ import lexsem
 from builders.fakes import BagOfWordsEncoder, TinyDualEncoder
 from builders.length_scorers import CharLengthScorer, WordCountScorer
 from builders.report_pages import parse
-from lexsem.analysis import compare, priors
+from lexsem.analysis import priors
+from lexsem.analysis import run_comparison as compare
 from lexsem.cli import app
 from lexsem.report.analyses import (
     ReportOptions,

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from builders.run_records import record
 from lexsem.cli.app import app
-from lexsem.reproduce.compare import compare, outside_ci
 from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
+from lexsem.reproduce.published_vs_measured import compare, outside_ci
 from lexsem.reproduce.render import to_csv_text, to_markdown_text
 from lexsem.reproduce.session import plan_rows
 from lexsem.results.schema import MetricResult

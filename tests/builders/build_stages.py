@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lexsem.build.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import StageContext, accepted, register_stage, reject
 
 
 def _prompts(rows: pa.Table, column: str = "caption") -> list[str]:

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lexsem.analysis.compare import Key, format_keys, hits_by_item, model_label
+from lexsem.analysis.run_comparison import Key, format_keys, hits_by_item, model_label
 from lexsem.errors import LexsemError
 from lexsem.stats.bootstrap import MACRO, MICRO, Accuracy, summarize
 from lexsem.stats.ties import Hits, check_policy

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lexsem.analysis.compare import (
+from lexsem.analysis.run_comparison import (
     ItemHits,
     Key,
     format_keys,

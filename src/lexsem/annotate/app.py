@@ -27,9 +27,9 @@ from lexsem.annotate import assign, store
 from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
 from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
-from lexsem.annotate.progress import progress
 from lexsem.annotate.security import RateLimiter, csrf_ok, csrf_token, hash_token
 from lexsem.annotate.study import add_annotators, load_settings, now_iso
+from lexsem.annotate.study_progress import progress
 
 __all__ = ["create_app"]
 

@@ -10,7 +10,7 @@ human steps of dataset construction.
   (default ``caption``), ``image0`` (default ``image``), ``image1`` (default ``negative_image``).
 
 A row's item id is ``source:source_id`` (its provenance; rows sharing one get ``/1``, ``/2``,
-..., `lexsem.build.stage.row_ids`); rows a stage rejected (a non-null
+..., `lexsem.construct.stage.row_ids`); rows a stage rejected (a non-null
 ``rejected``) are left out; ``subset`` is the row's ``subset`` column where there is one.
 """
 

@@ -5,7 +5,7 @@ data card counts them (docs/human-studies.md, "Fold-back").
 
 A row's answers are the ``validate`` answers (practice left out, "skip" is no answer) whose
 item id is the row's ``source:source_id`` (rows sharing one: ``/1``, ``/2``, ... after it,
-`lexsem.build.stage.row_ids`, as the study made from the same table numbered them). Its
+`lexsem.construct.stage.row_ids`, as the study made from the same table numbered them). Its
 decision, by majority of its validators, where an edit counts as keeping the row:
 
 - kept, no edit → ``validation = "accepted"``;
@@ -13,7 +13,7 @@ decision, by majority of its validators, where an edit counts as keeping the row
   (the first given among equally frequent ones); the text before is kept in
   ``<column>_original``;
 - rejected by the majority → ``validation = "rejected"``, ``rejected = "human_rejected"`` (a
-  row already rejected keeps its first reason, `lexsem.build.stage.reject`);
+  row already rejected keeps its first reason, `lexsem.construct.stage.reject`);
 - as many to keep as to reject → ``validation = "disagreement"``,
   ``rejected = "human_disagreement"`` (SugarCrepe++'s experts
   resolved theirs "through inter-annotator discussion": a resolution lexsem cannot make);
@@ -23,7 +23,7 @@ decision, by majority of its validators, where an edit counts as keeping the row
 Answers about rows the table does not have are an error naming the first, unless
 ``unknown = "ignore"``. The counts (``accepted``, ``edited``, ``human_rejected``,
 ``human_disagreement``, ``not validated``) go to the stage's counts in build.json, which the
-frozen data card holds (`lexsem.build.freeze`).
+frozen data card holds (`lexsem.construct.freeze`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lexsem.build.answers_table import check_columns, read_answers
-from lexsem.build.stage import (
+from lexsem.construct.answers_table import check_columns, read_answers
+from lexsem.construct.stage import (
     PROVENANCE,
     REJECTED,
     StageContext,

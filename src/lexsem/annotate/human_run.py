@@ -47,8 +47,8 @@ import pyarrow as pa
 
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark
-from lexsem.build.answers_table import check_columns, read_answers
 from lexsem.config import EvalConfig
+from lexsem.construct.answers_table import check_columns, read_answers
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
 from lexsem.models.protocols import fingerprint_key

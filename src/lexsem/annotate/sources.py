@@ -57,7 +57,7 @@ def build_folder(table: Path) -> Path:
     """The folder a build table's relative image paths are read from: the build folder for a
     stage output (``DIR/stages/NN-name.parquet`` beside ``DIR/build.json``, `lexsem build`),
     else the table's own folder."""
-    from lexsem.build.runner import BUILD_FILE
+    from lexsem.construct.runner import BUILD_FILE
 
     parent = table.resolve().parent
     if parent.name == "stages" and (parent.parent / BUILD_FILE).is_file():
@@ -142,7 +142,7 @@ def build_units(
 ) -> Callable[[ImageFn], StudyUnits]:
     """The maker of a study's units from a build stage's Parquet output (no practice or gold:
     generated items have no right answer)."""
-    from lexsem.build.stage import PROVENANCE, row_ids
+    from lexsem.construct.stage import PROVENANCE, row_ids
 
     try:
         rows = pq.read_table(table).to_pylist()

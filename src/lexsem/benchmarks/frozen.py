@@ -11,7 +11,7 @@ A frozen benchmark is a folder of files in one of lexsem's own formats (`FORMAT:
 `build:DIR` (DIR a build folder, or its `benchmark` folder) reads the card, checks that every
 file it lists has the sha256 it records (a file changed after freezing is an error naming it)
 and stands for `FORMAT:DIR/benchmark`. This module reads the folder by its files alone: the
-build layer writes it (`lexsem.build.freeze`) with the names defined here.
+build layer writes it (`lexsem.construct.freeze`) with the names defined here.
 """
 
 from __future__ import annotations

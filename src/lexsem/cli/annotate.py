@@ -229,8 +229,8 @@ def status(
     """Progress per annotator, gold accuracy (flagged annotators) and agreement so far."""
     import dataclasses
 
-    from lexsem.annotate.progress import progress
     from lexsem.annotate.store import connect
+    from lexsem.annotate.study_progress import progress
 
     con = connect(study)
     try:

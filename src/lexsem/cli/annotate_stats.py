@@ -46,7 +46,7 @@ def agreement(
     """Inter-annotator agreement per task kind and subset: Cohen's kappa per annotator pair
     (and their mean, as BiVLC reports), Fleiss' kappa and Krippendorff's alpha, each with a
     bootstrap CI over items. Practice answers are left out; gold items are their own row."""
-    from lexsem.build.answers_table import read_answers
+    from lexsem.construct.answers_table import read_answers
     from lexsem.outputs import check_outputs, named_paths
     from lexsem.stats.agreement import agreement as compute
 

@@ -1,5 +1,5 @@
 """`lexsem build RECIPE -o DIR`: run a construction recipe (docs/building.md); the work is
-`lexsem.build.runner.build`."""
+`lexsem.construct.runner.build`."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def build(
 ) -> None:
     """Build a benchmark or training data from a recipe: its stages in order, each output kept
     in DIR/stages, resumed where it stopped; acceptance statistics per stage at the end."""
-    from lexsem.build.runner import build as run_build
+    from lexsem.construct.runner import build as run_build
 
     res = run_build(
         recipe, out, replay_only=replay_only, max_requests=max_requests, force=force,

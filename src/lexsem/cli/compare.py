@@ -21,7 +21,7 @@ def compare(
     metric: Annotated[str | None, typer.Option(help="Metric (default: each main metric).")] = None,
 ) -> None:
     """Exact McNemar test of two runs on the paired per-item hits of each shared benchmark."""
-    from lexsem.analysis.compare import items_total, mcnemar, plan_comparison
+    from lexsem.analysis.run_comparison import items_total, mcnemar, plan_comparison
     from lexsem.cli.run_paths import not_a_run
     from lexsem.results.run import Run
 

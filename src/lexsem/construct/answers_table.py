@@ -2,7 +2,7 @@
 --answers`) or taken as a `pyarrow.Table`, with its name and sha256 (a human run's
 fingerprint), and checked for the columns a reader needs (docs/human-studies.md, "The answers
 table"). It sits in the build layer because the build's fold-back stages read it
-(`lexsem.build.study_answers`, `lexsem.annotate.fold_back`), as do the human run and the
+(`lexsem.construct.study_answers`, `lexsem.annotate.fold_back`), as do the human run and the
 agreement statistics above it."""
 
 from __future__ import annotations

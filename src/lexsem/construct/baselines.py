@@ -22,9 +22,9 @@ from typing import Any
 
 from lexsem.atomic import atomic_open
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_MD
-from lexsem.build.freeze import card_markdown
-from lexsem.build.stage import StageContext, register_stage
 from lexsem.config import EvalConfig
+from lexsem.construct.freeze import card_markdown
+from lexsem.construct.stage import StageContext, register_stage
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError
 

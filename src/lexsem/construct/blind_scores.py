@@ -10,7 +10,7 @@ probability of class 1; gap = positive − negative).
 The stage scores through lexsem's own blind text scorers (`vera:` and `cola:` backends,
 `lexsem.models.factory.load_text_scorer`): each distinct caption once, and adds ``vera_pos``,
 ``vera_neg``, ``vera_gap``, ``cola_pos``, ``cola_neg``, ``cola_gap`` (gaps as
-`lexsem.build.refine.adversarial_refine` reads them). Rejected rows get nulls.
+`lexsem.construct.refine.adversarial_refine` reads them). Rejected rows get nulls.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.build.stage import StageContext, accepted, register_stage
+from lexsem.construct.stage import StageContext, accepted, register_stage
 from lexsem.errors import DataError
 
 __all__ = ["SCORE_COLUMNS", "blind_scores"]

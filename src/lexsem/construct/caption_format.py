@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lexsem.build.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import StageContext, accepted, register_stage, reject
 from lexsem.errors import LexsemError
 
 __all__ = ["caption_format", "format_caption"]

@@ -8,22 +8,22 @@ import importlib
 __all__ = ["STAGE_MODULES", "load_stages"]
 
 STAGE_MODULES = (
-    "lexsem.build.baselines",
-    "lexsem.build.best_image",
-    "lexsem.build.blind_scores",
-    "lexsem.build.caption_format",
-    "lexsem.build.clean_captions",
-    "lexsem.build.coco_captions",
-    "lexsem.build.freeze",
-    "lexsem.build.human",
-    "lexsem.build.images",
-    "lexsem.build.refine",
-    "lexsem.build.score_percentile",
-    "lexsem.build.scpp_positive",
-    "lexsem.build.sugarcrepe_negatives",
-    "lexsem.build.template_filter",
-    "lexsem.build.train_manifest",
-    "lexsem.build.vsr_spatial",
+    "lexsem.construct.baselines",
+    "lexsem.construct.best_image",
+    "lexsem.construct.blind_scores",
+    "lexsem.construct.caption_format",
+    "lexsem.construct.clean_captions",
+    "lexsem.construct.coco_captions",
+    "lexsem.construct.freeze",
+    "lexsem.construct.human",
+    "lexsem.construct.images",
+    "lexsem.construct.refine",
+    "lexsem.construct.score_percentile",
+    "lexsem.construct.scpp_positive",
+    "lexsem.construct.sugarcrepe_negatives",
+    "lexsem.construct.template_filter",
+    "lexsem.construct.train_manifest",
+    "lexsem.construct.vsr_spatial",
     "lexsem.annotate.fold_back",  # a validation study's answers folded into the rows
 )
 

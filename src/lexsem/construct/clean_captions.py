@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lexsem.build.stage import accepted, register_stage, reject
+from lexsem.construct.stage import accepted, register_stage, reject
 from lexsem.errors import DataError
 
 __all__ = ["DUPLICATE", "NO_END", "QUESTION", "SHORT", "clean_captions", "format_caption"]

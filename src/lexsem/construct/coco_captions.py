@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.build.inputs import InputTable, file_sha256, register_source
+from lexsem.construct.inputs import InputTable, file_sha256, register_source
 from lexsem.errors import DataError
 from lexsem.images.refs import ROOT_NAME_RE, unsafe_reason
 

@@ -32,8 +32,8 @@ from typing import Any, TypeVar
 from lexsem._version import __version__
 from lexsem.atomic import replace_dir
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
-from lexsem.build.inputs import file_sha256
-from lexsem.build.stage import REJECTED, StageContext, accepted, register_stage
+from lexsem.construct.inputs import file_sha256
+from lexsem.construct.stage import REJECTED, StageContext, accepted, register_stage
 from lexsem.errors import LexsemError
 
 __all__ = ["card_markdown", "freeze"]
@@ -41,9 +41,9 @@ __all__ = ["card_markdown", "freeze"]
 FORMATS = ("scpp", "sugarcrepe", "bivlc")
 BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-BUILD_FILE = "build.json"  # lexsem.build.runner.BUILD_FILE (the runner imports the stages)
+BUILD_FILE = "build.json"  # lexsem.construct.runner.BUILD_FILE (the runner imports the stages)
 _T = TypeVar("_T")
-# the stages that fold people's answers back: lexsem.build.human, lexsem.annotate.fold_back
+# the stages that fold people's answers back: lexsem.construct.human, lexsem.annotate.fold_back
 HUMAN_STAGES = ("fold_back_answers", "fold_back_validation")
 
 

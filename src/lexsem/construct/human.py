@@ -20,7 +20,7 @@ The answers file, ``human/<task>/answers.csv`` (or ``answers.jsonl``, one ``{"ta
 "answer": CHOICE}`` per line, or the study's exported ``answers.parquet``; one of them, or the
 `answers` setting), is read by `fold_back_answers`. In a CSV or JSONL file every answer must
 name a task of ``tasks.jsonl`` and one of its choices (case does not matter); an error names the
-file and line. The study's table (`lexsem.build.study_answers`) gives one answer per annotator:
+file and line. The study's table (`lexsem.construct.study_answers`) gives one answer per annotator:
 its item ids are the rows' ``source:source_id``, several annotators of one task are combined by
 majority, a tie counts against keeping the row (counted as ``ties``); an error names the file,
 the row and the item. Until the file exists the build stops at that stage with a message naming
@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_open
-from lexsem.build.stage import (
+from lexsem.construct.stage import (
     PROVENANCE,
     StageContext,
     accepted,
@@ -59,7 +59,7 @@ from lexsem.build.stage import (
     reject,
     row_ids,
 )
-from lexsem.build.study_answers import STUDY_KIND, majority, read_study_answers
+from lexsem.construct.study_answers import STUDY_KIND, majority, read_study_answers
 from lexsem.errors import DataError, LexsemError
 
 __all__ = ["INSTRUCTIONS", "TASKS", "export_human_task", "fold_back_answers"]

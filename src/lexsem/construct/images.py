@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_path
-from lexsem.build.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import StageContext, accepted, register_stage, reject
 from lexsem.errors import LexsemError
 from lexsem.models.image_gen import ImageRequest
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from lexsem.build.catalog import load_stages
-from lexsem.build.stage import get_stage
+from lexsem.construct.catalog import load_stages
+from lexsem.construct.stage import get_stage
 from lexsem.errors import LexsemError
 
 if sys.version_info >= (3, 11):

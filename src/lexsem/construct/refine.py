@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.build.stage import register_stage
+from lexsem.construct.stage import register_stage
 from lexsem.errors import DataError
 
 # The reference's bin counts: the two-gap grid has GRID bins per sign on each axis, the one-gap

@@ -26,7 +26,7 @@ or generated, a request without a stored answer is an error.
 Progress: each stage says `stage k/n NAME: R rows in` when it starts and, when it ends, its
 rows out, accepted, rejected per reason, requests sent / served by the store / retried and
 seconds; while it asks the generator, the engine's bar (terminal) or lines (piped) count the
-requests answered, failed, waiting to be retried and retried (`lexsem.engine.progress`). After
+requests answered, failed, waiting to be retried and retried (`lexsem.engine.progress_bar`). After
 the build: the table of every stage (`summary`).
 """
 
@@ -44,9 +44,9 @@ from typing import Any
 
 from lexsem._version import __version__
 from lexsem.atomic import atomic_open, atomic_path
-from lexsem.build.inputs import file_sha256, read_input
-from lexsem.build.recipe import Recipe, StageSpec, load_recipe
-from lexsem.build.stage import REJECTED, Stage, StageContext, accepted, check_rows, get_stage
+from lexsem.construct.inputs import file_sha256, read_input
+from lexsem.construct.recipe import Recipe, StageSpec, load_recipe
+from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted, check_rows, get_stage
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError
 

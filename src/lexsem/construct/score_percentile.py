@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.build.stage import accepted, register_stage, reject
+from lexsem.construct.stage import accepted, register_stage, reject
 from lexsem.errors import DataError
 
 __all__ = ["BELOW", "score_percentile", "thresholds"]

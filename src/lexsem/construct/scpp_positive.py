@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.build.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import StageContext, accepted, register_stage, reject
 from lexsem.errors import DataError, LexsemError
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A human study's answers table (`lexsem annotate export STUDY --answers FILE.parquet`,
 docs/human-studies.md, "The answers table") read as the answers to BiVLC's human steps (§3
-steps 3 and 4) for the stage `fold_back_answers` (`lexsem.build.human`), and several
+steps 3 and 4) for the stage `fold_back_answers` (`lexsem.construct.human`), and several
 annotators' answers to one task combined by majority.
 
 The study is made from the build's own stage output (``lexsem annotate create --from-build
@@ -16,7 +16,7 @@ keeps an instance only where people found it unambiguous (§3 step 4), and one a
 choosing image A and another image B did not agree on an image. Ties are counted in the
 stage's counts (``ties``).
 
-The table is read and its columns checked by `lexsem.build.answers_table`, as every reader of
+The table is read and its columns checked by `lexsem.construct.answers_table`, as every reader of
 a study's answers does.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lexsem.build.answers_table import check_columns, read_answers
+from lexsem.construct.answers_table import check_columns, read_answers
 from lexsem.errors import DataError
 
 __all__ = ["STUDY_KIND", "TIE_RULE", "StudyAnswer", "majority", "read_study_answers"]

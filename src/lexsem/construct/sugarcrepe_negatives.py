@@ -3,7 +3,7 @@
 "SugarCrepe: Fixing Hackable Benchmarks for Vision-Language Compositionality" (Hsieh et al.,
 2023), §3, and "BiVLC: Extending Vision-Language Compositionality Evaluation with Text-to-Image
 Retrieval" (Miranda et al., 2024), §5.1 (TROHN-Text): for every caption and every category, an
-LLM is asked with the category's template (`lexsem.build.sugarcrepe_templates`) and the
+LLM is asked with the category's template (`lexsem.construct.sugarcrepe_templates`) and the
 negative caption is read from its structured answer.
 
 Rendering and parsing follow BiVLC's script (IMirandaM/BiVLC,
@@ -30,8 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.build.stage import StageContext, accepted, register_stage
-from lexsem.build.sugarcrepe_templates import CATEGORIES, TEMPLATES
+from lexsem.construct.stage import StageContext, accepted, register_stage
+from lexsem.construct.sugarcrepe_templates import CATEGORIES, TEMPLATES
 from lexsem.errors import DataError, LexsemError
 
 __all__ = [

@@ -14,7 +14,7 @@ Each template is a three-turn conversation: the user's instructions ending with 
 input (`demonstration`), the assistant's worked answer (`answer`), then the caption asked
 about, in the user turn `ask` (``{caption}`` filled in). The answer gives the negative after
 `marker` (``New sentence: `` or, for the swaps, after a leading ``Yes``, ``Output: ``).
-`lexsem.build.sugarcrepe_negatives` renders and parses them.
+`lexsem.construct.sugarcrepe_negatives` renders and parses them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 "BiVLC: Extending Vision-Language Compositionality Evaluation with Text-to-Image Retrieval"
 (Miranda et al., 2024), §5.1: "We then defined a heuristic to filter out the generations that do
 not follow the templates". BiVLC's released scripts apply two checks: the answer must parse
-(`lexsem.build.sugarcrepe_negatives` rejects the others) and the negative must differ from the
+(`lexsem.construct.sugarcrepe_negatives` rejects the others) and the negative must differ from the
 positive (TROHN_Img_best_selection.py drops pairs whose CLIP text similarity is 0.999 or more,
 "the same" captions). Neither SugarCrepe's release nor BiVLC's checks the edit a category asks
 for; lexsem does (docs/building.md, "SugarCrepe-style negatives"), on words: lower-cased runs
@@ -26,7 +26,7 @@ import re
 
 import pyarrow as pa
 
-from lexsem.build.stage import accepted, register_stage, reject
+from lexsem.construct.stage import accepted, register_stage, reject
 from lexsem.errors import DataError
 
 __all__ = ["ADD", "REPLACE", "SAME", "SWAP_WORDS", "follows_template", "template_filter", "words"]

@@ -27,8 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.build.inputs import InputTable, file_sha256, register_source
-from lexsem.build.stage import StageContext, register_stage
+from lexsem.construct.inputs import InputTable, file_sha256, register_source
+from lexsem.construct.stage import StageContext, register_stage
 from lexsem.errors import DataError
 
 SOURCE = "vsr"

@@ -50,7 +50,7 @@ from typing import Any
 
 from lexsem.credentials import redact
 from lexsem.engine.keys import chat_request_key, content_key
-from lexsem.engine.progress import Progress
+from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ConnectionFailed, LexsemError, ModelError, RetryableError
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from lexsem.engine.keys import content_key
-from lexsem.engine.progress import Progress
+from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.models.protocols import TextEncoder

@@ -34,7 +34,7 @@ import numpy as np
 
 from lexsem.engine.decoding import keep_decoded, start_decoding
 from lexsem.engine.image_scan import OnError, Scan, count_reasons, scan_for
-from lexsem.engine.progress import Progress
+from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.images.decode import Profiles
@@ -97,7 +97,7 @@ def embed_images(
             ``rgb="model"`` profile hands raw-mode images only to a model that declares
             ``accepts_raw_mode = True``; other models get them converted to RGB first. Every
             decode variant has cache keys of its own (`image_key`).
-        progress: show progress (`lexsem.engine.progress`): a bar on a terminal, periodic
+        progress: show progress (`lexsem.engine.progress_bar`): a bar on a terminal, periodic
             lines when stderr is piped; it moves per batch. Ctrl-C raises `Interrupted`, which
             says how many images were saved in `cache`.
         decoded: decoded images kept in memory across calls (`lexsem.images.memory`): images

@@ -30,7 +30,7 @@ from lexsem.atomic import atomic_path
 from lexsem.credentials import redact
 from lexsem.engine.chat import ChatStats, send_requests
 from lexsem.engine.keys import image_request_key
-from lexsem.engine.progress import Progress
+from lexsem.engine.progress_bar import Progress
 from lexsem.errors import LexsemError, ModelError
 from lexsem.models.image_gen import ImageRequest, batches, is_local
 

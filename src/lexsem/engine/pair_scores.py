@@ -15,7 +15,7 @@ import numpy as np
 from lexsem.engine.decoding import batch_rows, keep_decoded, start_decoding
 from lexsem.engine.image_scan import OnError, Scan, count_reasons, scan_for
 from lexsem.engine.keys import pair_key
-from lexsem.engine.progress import Progress
+from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.images.decode import Profiles

@@ -15,7 +15,7 @@ import numpy as np
 
 from lexsem.engine.embed import CHUNK, EmbedStats, missing_chunks
 from lexsem.engine.keys import text_score_key
-from lexsem.engine.progress import Progress
+from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
 from lexsem.models.protocols import TextScorer

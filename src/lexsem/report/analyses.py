@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from lexsem.analysis import compare, priors, qualitative, similarity
+from lexsem.analysis import priors, qualitative, similarity
+from lexsem.analysis import run_comparison as compare
 from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.errors import LexsemError
 from lexsem.report.generative import generative_sections

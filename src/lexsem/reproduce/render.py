@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from lexsem.outputs import TABLE_MARKS
 from lexsem.report.tables import Table, to_markdown
-from lexsem.reproduce.compare import Comparison
 from lexsem.reproduce.facts import PaperTable
+from lexsem.reproduce.published_vs_measured import Comparison
 
 OUTSIDE = "*"
 CSV_FIELDS = (

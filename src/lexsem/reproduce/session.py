@@ -21,9 +21,9 @@ from lexsem.outputs import check_output_dir
 from lexsem.paths import offline
 from lexsem.reproduce.availability import missing
 from lexsem.reproduce.catalog import get_table
-from lexsem.reproduce.compare import Comparison, compare
 from lexsem.reproduce.facts import ModelRow, PaperTable
 from lexsem.reproduce.grid import table_grid
+from lexsem.reproduce.published_vs_measured import Comparison, compare
 from lexsem.reproduce.render import to_csv_text, to_markdown_text
 from lexsem.results.run_folder import load_run
 from lexsem.results.schema import RunRecord

@@ -32,8 +32,8 @@ from typing import Any
 
 from lexsem.errors import DataError, LexsemError
 from lexsem.train.config import TrainConfig
-from lexsem.train.progress import TrainProgress
 from lexsem.train.state import Progress
+from lexsem.train.train_progress import TrainProgress
 
 __all__ = ["TrainResult", "Trainer", "TrainingInterrupted", "needs"]
 

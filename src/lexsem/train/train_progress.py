@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from lexsem.engine.progress import duration, is_tty, rich_bar
+from lexsem.engine.progress_bar import duration, is_tty, rich_bar
 
 __all__ = ["LOG_EVERY", "TrainProgress"]
 
