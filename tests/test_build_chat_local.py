@@ -68,6 +68,21 @@ def test_batched_greedy_answers_equal_one_prompt_at_a_time(tiny_chat: Path) -> N
     assert model.send(None, bodies[2])[0] == expected[2]
 
 
+def test_a_pad_token_past_the_vocabulary_is_not_used(tmp_path: Path) -> None:
+    """transformers' Qwen2 tokenizer class adds `<|endoftext|>` as its pad token; when the model's
+    embedding table ends at the word-level vocabulary, that id is out of range, and the backend
+    pads with EOS instead (padding with it fails with an index error)."""
+    from builders.tiny_chat_models import CHAT_VOCAB
+
+    folder = write_tiny_chat(tmp_path, family="qwen2", vocab_size=len(CHAT_VOCAB))
+    model = load_model(f"chat:{folder}?max_new_tokens=6&batch_size=8")
+    bodies = [model.request_body(ChatRequest.ask(p, None)) for p in PROMPTS]
+    answers = [text for text, _ in model.send_batch(None, bodies)]
+    tok = model._tokenizer
+    assert tok.pad_token_id is not None and tok.pad_token_id >= model._model.config.vocab_size
+    assert answers == _one_at_a_time(folder, PROMPTS, 6)
+
+
 def test_fingerprint_and_store_key(tiny_chat: Path) -> None:
     spec = f"chat:{tiny_chat}?max_new_tokens=10"
     model = load_model(spec)

@@ -20,7 +20,13 @@ CHAT_TEMPLATE = (
 
 
 def write_tiny_chat(
-    folder: Path, *, family: str = "llama", seed: int = 0, hidden: int = 32, layers: int = 2
+    folder: Path,
+    *,
+    family: str = "llama",
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 2,
+    vocab_size: int = 64,
 ) -> Path:
     """A random causal LM (`family` llama or qwen2) with a chat template; its tokenizer has no
     pad token (like Llama's: the backend pads with EOS)."""
@@ -38,7 +44,7 @@ def write_tiny_chat(
     tok.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     common = dict(
-        vocab_size=64,  # room for a token a family's own tokenizer class adds (Qwen2)
+        vocab_size=vocab_size,  # 64: room for a token a family's tokenizer class adds (Qwen2)
         hidden_size=hidden,
         intermediate_size=2 * hidden + 5,
         num_hidden_layers=layers,

@@ -215,9 +215,12 @@ class TextChat(LazyModel):
         return set(eos if isinstance(eos, list) else [eos]) - {None}
 
     def _pad_id(self) -> int:
+        """The pad token, else EOS: the first that the model's embedding table holds (a
+        tokenizer class may add a pad token of its own past the model's vocabulary)."""
         tok = self._tokenizer
+        size = self._model.get_input_embeddings().num_embeddings
         for candidate in (tok.pad_token_id, tok.eos_token_id, *sorted(self._eos_ids())):
-            if candidate is not None:
+            if candidate is not None and 0 <= int(candidate) < size:
                 return int(candidate)
         return 0
 
