@@ -165,8 +165,12 @@ def test_a_failed_migration_leaves_the_file_as_it_was(
     assert "from schema 1 to 2 (step failed); the file is unchanged" in msg
     assert dump(study.path) == old_dump
     monkeypatch.undo()
-    with pytest.warns(RuntimeWarning, match="migrated"):
-        con = store.connect(study.path)  # a later open migrates it
+    res = CliRunner().invoke(app, ["annotate", "status", str(study.path)])  # a later open
+    assert res.exit_code == 0, res.output
+    assert f"warning: {study.path}: study migrated from schema 1 to 2 (the schema-1 file" in (
+        res.output
+    )
+    con = store.connect(study.path)
     assert store.get_meta(con, "schema_version") == store.SCHEMA_VERSION
     con.close()
 
