@@ -2,10 +2,10 @@
 dataset construction — as a small web app, and what is made of their answers
 (docs/human-studies.md).
 
-A study is one SQLite file (`store.py`) made from a benchmark selection or a build stage's
-output (`sources.py`, `queries.py`, `build_rows.py`, `study.py`) with its settings
-(`config.py`), served by a FastAPI app
-(`app.py`, `templates/`), assigned with overlap and quotas (`assign.py`), randomised per
-annotator (`order.py`), watched (`progress.py`) and exported as one answers table
-(`answers.py`). Its answers become a human run folder (`human_run.py`), Label Studio tasks and
-back (`labelstudio.py`), or folded into a build (`fold_back.py`)."""
+A study is one SQLite file (`store.py`, the only module running SQL on it) made from a
+benchmark selection or a build stage's output (`sources.py`, `queries.py`, `build_rows.py`,
+`study.py`) with its settings (`config.py`), served by a FastAPI app (`app.py`,
+`templates/`), assigned with overlap and quotas (`assign.py`), randomised per annotator
+(`order.py`), watched (`study_progress.py`) and exported as one answers table (`answers.py`).
+Its answers become a human run folder (`human_run.py`), Label Studio tasks and back
+(`labelstudio.py`), or folded into a build (`fold_back.py`)."""

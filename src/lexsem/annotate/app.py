@@ -14,7 +14,6 @@ security policy that allows only the page's own script and the server's own file
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
 from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
 from lexsem.annotate.security import RateLimiter, csrf_ok, csrf_token, hash_token
-from lexsem.annotate.study import add_annotators, load_settings, now_iso
+from lexsem.annotate.study import add_annotators, load_settings
 from lexsem.annotate.study_progress import progress
 
 __all__ = ["create_app"]
@@ -51,7 +50,7 @@ class _Study:
         self.admin_hash: str = store.get_meta(con, "admin_hash")
         self.join_hash: str = store.get_meta(con, "join_hash")
 
-    def con(self) -> sqlite3.Connection:
+    def con(self) -> store.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
             con = self._local.con = store.connect(self.path)
@@ -75,16 +74,14 @@ class _Site:
         if not self.limiter.allow(key):
             raise HTTPException(429, "too many requests; wait a minute")
 
-    def annotator(self, token: str) -> sqlite3.Row:
+    def annotator(self, token: str) -> store.Annotator:
         """The annotator of a personal link (404 where there is none)."""
         th = hash_token(token)
         self.limited(th)
-        row = (
-            self.st.con().execute("SELECT * FROM annotators WHERE token_hash = ?", (th,)).fetchone()
-        )
-        if row is None:
+        who = store.annotator_by_token(self.st.con(), th)
+        if who is None:
             raise HTTPException(404, "no such link")
-        return row
+        return who
 
     def shared_link(self, token: str, want_hash: str) -> str:
         """The hash of a study-wide link's token (the crowd link, the admin link) that must
@@ -103,15 +100,6 @@ class _Site:
         if self.st.settings.instructions:
             return [self.st.settings.instructions]
         return [INSTRUCTIONS[k] for k in self.st.settings.kinds]
-
-    def counts(self, aid: str) -> tuple[int, int]:
-        """(answered, assigned) units of an annotator."""
-        row = (
-            self.st.con()
-            .execute("SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,))
-            .fetchone()
-        )
-        return row[0], row[1]
 
 
 def create_app(
@@ -211,24 +199,20 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
     @app.get("/a/{token}", response_class=HTMLResponse)
     def current(request: Request, token: str) -> Response:
         who = site.annotator(token)
-        csrf = csrf_token(st.secret, who["token_hash"])
+        csrf = csrf_token(st.secret, who.token_hash)
         base = f"/a/{token}"
-        if who["consented_at"] is None:
+        if who.consented_at is None:
             return site.page(request, "consent.html", consent=st.settings.consent or CONSENT,
                              csrf=csrf, action=f"{base}/consent")  # fmt: skip
-        if who["started_at"] is None:
+        if who.started_at is None:
             return site.page(request, "instructions.html", paragraphs=site.instructions_text(),
                              csrf=csrf, base=base, link=str(request.url))  # fmt: skip
-        unit = assign.next_unit(st.con(), who["id"])
+        unit = store.next_unit(st.con(), who.id)
         if unit is None:
-            (count,) = (
-                st.con()
-                .execute("SELECT COUNT(*) FROM assignments WHERE annotator = ?", (who["id"],))
-                .fetchone()
-            )
+            _, count = store.answer_counts(st.con(), who.id)
             return site.page(request, "done.html", code=st.settings.completion_code,
                              full=count == 0)  # fmt: skip
-        done, total = site.counts(who["id"])
+        done, total = store.answer_counts(st.con(), who.id)
         return site.page(request, "task.html", unit=unit, base=base, csrf=csrf, done=done,
                          total=total, question=QUESTIONS[unit.kind],
                          choices=_choices(unit))  # fmt: skip
@@ -236,26 +220,18 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
     @app.post("/a/{token}/consent")
     def consent(token: str, csrf: str | None = Form(None)) -> Response:
         who = site.annotator(token)
-        site.check_csrf(who["token_hash"], csrf)
-        with store.write(st.con()) as con:
-            con.execute(
-                "UPDATE annotators SET consented_at = ? WHERE id = ? AND consented_at IS NULL",
-                (now_iso(), who["id"]),
-            )
+        site.check_csrf(who.token_hash, csrf)
+        store.record_consent(st.con(), who.id)
         return RedirectResponse(f"/a/{token}", 303)
 
     @app.post("/a/{token}/start")
     def start(token: str, csrf: str | None = Form(None)) -> Response:
         who = site.annotator(token)
-        site.check_csrf(who["token_hash"], csrf)
-        if who["consented_at"] is None:
+        site.check_csrf(who.token_hash, csrf)
+        if who.consented_at is None:
             raise HTTPException(409, "consent first")
-        assign.reserve(st.con(), who["id"], st.settings)
-        with store.write(st.con()) as con:
-            con.execute(
-                "UPDATE annotators SET started_at = ? WHERE id = ? AND started_at IS NULL",
-                (now_iso(), who["id"]),
-            )
+        assign.reserve(st.con(), who.id, st.settings)
+        store.record_start(st.con(), who.id)
         return RedirectResponse(f"/a/{token}", 303)
 
     @app.post("/a/{token}/answer")
@@ -267,8 +243,8 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
         edit: str | None = Form(None),
     ) -> Response:
         who = site.annotator(token)
-        site.check_csrf(who["token_hash"], csrf)
-        mine = assign.unit(st.con(), who["id"], unit)
+        site.check_csrf(who.token_hash, csrf)
+        mine = store.annotator_unit(st.con(), who.id, unit)
         if mine is None:
             raise HTTPException(404, "no such question")
         if answer not in {*mine.options, "skip"}:
@@ -278,7 +254,7 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
             text = (edit or "").strip()
             if not text:
                 raise HTTPException(422, "an edit needs the edited text")
-        assign.record_answer(st.con(), who["id"], unit, answer, text)
+        store.record_answer(st.con(), who.id, unit, answer, text)
         if mine.practice:
             return RedirectResponse(f"/a/{token}/feedback/{unit}", 303)
         return RedirectResponse(f"/a/{token}", 303)
@@ -286,7 +262,7 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
     @app.get("/a/{token}/feedback/{unit_id}", response_class=HTMLResponse)
     def feedback(request: Request, token: str, unit_id: int) -> Response:
         who = site.annotator(token)
-        unit = assign.unit(st.con(), who["id"], unit_id)
+        unit = store.annotator_unit(st.con(), who.id, unit_id)
         if unit is None or not unit.practice or unit.answer is None:
             raise HTTPException(404, "no such practice question")
         return site.page(request, "feedback.html", unit=unit, base=f"/a/{token}",
@@ -297,10 +273,11 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
         site.annotator(token)
         if not SHA_RE.fullmatch(name):
             raise HTTPException(404, "no such image")
-        row = st.con().execute("SELECT mime, data FROM images WHERE sha = ?", (name,)).fetchone()
-        if row is None:
+        found = store.image(st.con(), name)
+        if found is None:
             raise HTTPException(404, "no such image")
-        return Response(row["data"], media_type=row["mime"],
+        mime, data = found
+        return Response(data, media_type=mime,
                         headers={"Cache-Control": "private, max-age=86400"})  # fmt: skip
 
 
@@ -328,7 +305,7 @@ def _add_admin_routes(app: FastAPI, site: _Site) -> None:
         return site.page(request, "invited.html", links=links, base=f"/admin/{token}")
 
 
-def _choices(unit: assign.Unit) -> list[dict[str, Any]]:
+def _choices(unit: store.Unit) -> list[dict[str, Any]]:
     """The unit's choices as shown: option id, key, label, text or image."""
     opts = {o["id"]: o for o in unit.payload["options"]}
     out = []

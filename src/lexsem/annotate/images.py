@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 from PIL import Image, UnidentifiedImageError
 
+from lexsem.annotate import store
 from lexsem.errors import DataError
 
 __all__ = ["SHA_RE", "ImageSink", "file_or_store_reader"]
@@ -24,7 +24,7 @@ _MIME = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": 
 class ImageSink:
     """`sink(ref) -> sha256`: the bytes `read(ref)` gives, stored once in the study."""
 
-    def __init__(self, con: sqlite3.Connection, read: Callable[[str], bytes]) -> None:
+    def __init__(self, con: store.Connection, read: Callable[[str], bytes]) -> None:
         self.con, self.read = con, read
         self._seen: dict[str, str] = {}
 
@@ -44,10 +44,7 @@ class ImageSink:
                 img.save(buf, "PNG")
             data, fmt = buf.getvalue(), "PNG"
         sha = hashlib.sha256(data).hexdigest()
-        self.con.execute(
-            "INSERT OR IGNORE INTO images (sha, mime, data) VALUES (?, ?, ?)",
-            (sha, _MIME[fmt], data),
-        )
+        store.add_image(self.con, sha, _MIME[fmt], data)
         self._seen[ref] = sha
         return sha
 

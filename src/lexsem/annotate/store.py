@@ -1,33 +1,94 @@
-"""The study store: one SQLite file per study, in WAL mode, ``synchronous=FULL``.
+"""The study store: one SQLite file per study, in WAL mode, ``synchronous=FULL``; the only
+module that runs SQL on a study file. Every other module calls the named functions below.
 
-Tables: ``meta`` (the study's settings as JSON, its secret, the admin and join token hashes),
-``images`` (the study's own image bytes by sha256: the only images the server serves),
-``units`` (one row per query: kind, item, subset, practice / gold, right answer, payload JSON),
-``annotators`` (an opaque id, the token's sha256, the randomisation seed, consent and start
-times: nothing personal), ``assignments`` (annotator × unit: serving order, the option order
-shown, serve time, answer, edit, seconds, answer time).
+Tables: ``meta`` (the study's settings as JSON, its secret, the admin and join token hashes,
+the schema version), ``images`` (the study's own image bytes by sha256: the only images the
+server serves), ``units`` (one row per query: kind, item, subset, practice / gold, right
+answer, payload JSON), ``annotators`` (an opaque id, the token's sha256, the randomisation
+seed, consent and start times: nothing personal), ``assignments`` (annotator × unit: serving
+order, the option order shown, serve time, answer, edit, seconds, answer time) and
+``schema_history`` (each schema version the file reached, when, and with which lexsem).
 
 Every change is one transaction committed before the response that follows it is sent, so a
 killed server (SIGKILL) loses no answer; `write` takes SQLite's write lock at the start
-(``BEGIN IMMEDIATE``), so concurrent requests never interleave a read-then-write.
+(``BEGIN IMMEDIATE``), so concurrent requests never interleave a read-then-write. Functions
+that say "committed on return" are one such transaction; the others run inside the caller's
+`write` (or `read`) block.
+
+A study made by an older lexsem is migrated when it is opened: the steps of `MIGRATIONS`
+from its version on, all in one write transaction (a failed step leaves the file as it was),
+after a copy of the file is kept beside it (``STUDY.schemaN.bak``). A study of a newer schema
+than this lexsem's is refused.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+import time
+import warnings
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from lexsem._version import __version__
+from lexsem.atomic import atomic_path
 from lexsem.errors import LexsemError
 
-__all__ = ["SCHEMA_VERSION", "connect", "create_schema", "get_meta", "read", "set_meta", "write"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "Annotator",
+    "Assignment",
+    "Connection",
+    "GivenAnswer",
+    "StoredUnit",
+    "Unit",
+    "add_annotator",
+    "add_assignment",
+    "add_image",
+    "add_unit",
+    "annotator",
+    "annotator_by_token",
+    "annotator_count",
+    "annotator_unit",
+    "annotators",
+    "answer_counts",
+    "answers",
+    "assignments",
+    "checkpoint",
+    "connect",
+    "create_schema",
+    "file_path",
+    "get_meta",
+    "image",
+    "items_held",
+    "main_item_count",
+    "mark_reserved",
+    "next_unit",
+    "now_iso",
+    "read",
+    "record_answer",
+    "record_consent",
+    "record_start",
+    "schema_history",
+    "set_meta",
+    "units",
+    "write",
+]
 
-SCHEMA_VERSION = 1
+Connection = sqlite3.Connection
 
-_SCHEMA = """
+SCHEMA_VERSION = 2  # 1: the study tables; 2: + schema_history
+
+_HISTORY_TABLE = (
+    "CREATE TABLE schema_history (version INTEGER PRIMARY KEY, applied_at TEXT, lexsem TEXT)"
+)
+
+_SCHEMA = f"""
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE images (sha TEXT PRIMARY KEY, mime TEXT NOT NULL, data BLOB NOT NULL);
 CREATE TABLE units (
@@ -46,11 +107,72 @@ CREATE TABLE assignments (
   seconds REAL, answered_at TEXT, PRIMARY KEY (annotator, unit)
 );
 CREATE INDEX assignments_unit ON assignments (unit);
+{_HISTORY_TABLE};
 """
 
 
-def connect(path: str | Path, *, create: bool = False) -> sqlite3.Connection:
-    """A connection to the study at `path` (autocommit; transactions are explicit)."""
+def now_iso() -> str:
+    """The store's time stamps: ISO 8601, UTC, whole seconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# --- migrations -----------------------------------------------------------------------------
+
+
+def _to_2(con: Connection) -> None:
+    """Schema 2: the schema history, starting with the file's creation (lexsem unknown)."""
+    con.execute(_HISTORY_TABLE)
+    con.execute(
+        "INSERT INTO schema_history (version, applied_at, lexsem) VALUES (1, ?, NULL)",
+        (get_meta(con, "created_at"),),
+    )
+
+
+# (version reached, step): each step takes a study of the version before to this version,
+# inside the migration's one write transaction (no COMMIT, no `executescript`).
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(2, _to_2)]
+
+
+def _migrate(con: Connection, path: Path, version: int) -> None:
+    """Bring a study of schema `version` to `SCHEMA_VERSION`, keeping a copy first."""
+    backup = path.with_name(f"{path.name}.schema{version}.bak")
+    failed = f"{path}: cannot migrate the study from schema {version} to {SCHEMA_VERSION}"
+    try:
+        with atomic_path(backup) as tmp:
+            copy = sqlite3.connect(tmp)
+            try:
+                con.backup(copy)
+            finally:
+                copy.close()
+    except (OSError, sqlite3.Error) as exc:
+        raise LexsemError(f"{failed} (its copy {backup} cannot be written: {exc})") from None
+    try:
+        with write(con):
+            now = get_meta(con, "schema_version")  # another process may have migrated it
+            for to, step in MIGRATIONS:
+                if now < to:
+                    step(con)
+                    con.execute(
+                        "INSERT INTO schema_history (version, applied_at, lexsem) VALUES (?, ?, ?)",
+                        (to, now_iso(), __version__),
+                    )
+            set_meta(con, "schema_version", SCHEMA_VERSION)
+    except Exception as exc:
+        raise LexsemError(f"{failed} ({exc}); the file is unchanged") from exc
+    warnings.warn(
+        f"{path}: study migrated from schema {version} to {SCHEMA_VERSION} "
+        f"(the schema-{version} file is kept as {backup})",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+# --- the file, transactions, settings -------------------------------------------------------
+
+
+def connect(path: str | Path, *, create: bool = False) -> Connection:
+    """A connection to the study at `path` (autocommit; transactions are explicit); a study of
+    an older schema is migrated first."""
     path = Path(path)
     if not create and not path.is_file():
         raise LexsemError(f"{path}: no such study (make one with `lexsem annotate create`)")
@@ -64,19 +186,47 @@ def connect(path: str | Path, *, create: bool = False) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         con.close()
         raise LexsemError(f"{path}: not a lexsem study ({exc})") from None
-    if not create and version != SCHEMA_VERSION:
+    if create:
+        return con
+    try:
+        if type(version) is not int or version < 1:
+            raise LexsemError(f"{path}: not a lexsem study (schema version {version!r})")
+        if version > SCHEMA_VERSION:
+            raise LexsemError(
+                f"{path}: study schema {version} is newer than this lexsem's "
+                f"({SCHEMA_VERSION}); open it with a newer lexsem"
+            )
+        if version < SCHEMA_VERSION:
+            _migrate(con, path, version)
+    except BaseException:
         con.close()
-        raise LexsemError(f"{path}: study schema {version!r}, this lexsem reads {SCHEMA_VERSION}")
+        raise
     return con
 
 
-def create_schema(con: sqlite3.Connection) -> None:
+def create_schema(con: Connection) -> None:
+    """The tables of a new study (an empty file), at this lexsem's schema."""
     con.executescript(_SCHEMA)
     set_meta(con, "schema_version", SCHEMA_VERSION)
+    con.execute(
+        "INSERT INTO schema_history (version, applied_at, lexsem) VALUES (?, ?, ?)",
+        (SCHEMA_VERSION, now_iso(), __version__),
+    )
+
+
+def checkpoint(con: Connection) -> None:
+    """Fold the write-ahead log into the file and empty it (a finished file, one piece)."""
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def file_path(con: Connection) -> str:
+    """The path of the study file `con` is open on."""
+    (_, _, path) = con.execute("PRAGMA database_list").fetchone()
+    return str(path)
 
 
 @contextmanager
-def write(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def write(con: Connection) -> Iterator[Connection]:
     """One write transaction holding the write lock from its start; committed on exit."""
     con.execute("BEGIN IMMEDIATE")
     try:
@@ -88,7 +238,7 @@ def write(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 
 
 @contextmanager
-def read(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+def read(con: Connection) -> Iterator[Connection]:
     """One consistent snapshot for several reads."""
     con.execute("BEGIN")
     try:
@@ -97,14 +247,329 @@ def read(con: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         con.execute("COMMIT")
 
 
-def get_meta(con: sqlite3.Connection, key: str) -> Any:
+def get_meta(con: Connection, key: str) -> Any:
     row = con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     return None if row is None else json.loads(row[0])
 
 
-def set_meta(con: sqlite3.Connection, key: str, value: Any) -> None:
+def set_meta(con: Connection, key: str, value: Any) -> None:
     con.execute(
         "INSERT INTO meta (key, value) VALUES (?, ?) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (key, json.dumps(value)),
     )
+
+
+def schema_history(con: Connection) -> list[tuple[int, str | None, str | None]]:
+    """(version, when it was reached, by which lexsem: None where unknown), oldest first."""
+    rows = con.execute("SELECT version, applied_at, lexsem FROM schema_history ORDER BY version")
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+# --- a study's contents, written at creation ------------------------------------------------
+
+
+def add_image(con: Connection, sha: str, mime: str, data: bytes) -> None:
+    """Store an image's bytes under their sha256 (once)."""
+    con.execute(
+        "INSERT OR IGNORE INTO images (sha, mime, data) VALUES (?, ?, ?)", (sha, mime, data)
+    )
+
+
+def image(con: Connection, sha: str) -> tuple[str, bytes] | None:
+    """(mime type, bytes) of the study's image `sha`, or None."""
+    row = con.execute("SELECT mime, data FROM images WHERE sha = ?", (sha,)).fetchone()
+    return None if row is None else (row["mime"], row["data"])
+
+
+def add_unit(
+    con: Connection, *, kind: str, item_id: str, subset: str, benchmark: str, item_key: str,
+    practice: bool, gold: bool, correct: str | None, payload: dict[str, Any], position: int,
+) -> None:  # fmt: skip
+    con.execute(
+        "INSERT INTO units (kind, item_id, subset, benchmark, item_key, practice, gold,"
+        " correct, payload, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (kind, item_id, subset, benchmark, item_key, int(practice), int(gold), correct,
+         json.dumps(payload), position),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StoredUnit:
+    """A unit as stored, for reserving work."""
+
+    id: int
+    kind: str
+    item_key: str
+    practice: bool
+    gold: bool
+    payload: dict[str, Any]
+
+
+def units(con: Connection) -> list[StoredUnit]:
+    """Every unit, in the study's order (practice, gold, main; sampled order within)."""
+    rows = con.execute(
+        "SELECT id, kind, item_key, practice, gold, payload FROM units ORDER BY position"
+    )
+    return [
+        StoredUnit(r["id"], r["kind"], r["item_key"], bool(r["practice"]), bool(r["gold"]),
+                   json.loads(r["payload"]))
+        for r in rows
+    ]  # fmt: skip
+
+
+def main_item_count(con: Connection) -> int:
+    """The number of main items (neither practice nor gold)."""
+    (n,) = con.execute(
+        "SELECT COUNT(DISTINCT item_key) FROM units WHERE practice = 0 AND gold = 0"
+    ).fetchone()
+    return int(n)
+
+
+# --- annotators -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Annotator:
+    id: str
+    token_hash: str
+    seed: int
+    created_at: str
+    consented_at: str | None
+    started_at: str | None
+    reserved: bool
+
+
+_ANNOTATOR_SQL = (
+    "SELECT id, token_hash, seed, created_at, consented_at, started_at, reserved FROM annotators"
+)
+
+
+def _annotator(row: sqlite3.Row) -> Annotator:
+    return Annotator(
+        row["id"], row["token_hash"], row["seed"], row["created_at"], row["consented_at"],
+        row["started_at"], bool(row["reserved"]),
+    )  # fmt: skip
+
+
+def annotator(con: Connection, aid: str) -> Annotator | None:
+    row = con.execute(f"{_ANNOTATOR_SQL} WHERE id = ?", (aid,)).fetchone()
+    return None if row is None else _annotator(row)
+
+
+def annotator_by_token(con: Connection, token_hash: str) -> Annotator | None:
+    """The annotator whose link's token hashes to `token_hash`, or None."""
+    row = con.execute(f"{_ANNOTATOR_SQL} WHERE token_hash = ?", (token_hash,)).fetchone()
+    return None if row is None else _annotator(row)
+
+
+def annotators(con: Connection) -> list[Annotator]:
+    """Every annotator, by id."""
+    return [_annotator(r) for r in con.execute(f"{_ANNOTATOR_SQL} ORDER BY id")]
+
+
+def annotator_count(con: Connection) -> int:
+    (n,) = con.execute("SELECT COUNT(*) FROM annotators").fetchone()
+    return int(n)
+
+
+def add_annotator(
+    con: Connection, aid: str, token_hash: str, seed: int, *, consented: bool = False
+) -> None:
+    """A new annotator (consented now where `consented`: they came through the crowd link)."""
+    now = now_iso()
+    con.execute(
+        "INSERT INTO annotators (id, token_hash, seed, created_at, consented_at)"
+        " VALUES (?, ?, ?, ?, ?)",
+        (aid, token_hash, seed, now, now if consented else None),
+    )
+
+
+def record_consent(con: Connection, aid: str) -> None:
+    """The annotator's consent, now (once; committed on return)."""
+    with write(con):
+        con.execute(
+            "UPDATE annotators SET consented_at = ? WHERE id = ? AND consented_at IS NULL",
+            (now_iso(), aid),
+        )
+
+
+def record_start(con: Connection, aid: str) -> None:
+    """The annotator's start, now (once; committed on return)."""
+    with write(con):
+        con.execute(
+            "UPDATE annotators SET started_at = ? WHERE id = ? AND started_at IS NULL",
+            (now_iso(), aid),
+        )
+
+
+def mark_reserved(con: Connection, aid: str) -> None:
+    con.execute("UPDATE annotators SET reserved = 1 WHERE id = ?", (aid,))
+
+
+# --- assignments and answers ----------------------------------------------------------------
+
+
+def items_held(con: Connection) -> dict[str, int]:
+    """Main item key -> the number of annotators holding it."""
+    rows = con.execute(
+        "SELECT u.item_key, COUNT(DISTINCT a.annotator) FROM units u JOIN assignments a"
+        " ON a.unit = u.id WHERE u.practice = 0 AND u.gold = 0 GROUP BY u.item_key"
+    )
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def add_assignment(con: Connection, aid: str, unit_id: int, seq: int, options: list[str]) -> None:
+    """Unit `unit_id` for annotator `aid`, served as their `seq`-th, options shown in order."""
+    con.execute(
+        "INSERT INTO assignments (annotator, unit, seq, options) VALUES (?, ?, ?, ?)",
+        (aid, unit_id, seq, json.dumps(options)),
+    )
+
+
+def answer_counts(con: Connection, aid: str) -> tuple[int, int]:
+    """(answered, assigned) units of an annotator."""
+    row = con.execute(
+        "SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,)
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit as one annotator sees it."""
+
+    id: int
+    kind: str
+    item_id: str
+    subset: str
+    practice: bool
+    gold: bool
+    correct: str | None
+    payload: dict[str, Any]
+    options: list[str]  # option ids in the order shown (fixed choices last)
+    answer: str | None
+    edit: str | None
+    seq: int
+
+
+_UNIT_SQL = (
+    "SELECT u.id, u.kind, u.item_id, u.subset, u.practice, u.gold, u.correct, u.payload,"
+    " a.options, a.answer, a.edit, a.seq FROM assignments a JOIN units u ON u.id = a.unit"
+    " WHERE a.annotator = ?"
+)
+
+
+def _unit(row: sqlite3.Row) -> Unit:
+    return Unit(
+        row["id"], row["kind"], row["item_id"], row["subset"], bool(row["practice"]),
+        bool(row["gold"]), row["correct"], json.loads(row["payload"]), json.loads(row["options"]),
+        row["answer"], row["edit"], row["seq"],
+    )  # fmt: skip
+
+
+def next_unit(con: Connection, aid: str) -> Unit | None:
+    """The annotator's first unanswered unit (marked shown now, if it never was), or None
+    (committed on return)."""
+    with write(con):
+        row = con.execute(
+            f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)
+        ).fetchone()
+        if row is None:
+            return None
+        con.execute(
+            "UPDATE assignments SET served_at = ? WHERE annotator = ? AND unit = ?"
+            " AND served_at IS NULL",
+            (time.time(), aid, row["id"]),
+        )
+    return _unit(row)
+
+
+def annotator_unit(con: Connection, aid: str, unit_id: int) -> Unit | None:
+    """One of the annotator's units (None if it is not theirs)."""
+    row = con.execute(f"{_UNIT_SQL} AND a.unit = ?", (aid, unit_id)).fetchone()
+    return None if row is None else _unit(row)
+
+
+def record_answer(con: Connection, aid: str, unit_id: int, answer: str, edit: str | None) -> bool:
+    """Record an answer with its seconds since the unit was first shown (committed on
+    return); False when the unit already had one, or is not the annotator's."""
+    with write(con):
+        row = con.execute(
+            "SELECT served_at, answer FROM assignments WHERE annotator = ? AND unit = ?",
+            (aid, unit_id),
+        ).fetchone()
+        if row is None or row["answer"] is not None:
+            return False
+        now = time.time()
+        seconds = max(0.0, now - row["served_at"]) if row["served_at"] is not None else 0.0
+        con.execute(
+            "UPDATE assignments SET answer = ?, edit = ?, seconds = ?, answered_at = ?"
+            " WHERE annotator = ? AND unit = ?",
+            (answer, edit, seconds, now_iso(), aid, unit_id),
+        )
+    return True
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """An assignment with its unit's kind and right answer, for progress and agreement."""
+
+    annotator: str
+    unit: int
+    answer: str | None
+    seconds: float | None
+    kind: str
+    practice: bool
+    gold: bool
+    correct: str | None
+
+
+def assignments(con: Connection) -> list[Assignment]:
+    """Every assignment, answered or not."""
+    rows = con.execute(
+        "SELECT a.annotator, a.unit, a.answer, a.seconds, u.kind, u.practice, u.gold,"
+        " u.correct FROM assignments a JOIN units u ON u.id = a.unit"
+    )
+    return [
+        Assignment(r["annotator"], r["unit"], r["answer"], r["seconds"], r["kind"],
+                   bool(r["practice"]), bool(r["gold"]), r["correct"])
+        for r in rows
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GivenAnswer:
+    """An answer with its unit and annotator, as the answers table exports it."""
+
+    kind: str
+    item_id: str
+    subset: str
+    benchmark: str
+    annotator: str
+    practice: bool
+    gold: bool
+    options: list[str]
+    answer: str
+    right: str | None  # the unit's right answer, where it has one
+    edit: str | None
+    seconds: float
+    answered_at: str
+    seed: int
+
+
+def answers(con: Connection) -> list[GivenAnswer]:
+    """Every answer given, in answer order within each annotator."""
+    rows = con.execute(
+        "SELECT u.kind, u.item_id, u.subset, u.benchmark, a.annotator, u.practice, u.gold,"
+        " a.options, a.answer, u.correct, a.edit, a.seconds, a.answered_at, n.seed"
+        " FROM assignments a JOIN units u ON u.id = a.unit JOIN annotators n ON n.id = a.annotator"
+        " WHERE a.answer IS NOT NULL ORDER BY a.annotator, a.seq"
+    )
+    return [
+        GivenAnswer(r["kind"], r["item_id"], r["subset"], r["benchmark"], r["annotator"],
+                    bool(r["practice"]), bool(r["gold"]), json.loads(r["options"]), r["answer"],
+                    r["correct"], r["edit"], float(r["seconds"]), r["answered_at"],
+                    int(r["seed"]))
+        for r in rows
+    ]  # fmt: skip

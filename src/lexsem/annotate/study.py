@@ -11,11 +11,8 @@ everyone, mixed into their items; main units go to `overlap` annotators each.
 from __future__ import annotations
 
 import dataclasses
-import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +31,6 @@ __all__ = [
     "add_annotators",
     "create_study",
     "load_settings",
-    "now_iso",
 ]
 
 
@@ -62,10 +58,6 @@ class StudyLinks:
             "join": f"{base}/join/{self.join}",
             "annotators": {a: f"{base}/a/{t}" for a, t in self.annotators},
         }
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def create_study(
@@ -96,9 +88,9 @@ def create_study(
                 store.set_meta(con, "secret", new_secret())
                 store.set_meta(con, "admin_hash", hash_token(admin))
                 store.set_meta(con, "join_hash", hash_token(join))
-                store.set_meta(con, "created_at", now_iso())
+                store.set_meta(con, "created_at", store.now_iso())
                 tokens = _add(con, settings.seed, annotators)
-            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            store.checkpoint(con)
         finally:
             con.close()
         for suffix in ("-wal", "-shm"):
@@ -106,9 +98,10 @@ def create_study(
     return StudyLinks(admin, join, tokens)
 
 
-def _insert_units(con: sqlite3.Connection, units: StudyUnits) -> None:
+def _insert_units(con: store.Connection, units: StudyUnits) -> None:
     position = 0
-    for practice, gold, group in ((1, 0, units.practice), (0, 1, units.gold), (0, 0, units.main)):
+    for practice, gold, group in ((True, False, units.practice), (False, True, units.gold),
+                                  (False, False, units.main)):  # fmt: skip
         for key, q in group:
             if gold and q.correct is None:
                 raise LexsemError(f"gold item {q.item_id} ({q.kind}) has no right answer")
@@ -119,44 +112,38 @@ def _insert_units(con: sqlite3.Connection, units: StudyUnits) -> None:
                 "context": [list(c) for c in q.context],
                 "edit_text": q.edit_text,
             }
-            con.execute(
-                "INSERT INTO units (kind, item_id, subset, benchmark, item_key, practice, gold,"
-                " correct, payload, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (q.kind, q.item_id, q.subset, q.benchmark, key, practice, gold, q.correct,
-                 json.dumps(payload), position),
+            store.add_unit(
+                con, kind=q.kind, item_id=q.item_id, subset=q.subset, benchmark=q.benchmark,
+                item_key=key, practice=practice, gold=gold, correct=q.correct, payload=payload,
+                position=position,
             )  # fmt: skip
             position += 1
 
 
-def _add(con: sqlite3.Connection, study_seed: int, n: int) -> list[tuple[str, str]]:
-    (count,) = con.execute("SELECT COUNT(*) FROM annotators").fetchone()
+def _add(
+    con: store.Connection, study_seed: int, n: int, *, consented: bool = False
+) -> list[tuple[str, str]]:
+    count = store.annotator_count(con)
     out = []
     for k in range(count + 1, count + n + 1):
         aid, token = f"a{k:04d}", new_token()
-        con.execute(
-            "INSERT INTO annotators (id, token_hash, seed, created_at) VALUES (?, ?, ?, ?)",
-            (aid, hash_token(token), annotator_seed(study_seed, aid), now_iso()),
+        store.add_annotator(
+            con, aid, hash_token(token), annotator_seed(study_seed, aid), consented=consented
         )
         out.append((aid, token))
     return out
 
 
 def add_annotators(
-    con: sqlite3.Connection, n: int, *, consented: bool = False
+    con: store.Connection, n: int, *, consented: bool = False
 ) -> list[tuple[str, str]]:
     """`n` new annotators (opaque ids a0001, ...) and their tokens, committed."""
     seed = load_settings(con).seed
     with store.write(con):
-        made = _add(con, seed, n)
-        if consented:
-            con.executemany(
-                "UPDATE annotators SET consented_at = ? WHERE id = ?",
-                [(now_iso(), aid) for aid, _ in made],
-            )
-    return made
+        return _add(con, seed, n, consented=consented)
 
 
-def load_settings(con: sqlite3.Connection) -> StudySettings:
+def load_settings(con: store.Connection) -> StudySettings:
     """The study's settings as stored, read without the bounds that the values a user gives
     are checked against, so that a study file opens whatever its settings were made with."""
     raw = dict(store.get_meta(con, "settings"))
@@ -164,7 +151,7 @@ def load_settings(con: sqlite3.Connection) -> StudySettings:
     unknown = sorted(set(raw) - set(fields))
     missing = sorted(k for k, f in fields.items() if f.is_required() and k not in raw)
     if unknown or missing:
-        (_, _, path) = con.execute("PRAGMA database_list").fetchone()
+        path = store.file_path(con)
         said = "; ".join(
             f"{what}: {', '.join(keys)}"
             for what, keys in (("unknown", unknown), ("missing", missing))

@@ -6,7 +6,6 @@ full statistics with intervals (`lexsem annotate agreement`)."""
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
@@ -55,55 +54,47 @@ class Progress:
         return self.items * self.overlap
 
 
-def progress(con: sqlite3.Connection) -> Progress:
+def progress(con: store.Connection) -> Progress:
     settings = load_settings(con)
     with store.read(con):
-        (items,) = con.execute(
-            "SELECT COUNT(DISTINCT item_key) FROM units WHERE practice = 0 AND gold = 0"
-        ).fetchone()
-        people = [r[0] for r in con.execute("SELECT id FROM annotators ORDER BY id")]
-        consented = {
-            r[0] for r in con.execute("SELECT id FROM annotators WHERE consented_at IS NOT NULL")
-        }
-        rows = con.execute(
-            "SELECT a.annotator, a.unit, a.answer, a.seconds, u.kind, u.practice, u.gold,"
-            " u.correct FROM assignments a JOIN units u ON u.id = a.unit"
-        ).fetchall()
-    per: dict[str, list[sqlite3.Row]] = defaultdict(list)
+        items = store.main_item_count(con)
+        people = store.annotators(con)
+        rows = store.assignments(con)
+    per: dict[str, list[store.Assignment]] = defaultdict(list)
     for r in rows:
-        per[r["annotator"]].append(r)
+        per[r.annotator].append(r)
     out = []
     for who in people:
-        mine = per.get(who, [])
-        done = [r for r in mine if r["answer"] is not None]
-        gold = [r for r in done if r["gold"]]
-        right = sum(r["answer"] == r["correct"] for r in gold)
-        secs = [r["seconds"] for r in done if not r["practice"]]
+        mine = per.get(who.id, [])
+        done = [r for r in mine if r.answer is not None]
+        gold = [r for r in done if r.gold]
+        right = sum(r.answer == r.correct for r in gold)
+        secs = [r.seconds for r in done if not r.practice and r.seconds is not None]
         acc = right / len(gold) if gold else None
         out.append(
             AnnotatorProgress(
-                who,
-                who in consented,
+                who.id,
+                who.consented_at is not None,
                 len(mine),
                 len(done),
-                sum(r["practice"] for r in done),
+                sum(r.practice for r in done),
                 len(gold),
                 right,
                 statistics.median(secs) if secs else None,
                 acc is not None and acc < settings.gold_pass,
             )
         )
-    main = [r for r in rows if r["answer"] is not None and not r["practice"] and not r["gold"]]
+    main = [r for r in rows if r.answer is not None and not r.practice and not r.gold]
     return Progress(settings.name, items, settings.overlap, out, _agreement(main), len(main))
 
 
-def _agreement(rows: list[sqlite3.Row]) -> dict[str, tuple[float, int, float]]:
+def _agreement(rows: list[store.Assignment]) -> dict[str, tuple[float, int, float]]:
     by_unit: dict[tuple[str, int], list[str]] = defaultdict(list)
     ratings: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
     for r in rows:
-        if r["answer"] != "skip":
-            by_unit[(r["kind"], r["unit"])].append(r["answer"])
-            ratings[r["kind"]].append((str(r["unit"]), r["annotator"], r["answer"]))
+        if r.answer is not None and r.answer != "skip":
+            by_unit[(r.kind, r.unit)].append(r.answer)
+            ratings[r.kind].append((str(r.unit), r.annotator, r.answer))
     same: dict[str, int] = defaultdict(int)
     pairs: dict[str, int] = defaultdict(int)
     for (kind, _), answers in by_unit.items():
