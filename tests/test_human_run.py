@@ -293,3 +293,36 @@ def test_compare_pairs_the_items_the_humans_answered(scpp: str, tmp_path: Path) 
     short = Run(model.record, model.items.filter(lacks))  # the model lacks swap_obj/0
     with pytest.raises(LexsemError, match="does not cover 1 of the 2 items"):
         mcnemar(human, short, "scpp:triplets")
+
+
+def test_compare_treats_a_human_run_as_a_model_run(scpp: str, tmp_path: Path) -> None:
+    """A study answering every item of the benchmark: its run folder is the Evaluator's (the
+    same item-table columns as a model's, bootstrap CIs), and `compare` (McNemar) reads the
+    human run against a model exactly as it reads two model runs."""
+    from lexsem.analysis.run_comparison import mcnemar
+
+    rows = [answer("tot", str(i), "a", "p1" if (sub, i) == ("swap_obj", 1) else "n",
+                   subset=sub, benchmark=scpp)
+            for sub, items in TRIPLETS.items() for i in range(len(items))]  # fmt: skip
+    human = tmp_path / "human"
+    human_run(table(rows), out=human, n_boot=50, cache_dir=tmp_path / "c")
+    bow = _model_run(scpp, tmp_path)
+    other = tmp_path / "other"
+    cfg = EvalConfig(benchmarks=(scpp,), tasks=("tot",), n_boot=0, cache_dir=tmp_path / "c")
+    Evaluator(cfg).run(BagOfWordsEncoder(dim=16, name="bow16"), out=other)
+    h, m, o = Run.load(human), Run.load(bow), Run.load(other)
+    core = ["benchmark", "subset", "item_id", "task", "metric", "hit", "tie"]
+    assert h.items.select(core).schema == m.items.select(core).schema
+    row = h.record.result("scpp:triplets", "tot", MICRO)
+    assert row.accuracy == pytest.approx(100 * 4 / 5) and row.ci_low is not None
+    runner = CliRunner()
+    for a, b, run_a, run_b in ((human, bow, h, m), (other, bow, o, m)):
+        res = runner.invoke(app, ["compare", str(a), str(b)])
+        assert res.exit_code == 0, res.output
+        ha = {(r["subset"], r["item_id"]): r["hit"] for r in run_a.items.to_pylist()}
+        hb = {(r["subset"], r["item_id"]): r["hit"] for r in run_b.items.to_pylist()}
+        only_a = sum(ha[k] and not hb[k] for k in ha)
+        only_b = sum(hb[k] and not ha[k] for k in ha)
+        r = mcnemar(run_a, run_b, "scpp:triplets")
+        assert (r.n, r.b, r.c) == (5, only_a, only_b)  # every item paired, none left out
+        assert f"| scpp:triplets | tot | 5 | {r.accuracy_a:.2f} |" in res.output

@@ -28,7 +28,6 @@ from lexsem.engine.request_store import RequestStore
 from lexsem.engine.scores import Scores
 from lexsem.engine.text_scores import score_texts
 from lexsem.images.refs import ImageError
-from lexsem.models.item_votes import VotesModel
 from lexsem.models.protocols import (
     ChatModel,
     ImageEncoder,
@@ -36,6 +35,7 @@ from lexsem.models.protocols import (
     PairScorer,
     TextEncoder,
     TextScorer,
+    VotesModel,
 )
 from lexsem.models.vqascore import vqa_score
 

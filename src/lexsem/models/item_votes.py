@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from lexsem.errors import DataError
 from lexsem.tasks.voted import RIGHT, WRONG
 
-__all__ = ["ItemVotes", "Vote", "VotesModel"]
+__all__ = ["ItemVotes", "Vote"]
 
 
 @dataclass(frozen=True)
@@ -41,22 +41,9 @@ class Vote:
     where: tuple[str, ...]  # where each answer is (`row 3`)
 
 
-@runtime_checkable
-class VotesModel(Protocol):
-    """A by-item model of people's votes (the Evaluator's capability `votes`)."""
-
-    name: str
-
-    @property
-    def fingerprint(self) -> dict[str, Any]: ...
-
-    def tasks_for(self, benchmark: Any) -> list[str]: ...
-
-    def votes_for(self, works: Sequence[Any]) -> dict[tuple[str, str, str, str, str], float]: ...
-
-
 class ItemVotes:
-    """People's votes as a model (see the module doc). `name`: the run's spec (e.g.
+    """People's votes as a model (see the module doc; the protocol
+    `lexsem.models.protocols.VotesModel`). `name`: the run's spec (e.g.
     `human:STUDY`); `source`: where the votes come from, named by errors; `file`: its name in
     the run's coverage."""
 
