@@ -405,7 +405,7 @@ def _compare_readings(
 
 def recorded_coverage(model: Any, benchmarks: list[LoadedBenchmark]) -> RecordedCoverage | None:
     """What a model of recorded answers covers of `benchmarks` (`coverage` of the
-    `recorded:` backend), for the run record; None for any other model."""
+    `recorded:` backend, of people's votes), for the run record; None for any other model."""
     coverage = getattr(model, "coverage", None)
     return RecordedCoverage(**coverage(benchmarks)) if callable(coverage) else None
 
