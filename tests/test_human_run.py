@@ -7,19 +7,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from builders.answers_table import answer, table
 from builders.fakes import TRIPLETS, BagOfWordsEncoder, scpp_user_files
 from builders.hf_parquet import BIVLC_ROWS, bivlc_columns, write_parquet
-from lexsem.annotate.human_run import bivlc_hits, human_run, majority
+from lexsem.annotate.human_run import human_run
 from lexsem.cli import app
 from lexsem.config import EvalConfig
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
 from lexsem.results.run import Run
 from lexsem.stats.bootstrap import MICRO
+from lexsem.tasks.catalog import get_task
+from lexsem.tasks.voted import voted_task
 
 
 @pytest.fixture
@@ -62,8 +65,14 @@ def test_one_annotator_per_item_gives_the_papers_accuracy(scpp: str, tmp_path: P
 
 
 def test_majority_and_ties_follow_the_tie_policy(scpp: str, tmp_path: Path) -> None:
-    assert majority(2, 3) == (True, False) and majority(1, 3) == (False, False)
-    assert majority(1, 2) == (False, True) and majority(1, 2, "lenient") == (True, True)
+    """Votes per query: 2 of 3 right a hit, 1 of 3 a failure, 1 of 2 a tie (a hit only under
+    the lenient policy), compared by the task's reading as two scores are."""
+    tot = voted_task(get_task("tot"))
+    votes = {"right_tot": np.array([2.0, 1.0, 1.0]), "wrong_tot": np.array([1.0, 2.0, 1.0])}
+    strict_hits = tot.compute(votes, "strict")["tot"]
+    assert strict_hits.hits.tolist() == [True, False, False]
+    assert strict_hits.ties.tolist() == [False, False, True]
+    assert tot.compute(votes, "lenient")["tot"].hits.tolist() == [True, False, True]
     rows = [
         answer("tot", "0", "a", "n", subset="swap_obj", benchmark=scpp),
         answer("tot", "0", "b", "p1", subset="swap_obj", benchmark=scpp),  # split: a tie
@@ -73,8 +82,10 @@ def test_majority_and_ties_follow_the_tie_policy(scpp: str, tmp_path: Path) -> N
     ]
     strict = human_run(table(rows), n_boot=0, cache_dir=tmp_path / "c").run
     by = {r["item_id"]: r for r in strict.items.to_pylist()}
-    assert (by["0"]["hit"], by["0"]["tie"], by["0"]["answers"], by["0"]["right"]) == (
-        False, True, 2, 1)  # fmt: skip
+    # the Evaluator's item table: the task's columns, here the votes on the item's question
+    assert (by["0"]["hit"], by["0"]["tie"], by["0"]["right_tot"], by["0"]["wrong_tot"]) == (
+        False, True, 1.0, 1.0)  # fmt: skip
+    assert (by["1"]["right_tot"], by["1"]["wrong_tot"]) == (2.0, 1.0)
     assert (by["1"]["hit"], by["1"]["tie"]) == (True, False)
     assert _acc(strict, "tot", "swap_obj") == 50.0
     lenient = human_run(table(rows), n_boot=0, tie_policy="lenient", cache_dir=tmp_path / "c")
@@ -124,15 +135,67 @@ def test_bad_answer_tables_are_refused(scpp: str, tmp_path: Path) -> None:
         human_run(tmp_path / "missing.parquet")
 
 
-def test_bivlc_combination_of_one_instance() -> None:
-    """App. D: I2T needs both image queries, T2I both caption queries, Group all four."""
-    ok, no = (True, False), (False, False)
-    every = {"image0": ok, "image1": ok, "caption0": ok, "caption1": no}
-    got = bivlc_hits(every)
-    assert got["i2t"] == ok and got["t2i"] == no and got["group"] == no
-    assert got["ipos2t"] == ok and got["tneg2i"] == no
-    half = bivlc_hits({"image0": ok, "image1": ok})
-    assert "group" not in half and "t2i" not in half and half["i2t"] == ok
+def _bivlc_votes(per_query: dict[str, list[tuple[int, int]]]) -> dict[str, np.ndarray]:
+    """The `votes` columns of instances from (right, answers) per query (NaN: not asked)."""
+    out = {}
+    for q, cells in per_query.items():
+        out[f"right_{q}"] = np.array([np.nan if n == 0 else r for r, n in cells])
+        out[f"wrong_{q}"] = np.array([np.nan if n == 0 else n - r for r, n in cells])
+    return out
+
+
+def test_bivlc_queries_are_scored_by_the_quad_task() -> None:
+    """App. D by hand, through `lexsem.tasks.quad`: I2T needs both image queries (Ipos2T,
+    Ineg2T), T2I both caption queries, Group all four; a tie in one makes the metric a tie."""
+    bivlc = voted_task(get_task("bivlc"))
+    assert bivlc.name == "bivlc" and bivlc.metrics == get_task("bivlc").metrics
+    #            instance 0: all right; 1: images right, captions wrong (no score matrix gives
+    #            this); 2: Ineg2T an even split of two annotators; 3: only the images asked
+    cols = _bivlc_votes({
+        "ipos2t": [(1, 1), (1, 1), (1, 1), (1, 1)],
+        "ineg2t": [(1, 1), (1, 1), (1, 2), (0, 1)],
+        "tpos2i": [(1, 1), (0, 1), (1, 1), (0, 0)],
+        "tneg2i": [(1, 1), (0, 1), (1, 1), (0, 0)],
+    })  # fmt: skip
+    strict = bivlc.compute(cols, "strict")
+    got = {m: strict[m].hits[:3].tolist() for m in ("i2t", "t2i", "group")}
+    assert got == {"i2t": [True, True, False], "t2i": [True, False, True],
+                   "group": [True, False, False]}  # fmt: skip
+    assert strict["group"].ties[:3].tolist() == [False, False, True]
+    lenient = bivlc.compute(cols, "lenient")
+    assert lenient["i2t"].hits[2] and lenient["group"].hits[2]
+    assert strict["i2t"].hits[3] is np.False_  # instance 3: Ineg2T wrong
+    # a metric is scored where every query it needs was asked: instance 3 has I2T only
+    assert bivlc.metric_columns["i2t"] == ("right_ipos2t", "wrong_ipos2t", "right_ineg2t",
+                                           "wrong_ineg2t")  # fmt: skip
+    assert len(bivlc.metric_columns["group"]) == 8
+    # Winoground's names for the same metrics: text = I2T, image = T2I
+    wino = voted_task(get_task("winoground")).compute(cols, "strict")
+    assert wino["text"].hits[:3].tolist() == got["i2t"]
+    assert wino["image"].hits[:3].tolist() == got["t2i"]
+
+
+def test_votes_agree_with_the_scores_a_model_would_give() -> None:
+    """Every 2×2 score matrix over {0, 1, 2}: its four comparisons as one annotator's answers
+    (a tie as an even split of two) give the model's seven BiVLC hits and ties."""
+    from itertools import product
+
+    from lexsem.tasks.quad import quad_hits
+
+    m = np.array(list(product(range(3), repeat=4)), dtype=float)
+    s00, s01, s10, s11 = m.T
+    pairs = {"ipos2t": (s00, s01), "ineg2t": (s11, s10), "tpos2i": (s00, s10),
+             "tneg2i": (s11, s01)}  # fmt: skip
+    cols = {}
+    for q, (a, b) in pairs.items():
+        cols[f"right_{q}"] = np.where(a > b, 1.0, np.where(a == b, 1.0, 0.0))
+        cols[f"wrong_{q}"] = np.where(a > b, 0.0, 1.0)
+    for policy in ("strict", "lenient"):
+        model = quad_hits(s00, s01, s10, s11, policy)
+        people = voted_task(get_task("bivlc")).compute(cols, policy)
+        for metric, h in model.items():
+            assert people[metric].hits.tolist() == h.hits.tolist(), (policy, metric)
+            assert people[metric].ties.tolist() == h.ties.tolist(), (policy, metric)
 
 
 def _bivlc_study(sel: str, n: int, i2t_wrong: range, t2i_wrong: range) -> list[dict]:
@@ -230,3 +293,36 @@ def test_compare_pairs_the_items_the_humans_answered(scpp: str, tmp_path: Path) 
     short = Run(model.record, model.items.filter(lacks))  # the model lacks swap_obj/0
     with pytest.raises(LexsemError, match="does not cover 1 of the 2 items"):
         mcnemar(human, short, "scpp:triplets")
+
+
+def test_compare_treats_a_human_run_as_a_model_run(scpp: str, tmp_path: Path) -> None:
+    """A study answering every item of the benchmark: its run folder is the Evaluator's (the
+    same item-table columns as a model's, bootstrap CIs), and `compare` (McNemar) reads the
+    human run against a model exactly as it reads two model runs."""
+    from lexsem.analysis.run_comparison import mcnemar
+
+    rows = [answer("tot", str(i), "a", "p1" if (sub, i) == ("swap_obj", 1) else "n",
+                   subset=sub, benchmark=scpp)
+            for sub, items in TRIPLETS.items() for i in range(len(items))]  # fmt: skip
+    human = tmp_path / "human"
+    human_run(table(rows), out=human, n_boot=50, cache_dir=tmp_path / "c")
+    bow = _model_run(scpp, tmp_path)
+    other = tmp_path / "other"
+    cfg = EvalConfig(benchmarks=(scpp,), tasks=("tot",), n_boot=0, cache_dir=tmp_path / "c")
+    Evaluator(cfg).run(BagOfWordsEncoder(dim=16, name="bow16"), out=other)
+    h, m, o = Run.load(human), Run.load(bow), Run.load(other)
+    core = ["benchmark", "subset", "item_id", "task", "metric", "hit", "tie"]
+    assert h.items.select(core).schema == m.items.select(core).schema
+    row = h.record.result("scpp:triplets", "tot", MICRO)
+    assert row.accuracy == pytest.approx(100 * 4 / 5) and row.ci_low is not None
+    runner = CliRunner()
+    for a, b, run_a, run_b in ((human, bow, h, m), (other, bow, o, m)):
+        res = runner.invoke(app, ["compare", str(a), str(b)])
+        assert res.exit_code == 0, res.output
+        ha = {(r["subset"], r["item_id"]): r["hit"] for r in run_a.items.to_pylist()}
+        hb = {(r["subset"], r["item_id"]): r["hit"] for r in run_b.items.to_pylist()}
+        only_a = sum(ha[k] and not hb[k] for k in ha)
+        only_b = sum(hb[k] and not ha[k] for k in ha)
+        r = mcnemar(run_a, run_b, "scpp:triplets")
+        assert (r.n, r.b, r.c) == (5, only_a, only_b)  # every item paired, none left out
+        assert f"| scpp:triplets | tot | 5 | {r.accuracy_a:.2f} |" in res.output

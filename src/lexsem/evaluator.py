@@ -36,6 +36,7 @@ from lexsem.engine.runner import (
     PAIR,
     SCORER,
     TEXT,
+    VOTES,
     Outcome,
     RunOptions,
     capabilities,
@@ -57,6 +58,7 @@ from lexsem.tasks.base import Task
 from lexsem.tasks.blind import BLIND_TRIPLET, blind_task
 from lexsem.tasks.catalog import BLIND, SYNONYMS, find_task, get_task
 from lexsem.tasks.choice_task import read_by
+from lexsem.tasks.voted import voted_task
 
 CI_STORE = "bootstrap-intervals"  # the request store of bootstrap intervals, beside the models'
 
@@ -137,7 +139,8 @@ class Evaluator:
         load_s = planned.load_s
         fp = model.fingerprint  # read per run: weights that changed change the key
         fkey = fingerprint_key(fp)
-        by_item = bool(getattr(model, "by_item", False))  # recorded answers: no store, no images
+        # recorded answers, people's votes: no store, no images
+        by_item = bool(getattr(model, "by_item", False))
         use_store = cfg.use_cache and not by_item
         store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if use_store else None
         try:
@@ -166,7 +169,7 @@ class Evaluator:
             if refusal:
                 raise LexsemError(refusal)
         t0 = time.perf_counter()
-        works = [self._work(b, caps) for b in self.benchmarks()]
+        works = [self._work(b, caps, model) for b in self.benchmarks()]
         load_s = time.perf_counter() - t0
         plan = make_plan(works, pairs_as_texts=not caps & {PAIR, CHAT_SCORES})
         return Planned(model, spec, caps, works, plan, load_s)
@@ -276,7 +279,10 @@ class Evaluator:
             },
         }
 
-    def _work(self, bench: LoadedBenchmark, caps: set[str]) -> Work:
+    def _work(self, bench: LoadedBenchmark, caps: set[str], model: Any) -> Work:
+        if VOTES in caps:  # people's votes: the tasks they answered, read as people answer
+            tasks = [voted_task(get_task(t)) for t in model.tasks_for(bench)]
+            return Work(bench.spec.name, bench.items, tasks, bench.spec.decode)
         names = select_tasks(bench, self.config.tasks, caps)
         rule = self.config.answer_rule
         tasks = [_blind(bench) if t == BLIND else read_by(get_task(t), rule) for t in names]
@@ -399,7 +405,7 @@ def _compare_readings(
 
 def recorded_coverage(model: Any, benchmarks: list[LoadedBenchmark]) -> RecordedCoverage | None:
     """What a model of recorded answers covers of `benchmarks` (`coverage` of the
-    `recorded:` backend), for the run record; None for any other model."""
+    `recorded:` backend, of people's votes), for the run record; None for any other model."""
     coverage = getattr(model, "coverage", None)
     return RecordedCoverage(**coverage(benchmarks)) if callable(coverage) else None
 

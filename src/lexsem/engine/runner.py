@@ -4,7 +4,8 @@ What a model can do follows from the protocols it implements (`capabilities`): a
 embeds texts, a dual encoder also embeds images, a pair scorer scores (image, text) pairs, a
 blind text scorer scores texts, a chat model answers the `answer` columns (conversations,
 `lexsem.engine.conversations`, through `lexsem.engine.chat`) and, with log-probabilities, scores
-(image, text) pairs by VQAScore (`lexsem.models.vqascore`). Every request goes through the
+(image, text) pairs by VQAScore (`lexsem.models.vqascore`); a model of people's votes gives
+them by item (`votes`). Every request goes through the
 model's request store, so a rerun asks the model nothing it has already answered.
 """
 
@@ -34,11 +35,13 @@ from lexsem.models.protocols import (
     PairScorer,
     TextEncoder,
     TextScorer,
+    VotesModel,
 )
 from lexsem.models.vqascore import vqa_score
 
 TEXT, IMAGE, PAIR, SCORER = "text", "image", "pair", "scorer"
 CHAT, CHAT_SCORES = "chat", "chat_scores"  # answers; VQAScores from log-probabilities
+VOTES = "votes"  # people's votes by item (`lexsem.models.item_votes`)
 
 
 def capabilities(model: object) -> set[str]:
@@ -51,6 +54,8 @@ def capabilities(model: object) -> set[str]:
         caps.add(PAIR)
     if isinstance(model, TextScorer):
         caps.add(SCORER)
+    if isinstance(model, VotesModel):
+        caps.add(VOTES)
     if isinstance(model, ChatModel) and callable(getattr(model, "send", None)):
         caps.add(CHAT)
         if isinstance(model, LogprobChatModel):
@@ -93,6 +98,8 @@ def execute(
     """Make every request of `plan` (of `works`) with `model` (through `store`)."""
     caps = capabilities(model)
     out = Outcome(Scores(), {"encode_s": 0.0, "cache_s": 0.0, "image_s": 0.0})
+    if VOTES in caps:
+        out.scores.votes = model.votes_for(works)
     if plan.texts:
         _texts(model, caps, plan, store, opts, out)
     if plan.pairs:

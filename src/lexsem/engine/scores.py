@@ -4,7 +4,8 @@ A column (`lexsem.tasks.base.Column`) becomes one float array over a benchmark's
 cosine of two text embeddings, the cosine of an image and a text embedding (dual encoders) or a
 pair scorer's score or a chat model's VQAScore, a blind per-text score (oriented so that
 higher = more plausible), a flag read from the item, or a chat model's answer read into a
-number by the column. `extra_columns` gives what the run's item table keeps beside a column:
+number by the column, or people's votes on a question about the item (a by-item model's).
+`extra_columns` gives what the run's item table keeps beside a column:
 the raw answer and the rule that read it, or what a VQAScore is made of.
 """
 
@@ -35,6 +36,7 @@ class Scores:
     pair_index: dict[tuple[str, str, str], int] = field(default_factory=dict)
     text_score: dict[str, float] = field(default_factory=dict)  # blind, higher = better
     answers: dict[AnswerKey, str | None] = field(default_factory=dict)  # free form
+    votes: dict[AnswerKey, float] = field(default_factory=dict)  # people's, by item
     # what each VQAScore of a chat model is made of, by (profile, image reference, text)
     pair_details: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
 
@@ -48,6 +50,9 @@ class Scores:
             return np.fromiter((self.text_score[col.get(it)] for it in items), np.float64, n)
         if col.kind == "answer":
             return self._read_answers(col, work, task)
+        if col.kind == "votes":  # NaN: the query was not asked
+            keys = ((work.benchmark, task, col.name, it.subset, str(it.id)) for it in items)
+            return np.fromiter((self.votes.get(k, np.nan) for k in keys), np.float64, n)
         if col.kind == "texts":
             a, b = zip(*(col.get(it) for it in items), strict=True) if n else ((), ())
             return self._text_cosine(a, b)

@@ -147,6 +147,23 @@ class TextScorer(Protocol):
     def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray: ...
 
 
+@runtime_checkable
+class VotesModel(Protocol):
+    """People's votes by item (`lexsem.models.item_votes`; a human study's run): the tasks it
+    answered of a loaded benchmark (`tasks_for`), and the value of each `votes` column of each
+    item it voted on (`votes_for`, keyed by benchmark, task, column, subset and item id), read
+    by the people's reading of the tasks (`lexsem.tasks.voted`)."""
+
+    name: str
+
+    @property
+    def fingerprint(self) -> dict[str, Any]: ...
+
+    def tasks_for(self, benchmark: Any) -> list[str]: ...
+
+    def votes_for(self, works: Sequence[Any]) -> dict[tuple[str, str, str, str, str], float]: ...
+
+
 MODEL_PROTOCOLS: tuple[type, ...] = (TextEncoder, ImageEncoder, PairScorer, TextScorer, ChatModel)
 
 

@@ -4,9 +4,10 @@ A `Column` says what one score of an item is made of: two texts (`texts`: cosine
 embeddings), an image and a text (`image_text`: a dual encoder's cosine or a pair scorer's
 score), one text (`text`: a blind per-text score), a flag computed from the item itself
 (`flag`), or a generative model's free-form answer to a prompt about the item's image
-(`answer`), read into a number by the column's `read`. The engine fills columns from these
-descriptions without knowing any item kind or
-benchmark; the task's `compute` turns the filled columns into `Hits` per metric.
+(`answer`), read into a number by the column's `read`, or people's votes on one question
+about the item (`votes`: a human study's answers, `lexsem.tasks.voted`). The engine fills
+columns from these descriptions without knowing any item kind or benchmark; the task's
+`compute` turns the filled columns into `Hits` per metric.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from lexsem.stats.ties import Hits, TiePolicy
 
 Columns = Mapping[str, np.ndarray]
-ColumnKind = Literal["texts", "image_text", "text", "flag", "answer"]
+ColumnKind = Literal["texts", "image_text", "text", "flag", "answer", "votes"]
 Modality = Literal["text", "image", "blind", "answer"]
 
 

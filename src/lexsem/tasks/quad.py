@@ -30,6 +30,7 @@ label (`tasks.multi.split_hits`) and take each part's accuracy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from operator import attrgetter
 
 import numpy as np
@@ -53,6 +54,15 @@ INEG2T = "ineg2t"
 TPOS2I = "tpos2i"
 TNEG2I = "tneg2i"
 BIVLC_METRICS: tuple[str, ...] = (GROUP, I2T, T2I, IPOS2T, INEG2T, TPOS2I, TNEG2I)
+
+# The four directional comparisons, and the ones each metric needs (App. D, eqs. 1-3).
+DIRECTIONS: tuple[str, str, str, str] = (IPOS2T, INEG2T, TPOS2I, TNEG2I)
+NEEDS: dict[str, tuple[str, ...]] = {
+    GROUP: DIRECTIONS,
+    I2T: (IPOS2T, INEG2T),
+    T2I: (TPOS2I, TNEG2I),
+    **{d: (d,) for d in DIRECTIONS},
+}
 
 # Winoground metric names, the main metric (group) first, and what each one is in BiVLC terms.
 WINOGROUND_METRICS: tuple[str, ...] = ("group", "text", "image")
@@ -91,21 +101,22 @@ def quad_hits(
     """All seven BiVLC metrics per item: group, i2t, t2i, ipos2t, ineg2t, tpos2i, tneg2i."""
     policy = check_policy(policy)
     s00, s01, s10, s11 = _vectors(s00, s01, s10, s11)
-    ipos2t = beats(s00, s01, policy)
-    ineg2t = beats(s11, s10, policy)
-    tpos2i = beats(s00, s10, policy)
-    tneg2i = beats(s11, s01, policy)
-    i2t = all_of(ipos2t, ineg2t)
-    t2i = all_of(tpos2i, tneg2i)
-    return {
-        GROUP: all_of(i2t, t2i),
-        I2T: i2t,
-        T2I: t2i,
-        IPOS2T: ipos2t,
-        INEG2T: ineg2t,
-        TPOS2I: tpos2i,
-        TNEG2I: tneg2i,
-    }
+    return quad_metrics(
+        {
+            IPOS2T: beats(s00, s01, policy),
+            INEG2T: beats(s11, s10, policy),
+            TPOS2I: beats(s00, s10, policy),
+            TNEG2I: beats(s11, s01, policy),
+        }
+    )
+
+
+def quad_metrics(directions: Mapping[str, Hits]) -> dict[str, Hits]:
+    """All seven BiVLC metrics from the hits of the four directional comparisons
+    (`DIRECTIONS`: a model's score comparisons, or people's answers to the four queries,
+    `lexsem.tasks.voted`): I2T, T2I and Group as `NEEDS` says (App. D, eqs. 1-3)."""
+    out = {m: all_of(*(directions[d] for d in NEEDS[m])) for m in (GROUP, I2T, T2I)}
+    return {**out, **{d: directions[d] for d in DIRECTIONS}}
 
 
 def winoground_hits(
