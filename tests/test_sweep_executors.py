@@ -15,10 +15,10 @@ import pytest
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
 from builders.sweep_folders import local_ray, same_runs, subprocess_env, write_grid
+from lexsem.engine.request_store import store_rows
 from lexsem.sweep.executors.shard import rank_and_world, shard_slice
 from lexsem.sweep.grid import Grid, expand
 from lexsem.sweep.runner import run_sweep
-from lexsem.sweep.store_merge import store_rows
 
 ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
 
