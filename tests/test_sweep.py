@@ -106,9 +106,10 @@ def test_cli_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert res.exit_code == 2, (args, res.output)
         assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
     bad = runner.invoke(app, ["sweep", str(grid), "-o", str(tmp_path / "o"), "--executor", "x"])
-    assert bad.exit_code == 2 and "choose local, ray, shard" in bad.output
-    with pytest.raises(LexsemError, match="unknown executor"):
-        run_sweep(grid, tmp_path / "o", "slurm")
+    assert bad.exit_code == 2 and "unknown executor 'x'; known: local, ray, shard" in bad.stderr
+    with pytest.raises(LexsemError, match=r"unknown executor 'locl' \(did you mean 'local'\?\)"):
+        run_sweep(grid, tmp_path / "o", "locl")
+    assert not (tmp_path / "o").exists()  # refused before any work
 
 
 def test_a_killed_sweep_resumes_with_only_what_is_left(tmp_path: Path) -> None:

@@ -888,11 +888,16 @@ def merge_store(
     src_root: str | Path, dest_root: str | Path, model_key: str, *, remove: bool = False
 ) -> MergeStats:
     """Merge the store of `model_key` under the cache root `src_root` into the one under
-    `dest_root` (`RequestStore.merge`); with `remove`, the source is deleted once merged."""
-    with (
-        RequestStore(Path(src_root), model_key, readonly=True) as src,
-        RequestStore(Path(dest_root), model_key) as dest,
-    ):
+    `dest_root` (`RequestStore.merge`); with `remove`, the source is deleted once merged. A
+    source that cannot be read is a `CacheError` saying how to drop it."""
+    try:
+        src = RequestStore(Path(src_root), model_key, readonly=True)
+    except CacheError as exc:
+        path = Path(src_root) / "embeddings" / f"{model_key}.sqlite"
+        raise CacheError(
+            f"{exc}; nothing of it was merged. To drop it: rm {shlex.quote(str(path))}"
+        ) from exc
+    with src, RequestStore(Path(dest_root), model_key) as dest:
         stats = dest.merge(src)
     if remove:
         remove_store(src_root, model_key)
