@@ -24,6 +24,7 @@ from lexsem.engine.request_store import (
     merge_stores,
     store_rows,
 )
+from lexsem.errors import CacheError
 from lexsem.sweep.runner import run_sweep
 
 
@@ -138,6 +139,15 @@ def test_a_file_of_another_model_is_refused(tmp_path: Path) -> None:
         merge_store(tmp_path / "w", tmp_path / "main", "n")
 
 
+def test_a_worker_file_that_cannot_be_read_says_how_to_drop_it(tmp_path: Path) -> None:
+    src = tmp_path / "w" / "embeddings" / "m.sqlite"
+    src.parent.mkdir(parents=True)
+    src.write_bytes(b"not a database at all")
+    with pytest.raises(CacheError, match=rf"not an SQLite database.*rm {src}$"):
+        merge_store(tmp_path / "w", tmp_path / "main", "m", remove=True)
+    assert src.is_file() and store_rows(tmp_path / "main") == {}
+
+
 def _a_vector(out: Path) -> tuple[Path, str, np.ndarray]:
     """The model's store file a job left in `out/stores/`, and one of its vectors."""
     for file in sorted((out / "stores").glob("*/embeddings/*.sqlite")):
@@ -185,6 +195,8 @@ def test_a_sweep_reports_a_conflict_keeps_the_file_and_merges_once_it_is_resolve
     assert rows_of("bootstrap-intervals")  # the job's other store file merged, and kept
     again = run_sweep(grid, out)  # a rerun retries it: the same conflict
     assert not again.complete and again.merge["conflicts"] == 1
+    shard = run_sweep(grid, out, "shard", rank=0, world_size=1)  # merges nothing: its jobs done
+    assert shard.complete and shard.merge == {}
     worker.unlink()  # the command the error names: keep the main store's value
     done = CliRunner().invoke(app, ["sweep", str(grid), "-o", str(out)])
     assert done.exit_code == 0, done.output
