@@ -45,8 +45,10 @@ def check_sweep_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise LexsemError(f"{out}: not a folder (a sweep writes a folder of run folders)")
     if out.is_dir() and any(out.iterdir()):
-        marks = (SWEEP_JSON, "jobs", "runs")
-        if not any((out / m).exists() for m in marks):
+        # a sweep's files, also those of another process (a shard) writing its first summary
+        marks = (SWEEP_JSON, f"{SWEEP_JSON}.lock", "jobs", "runs")
+        names = [p.name for p in out.iterdir()]
+        if not any(n in marks or n.startswith(f".{SWEEP_JSON}.") for n in names):
             raise LexsemError(
                 f"{out}: the folder holds files but no sweep ({SWEEP_JSON}); give a new or "
                 "empty folder, or the folder of this sweep"
@@ -56,9 +58,9 @@ def check_sweep_folder(out: Path) -> None:
 def merge_job_stores(out: Path, jobs: list[Job], echo: Echo = _quiet) -> dict[str, Any]:
     """Merge each `OUT/stores/<id>/` into its job's main store (its config's cache folder),
     each store file removed once merged. A file that cannot be merged (a `StoreConflict`, a
-    damaged file) is left for the next run and its error returned as `error`; the others are
-    merged. The counts of `MergeStats`, `max_deviation` the largest relative deviation of a
-    value kept within the fp32 tolerance."""
+    damaged file) is left for the next run, its error in `errors` (the first also `error`);
+    the others are merged. The counts of `MergeStats`; `max_deviation`: the largest relative
+    deviation of a value kept within the fp32 tolerance."""
     by_id = {job.id: job for job in jobs}
     total, errors = MergeStats(), []
     folder = out / "stores"
@@ -82,7 +84,7 @@ def merge_job_stores(out: Path, jobs: list[Job], echo: Echo = _quiet) -> dict[st
             f"present, {total.close} within the fp32 tolerance (largest deviation "
             f"{total.max_deviation:.2g}), {total.damaged} damaged left out"
         )
-    with_error = {"error": errors[0], "conflicts": len(errors)} if errors else {}
+    with_error = {"error": errors[0], "conflicts": len(errors), "errors": errors} if errors else {}
     return {"files": total.files, "added": total.added, "present": total.present,
             "close": total.close, "max_deviation": total.max_deviation,
             "damaged": total.damaged, **with_error}  # fmt: skip
