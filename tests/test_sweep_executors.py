@@ -75,7 +75,7 @@ def test_local_shard_and_ray_give_the_same_run_folders(
     same_runs(tmp_path / "local", tmp_path / "shard")
     same_runs(tmp_path / "local", tmp_path / "ray")
     # ray's per-job stores were merged into the main store: the same values as local's
-    assert store_rows(tmp_path / "cache-ray") == store_rows(tmp_path / "cache-local")
+    same_store_rows(store_rows(tmp_path / "cache-ray"), store_rows(tmp_path / "cache-local"))
     assert not any((tmp_path / "ray" / "stores").iterdir())
     # the shards' summaries: every job done by one of two ranks
     final = run_sweep(grids["shard"], tmp_path / "shard")
@@ -124,7 +124,7 @@ def test_a_ray_sweep_whose_worker_died_reruns_only_that_job(
     whole = write_grid(tmp_path / "w.toml", tmp_path / "cache2", models)
     assert run_sweep(whole, tmp_path / "out2", "ray").complete
     same_runs(tmp_path / "out", tmp_path / "out2")
-    assert store_rows(tmp_path / "cache") == store_rows(tmp_path / "cache2")
+    same_store_rows(store_rows(tmp_path / "cache"), store_rows(tmp_path / "cache2"))
 
 
 @pytest.mark.parametrize("name", ["reverse_executor.py", "register_reverse.py"])
