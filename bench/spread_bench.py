@@ -26,9 +26,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 ).rstrip(os.pathsep)
 sys.path.insert(0, str(ROOT / "src"))
 
+from lexsem.engine.request_store import store_rows  # noqa: E402
 from lexsem.sweep.grid import Grid  # noqa: E402
 from lexsem.sweep.runner import run_sweep  # noqa: E402
-from lexsem.sweep.store_merge import store_rows  # noqa: E402
 
 
 def _grid(cache: Path, spread: int, batch_size: int, model: str) -> Grid:

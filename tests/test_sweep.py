@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
 from builders.sweep_folders import run_contents, same_runs, subprocess_env, write_grid
 from lexsem.cli.app import app
+from lexsem.engine.request_store import store_rows
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import expand, load_grid
 from lexsem.sweep.runner import run_sweep
-from lexsem.sweep.store_merge import store_rows
 
 runner = CliRunner()
 
@@ -106,9 +106,10 @@ def test_cli_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert res.exit_code == 2, (args, res.output)
         assert message in res.stderr and res.stderr.count("\n") == 1, res.stderr
     bad = runner.invoke(app, ["sweep", str(grid), "-o", str(tmp_path / "o"), "--executor", "x"])
-    assert bad.exit_code == 2 and "choose local, shard, ray" in bad.output
-    with pytest.raises(LexsemError, match="unknown executor"):
-        run_sweep(grid, tmp_path / "o", "slurm")
+    assert bad.exit_code == 2 and "unknown executor 'x'; known: local, ray, shard" in bad.stderr
+    with pytest.raises(LexsemError, match=r"unknown executor 'locl' \(did you mean 'local'\?\)"):
+        run_sweep(grid, tmp_path / "o", "locl")
+    assert not (tmp_path / "o").exists()  # refused before any work
 
 
 def test_a_killed_sweep_resumes_with_only_what_is_left(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The same grid through the `local`, `shard` (two real processes, RANK/WORLD_SIZE) and `ray`
 (`ray.init(num_cpus=2)`) executors gives the same run folders; a Ray worker lost mid-sweep is
 retried, or its job reported and run alone by the next sweep, whose merged store then equals
-the store of a sweep never interrupted."""
+the store of a sweep never interrupted. A new executor (docs/extending.md's `reverse`) is one
+file and one registry line, and gives the run folders of `local`."""
 
 from __future__ import annotations
 
@@ -12,15 +13,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
-from builders.sweep_folders import local_ray, same_runs, subprocess_env, write_grid
+from builders.sweep_folders import (
+    local_ray,
+    same_runs,
+    same_store_rows,
+    subprocess_env,
+    write_grid,
+)
+from lexsem.cli.app import app
+from lexsem.engine.request_store import store_rows
+from lexsem.sweep.executors import EXECUTORS
+from lexsem.sweep.executors.base import Executor
 from lexsem.sweep.executors.shard import rank_and_world, shard_slice
-from lexsem.sweep.grid import Grid, expand
+from lexsem.sweep.grid import Grid, expand, load_grid
 from lexsem.sweep.runner import run_sweep
-from lexsem.sweep.store_merge import store_rows
 
 ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +75,7 @@ def test_local_shard_and_ray_give_the_same_run_folders(
     same_runs(tmp_path / "local", tmp_path / "shard")
     same_runs(tmp_path / "local", tmp_path / "ray")
     # ray's per-job stores were merged into the main store: the same values as local's
-    assert store_rows(tmp_path / "cache-ray") == store_rows(tmp_path / "cache-local")
+    same_store_rows(store_rows(tmp_path / "cache-ray"), store_rows(tmp_path / "cache-local"))
     assert not any((tmp_path / "ray" / "stores").iterdir())
     # the shards' summaries: every job done by one of two ranks
     final = run_sweep(grids["shard"], tmp_path / "shard")
@@ -111,4 +124,46 @@ def test_a_ray_sweep_whose_worker_died_reruns_only_that_job(
     whole = write_grid(tmp_path / "w.toml", tmp_path / "cache2", models)
     assert run_sweep(whole, tmp_path / "out2", "ray").complete
     same_runs(tmp_path / "out", tmp_path / "out2")
-    assert store_rows(tmp_path / "cache") == store_rows(tmp_path / "cache2")
+    same_store_rows(store_rows(tmp_path / "cache"), store_rows(tmp_path / "cache2"))
+
+
+@pytest.mark.parametrize("name", ["reverse_executor.py", "register_reverse.py"])
+def test_the_doc_shows_the_executor_example(name: str) -> None:
+    doc = (EXAMPLES.parent / "extending.md").read_text()
+    assert (EXAMPLES / name).read_text() in doc
+
+
+def test_a_new_executor_is_one_file_and_one_registry_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/extending.md's `reverse` executor, registered by a grid plugin, runs a sweep end to
+    end from the command line: its jobs in reverse order, the run folders and the store of the
+    `local` executor."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    monkeypatch.setattr(EXECUTORS, "_entries", dict(EXECUTORS._entries))
+    monkeypatch.setattr(EXECUTORS, "_loaded", {})
+    for mod in ("reverse_executor", "register_reverse"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    models = ["sweepfake:a", "sweepfake:b?dim=16"]
+    grids = {
+        ex: write_grid(tmp_path / f"{ex}.toml", tmp_path / f"cache-{ex}", models)
+        for ex in ("local", "reverse")
+    }
+    text = grids["reverse"].read_text()
+    grids["reverse"].write_text(
+        text.replace('"builders.sweep_models"', '"builders.sweep_models", "register_reverse"')
+    )
+    assert "reverse" not in EXECUTORS
+    assert run_sweep(grids["local"], tmp_path / "local").complete
+    res = CliRunner().invoke(
+        app, ["sweep", str(grids["reverse"]), "-o", str(tmp_path / "rev"), "--executor", "reverse"]
+    )
+    assert res.exit_code == 0, res.output
+    assert isinstance(EXECUTORS.get("reverse"), Executor)
+    order = [line.split()[1] for line in res.stderr.splitlines() if line.startswith("done ")]
+    assert order == [job.id for job in reversed(expand(load_grid(grids["reverse"])))]
+    same_runs(tmp_path / "local", tmp_path / "rev")
+    same_store_rows(store_rows(tmp_path / "cache-reverse"), store_rows(tmp_path / "cache-local"))
+    again = run_sweep(grids["reverse"], tmp_path / "rev", "reverse")
+    assert [j.status for j in again.jobs] == ["skipped"] * 4
+    assert {j.executor for j in again.jobs} == {"reverse"}

@@ -16,12 +16,12 @@ import pytest
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
 from builders.sweep_folders import local_ray, same_runs, same_store_rows
 from lexsem.cli.app import app
+from lexsem.engine.request_store import store_rows
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import Grid, expand
 from lexsem.sweep.runner import run_sweep, with_spread
 from lexsem.sweep.spread import SpreadStats, run_spread_job
 from lexsem.sweep.spread_plan import UNIT_BATCHES, batch_ranges, image_units, text_chunks
-from lexsem.sweep.store_merge import store_rows
 
 ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
 

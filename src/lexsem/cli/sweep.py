@@ -9,7 +9,6 @@ from typing import Annotated, Any
 
 import typer
 
-from lexsem.sweep.executors import EXECUTORS
 from lexsem.sweep.grid import MAX_SPREAD
 from lexsem.sweep.runner import run_sweep
 
@@ -33,7 +32,6 @@ Executor = Annotated[
     typer.Option(
         help="local (in order, here), shard (this process's slice: torchrun, SLURM array) "
         "or ray (one task per job).",
-        callback=_choice(EXECUTORS),
     ),
 ]
 Address = Annotated[

@@ -30,6 +30,11 @@ what it holds and stores nothing new (``put_*`` are no-ops), so a fully cached r
 A store deleted or replaced while open (``rm -rf ~/.cache/lexsem`` during a run, or another
 process moving a damaged file aside) is noticed at the next write: a warning, and a fresh store
 is started at the same path (rows written to a deleted file would be lost without a word).
+
+Stores of one model made elsewhere (a sweep's workers, each with a store of its own) are
+merged into one (`RequestStore.merge`, `merge_store`): a union, in one transaction per file.
+Floats of one key that agree to fp32 rounding (`MERGE_RTOL`: another CPU's kernels) are the
+same value, the store's own kept; any other difference under one key is a `StoreConflict`.
 """
 
 from __future__ import annotations
@@ -40,13 +45,14 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import sqlite3
 import struct
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -58,13 +64,31 @@ from filelock import Timeout as LockTimeout
 
 from lexsem.errors import CacheError
 
-__all__ = ["SCHEMA_VERSION", "RequestStore", "ValueKind", "row_digest", "table_layout"]
+__all__ = [
+    "MERGE_RTOL",
+    "SCHEMA_VERSION",
+    "MergeStats",
+    "RequestStore",
+    "StoreConflict",
+    "ValueKind",
+    "merge_store",
+    "merge_stores",
+    "remove_store",
+    "store_files",
+    "store_keys",
+    "store_rows",
+]
 
 SCHEMA_VERSION = 2  # 1: vectors only; 2: + scalars, records
 BUSY_TIMEOUT_S = 60.0  # how long a connection waits for another process's write lock
 LOCK_TIMEOUT_S = 120.0  # how long opening waits for another process to finish opening
 CHUNK_PARAMS = 900  # bound parameters per SELECT (SQLite's historic limit is 999)
 DIGEST_SIZE = 8
+# Two float values of one key are the same value when they agree to fp32 rounding: a vector when
+# ||a - b|| <= MERGE_RTOL * ||b||, a scalar when |a - b| <= MERGE_RTOL * max(|b|, 1) (b: the
+# value kept). Processes on other CPUs or kernels round the last bits differently (1e-7 to 1e-6
+# of a value's size); about 80 fp32 ulps, far below what any real difference moves (1e-3).
+MERGE_RTOL = 1e-5
 
 ValueKind = Literal["vectors", "scalars", "records"]
 
@@ -115,17 +139,6 @@ _BAD = object()
 
 def _digest(blob: bytes) -> bytes:
     return hashlib.blake2b(blob, digest_size=DIGEST_SIZE).digest()
-
-
-def row_digest(blob: bytes) -> bytes:
-    """The digest a row carries of its bytes (what a damaged row fails)."""
-    return _digest(blob)
-
-
-def table_layout() -> dict[str, tuple[str, str, int]]:
-    """Each value table's name -> (its size column, its data column, bytes per size unit): the
-    on-disk format, for readers of whole files (`lexsem.sweep.store_merge`)."""
-    return {t.name: (t.size, t.data, t.unit) for t in _TABLES.values()}
 
 
 class _CannotWrite(Exception):
@@ -185,6 +198,62 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         with contextlib.suppress(sqlite3.Error):
             conn.execute("ROLLBACK")
         raise
+
+
+class StoreConflict(CacheError):
+    """Two stores of one model hold different values under one key: beyond `MERGE_RTOL`, of
+    another size, or records that are not byte for byte the same."""
+
+    def __init__(self, message: str, *, src: Path, dest: Path, table: str, key: str) -> None:
+        super().__init__(message)
+        self.src, self.dest, self.table, self.key = src, dest, table, key
+
+
+@dataclass
+class MergeStats:
+    """What merging did: store files merged, rows added, rows the store already held (the same
+    bytes), rows it held within `MERGE_RTOL` (its value kept) and the largest relative deviation
+    among those, rows left out because their bytes failed their digest."""
+
+    files: int = 0
+    added: int = 0
+    present: int = 0
+    close: int = 0
+    max_deviation: float = 0.0
+    damaged: int = 0
+    keys: list[str] = field(default_factory=list)  # the model keys merged
+
+    def __iadd__(self, other: MergeStats) -> MergeStats:
+        self.files += other.files
+        self.added += other.added
+        self.present += other.present
+        self.close += other.close
+        self.max_deviation = max(self.max_deviation, other.max_deviation)
+        self.damaged += other.damaged
+        self.keys += [k for k in other.keys if k not in self.keys]
+        return self
+
+
+def _deviation(table: _Table, got: Any, kept: Any) -> float:
+    """How far `got` is from `kept` relative to `kept`'s size (docs/testing.md's rule: a
+    vector's norm, a scalar's max(|value|, 1)); inf where they cannot be the same value. Only
+    called for rows whose bytes differ."""
+    if table.name == "records":  # a record is the same only byte for byte
+        return float("inf")
+    a = np.asarray(got, dtype=np.float64).ravel()
+    b = np.asarray(kept, dtype=np.float64).ravel()
+    if a.shape != b.shape:
+        return float("inf")
+    if np.array_equal(a, b, equal_nan=True):
+        return 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        if table.name == "vectors":
+            scale = float(np.linalg.norm(b))
+            error = float(np.linalg.norm(a - b))
+            out = error / scale if scale > 0 else float("inf")
+        else:
+            out = float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1.0)))
+    return out if np.isfinite(out) else float("inf")
 
 
 class RequestStore:
@@ -634,6 +703,117 @@ class RequestStore:
             except sqlite3.Error as exc:
                 raise self._error("write to", exc) from exc
 
+    # ------------------------------------------------------------------ merging
+
+    def merge(self, src: RequestStore) -> MergeStats:
+        """Add the rows of `src` (another store of this model: a sweep worker's) that this store
+        lacks, in one transaction: a merge interrupted leaves this store as it was or merged
+        whole, and merges in several processes at once are safe (SQLite's lock).
+
+        The same key with the same bytes is `present`; with floats within `MERGE_RTOL` of this
+        store's it is `close` and this store's value is kept (the largest deviation is in the
+        stats). Anything else under one key (beyond the tolerance, another size, a record that
+        differs) is a `StoreConflict` naming both files and the key, and nothing of `src` is
+        merged. A row of `src` whose bytes fail their digest is left out (`damaged`); a
+        damaged row of this store under a key `src` holds soundly is replaced."""
+        if src.model_key != self.model_key:
+            raise CacheError(
+                f"cannot merge {src.path} into {self.path}: the stores are of other models"
+            )
+        stats = MergeStats(files=1, keys=[self.model_key])
+        with self._lock, src._lock:
+            conn = self._writable()
+            conn = self._same_file(conn) if conn is not None else None
+            if conn is None:
+                raise CacheError(f"cannot merge into the request store {self.path}: read-only")
+            source = src._require_open()
+            if source is None:
+                return stats  # no file, or never initialised: nothing stored
+            try:
+                with _transaction(conn):
+                    for table in _TABLES.values():
+                        if table.name in src._tables:
+                            self._merge_table(conn, source, table, src.path, stats)
+            except sqlite3.Error as exc:
+                hint = " (a file is damaged)" if _is_corruption(exc) else ""
+                raise CacheError(f"cannot merge {src.path} into {self.path}: {exc}{hint}") from exc
+        return stats
+
+    def _merge_table(
+        self,
+        conn: sqlite3.Connection,
+        source: sqlite3.Connection,
+        table: _Table,
+        src_path: Path,
+        stats: MergeStats,
+    ) -> None:
+        """Merge one value table of `source`, `CHUNK_PARAMS` keys at a time (in a transaction
+        of `conn`)."""
+        rows = source.execute(
+            f"SELECT key, {table.size}, {table.data}, digest FROM {table.name} ORDER BY key"
+        )
+        insert = (
+            f"INSERT OR REPLACE INTO {table.name} (key, {table.size}, {table.data}, digest) "
+            "VALUES (?, ?, ?, ?)"
+        )
+        while chunk := rows.fetchmany(CHUNK_PARAMS):
+            keys = [row[0] for row in chunk]
+            held = {row[0]: row for row in conn.execute(self._select(table, len(keys)), keys)}
+            new = []
+            for row in chunk:
+                key, size, data, digest = row
+                value = _decoded(table, size, data, digest)
+                if value is _BAD:
+                    stats.damaged += 1
+                    continue
+                mine = held.get(key)
+                kept = _BAD if mine is None else _decoded(table, *mine[1:])
+                if kept is _BAD:  # missing here, or a damaged row giving way to a sound one
+                    new.append(row)
+                elif mine is not None and mine[1] == size and mine[2] == data:
+                    stats.present += 1
+                else:
+                    deviation = _deviation(table, value, kept)
+                    if deviation > MERGE_RTOL:
+                        raise self._conflict(src_path, table, key, deviation)
+                    stats.close += 1
+                    stats.max_deviation = max(stats.max_deviation, deviation)
+            conn.executemany(insert, new)
+            stats.added += len(new)
+
+    def _conflict(self, src: Path, table: _Table, key: str, deviation: float) -> StoreConflict:
+        how = (
+            f"relative deviation {deviation:.3g} > {MERGE_RTOL:g}"
+            if np.isfinite(deviation)
+            else ("another value" if table.name == "records" else "another size or NaN")
+        )
+        return StoreConflict(
+            f"{src}: key {key} ({table.name} of model {self.model_key}) holds another value "
+            f"than {self.path} ({how}); nothing of {src.name} was merged. To keep the value of "
+            f"{self.path.name} and drop the other file: rm {shlex.quote(str(src))}",
+            src=src,
+            dest=self.path,
+            table=table.name,
+            key=key,
+        )
+
+    def rows(self) -> dict[tuple[str, str], tuple[int, bytes]]:
+        """Every row as stored: (table, key) -> (size, bytes), damaged rows included."""
+        with self._lock:
+            conn = self._require_open()
+            if conn is None:
+                return {}
+            out: dict[tuple[str, str], tuple[int, bytes]] = {}
+            try:
+                for table in _TABLES.values():
+                    if table.name in self._tables:
+                        sql = f"SELECT key, {table.size}, {table.data} FROM {table.name}"
+                        for key, size, data in conn.execute(sql):
+                            out[(table.name, key)] = (size, bytes(data))
+            except sqlite3.Error as exc:
+                raise self._error("read from", exc) from exc
+            return out
+
     # ------------------------------------------------------------------ lifetime
 
     def _error(self, doing: str, exc: sqlite3.Error) -> CacheError:
@@ -671,3 +851,74 @@ class RequestStore:
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("rw" if self.writable else "readonly")
         return f"RequestStore({str(self.path)!r}, {state})"
+
+
+def store_keys(root: str | Path) -> list[str]:
+    """The model keys of the stores under the cache root `root` (sorted)."""
+    folder = Path(root).expanduser() / "embeddings"
+    return sorted(f.name.removesuffix(".sqlite") for f in folder.glob("*.sqlite") if f.is_file())
+
+
+def store_files(root: str | Path) -> dict[str, bytes]:
+    """The store files under the cache root `root` (`<model key>.sqlite` -> its bytes), each
+    whole: its WAL checkpointed into it first (for sending a store elsewhere)."""
+    out: dict[str, bytes] = {}
+    for model_key in store_keys(root):
+        path = Path(root).expanduser() / "embeddings" / f"{model_key}.sqlite"
+        conn = sqlite3.connect(str(path))
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:
+            raise CacheError(f"cannot read the request store {path}: {exc}") from exc
+        finally:
+            conn.close()
+        out[path.name] = path.read_bytes()
+    return out
+
+
+def remove_store(root: str | Path, model_key: str) -> None:
+    """Delete the store of `model_key` under `root`: its file, WAL, shared memory, lock."""
+    path = Path(root).expanduser() / "embeddings" / f"{model_key}.sqlite"
+    for suffix in ("-wal", "-shm", "", ".lock"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(path) + suffix).unlink()
+
+
+def merge_store(
+    src_root: str | Path, dest_root: str | Path, model_key: str, *, remove: bool = False
+) -> MergeStats:
+    """Merge the store of `model_key` under the cache root `src_root` into the one under
+    `dest_root` (`RequestStore.merge`); with `remove`, the source is deleted once merged. A
+    source that cannot be read is a `CacheError` saying how to drop it."""
+    try:
+        src = RequestStore(Path(src_root), model_key, readonly=True)
+    except CacheError as exc:
+        path = Path(src_root) / "embeddings" / f"{model_key}.sqlite"
+        raise CacheError(
+            f"{exc}; nothing of it was merged. To drop it: rm {shlex.quote(str(path))}"
+        ) from exc
+    with src, RequestStore(Path(dest_root), model_key) as dest:
+        stats = dest.merge(src)
+    if remove:
+        remove_store(src_root, model_key)
+    return stats
+
+
+def merge_stores(src_root: str | Path, dest_root: str | Path) -> MergeStats:
+    """Merge every store under the cache root `src_root` into those under `dest_root`, file by
+    file (sorted); at the first error the files merged before it stay merged."""
+    stats = MergeStats()
+    for key in store_keys(src_root):
+        stats += merge_store(src_root, dest_root, key)
+    return stats
+
+
+def store_rows(root: str | Path) -> dict[tuple[str, str, str], tuple[int, bytes]]:
+    """Every row of every store under the cache root `root`: (model key, table, key) ->
+    (size, bytes). Two roots holding the same bytes compare equal."""
+    out: dict[tuple[str, str, str], tuple[int, bytes]] = {}
+    for model_key in store_keys(root):
+        with RequestStore(Path(root), model_key, readonly=True) as store:
+            for (table, key), row in store.rows().items():
+                out[(model_key, table, key)] = row
+    return out

@@ -11,7 +11,7 @@ Request stores (`stores`):
   one machine may write at once (SQLite's locks; not over a network file system).
 - `per-job`: the job writes a fresh store in a folder of its own on the worker's local disk;
   its files are kept in `OUT/stores/<id>/` (or sent back to Ray's driver) and merged into the
-  main store (`lexsem.sweep.store_merge`): what a cluster without a shared cache needs.
+  main store (`RequestStore.merge`): what a cluster without a shared cache needs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import contextlib
 import importlib
 import json
 import shutil
-import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from typing import Any, Literal
 
 from lexsem.atomic import atomic_path
 from lexsem.config import EvalConfig
+from lexsem.engine.request_store import store_files
 from lexsem.errors import LexsemError
 from lexsem.evaluator import Evaluator
 from lexsem.results.folder_swap import ITEMS_PARQUET, RUN_JSON
@@ -46,7 +46,6 @@ __all__ = [
     "keep_store",
     "one_line",
     "run_job",
-    "store_files",
 ]
 
 StoreMode = Literal["shared", "per-job"]
@@ -110,19 +109,6 @@ def job_config(job: Job, stores: StoreMode) -> Iterator[tuple[EvalConfig, Path |
         yield job.config.model_copy(update={"cache_dir": tmp}), tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def store_files(root: Path) -> dict[str, bytes]:
-    """The store files under the cache root `root`, each whole (its WAL checkpointed in)."""
-    out: dict[str, bytes] = {}
-    for file in sorted((root / "embeddings").glob("*.sqlite")):
-        conn = sqlite3.connect(str(file))
-        try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            conn.close()
-        out[file.name] = file.read_bytes()
-    return out
 
 
 def keep_store(out: Path, job_id: str, files: dict[str, bytes]) -> None:

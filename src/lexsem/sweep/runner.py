@@ -1,24 +1,27 @@
 """`run_sweep(grid, out, executor=...)`: a grid's jobs run into a sweep folder, resumed.
 
 The grid expands to jobs (`lexsem.sweep.grid.expand`); the jobs whose run folder already holds
-their run are `skipped`; the others run on the executor (`local`, `shard`, `ray`), each
-status recorded as it ends (`lexsem.sweep.record`); the request stores of `per-job` jobs are
-merged into the main store (`lexsem.sweep.store_merge`) by the `local` and `ray` executors —
-a shard leaves them in `OUT/stores/` for a final `local` run, which merges them and runs
-nothing else when every job is done. A sweep killed at any moment leaves complete run folders
-only; running it again runs what is left.
+their run are `skipped`; the others run on the executor named (`lexsem.sweep.executors`:
+`local`, `shard`, `ray` or one registered by a plugin), each status recorded as it ends
+(`lexsem.sweep.record`); the request stores of `per-job` jobs are then merged into the main
+store (`RequestStore.merge`) — unless the executor is partial (`shard`), which leaves them in
+`OUT/stores/` for a final whole run, which merges them and runs nothing else when every job is
+done. A store file that cannot be merged (a conflict, a damaged file) stays there, named with
+the command that resolves it, and the next run retries it; what merged stays merged. A sweep
+killed at any moment leaves complete run folders only; running it again runs what is left.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lexsem.errors import LexsemError
+from lexsem.engine.request_store import MergeStats, merge_store, store_keys
+from lexsem.errors import CacheError, LexsemError
 from lexsem.paths import cache_dir as default_cache_dir
-from lexsem.sweep.executors import EXECUTORS
+from lexsem.sweep.executors import get_executor
+from lexsem.sweep.executors.base import Echo, SweepContext
 from lexsem.sweep.grid import MAX_SPREAD, Grid, Job, expand, load_grid
 from lexsem.sweep.job_run import StoreMode, done_run, import_plugins
 from lexsem.sweep.record import (
@@ -26,15 +29,11 @@ from lexsem.sweep.record import (
     JobStatus,
     SweepResult,
     pending,
-    worker_name,
     write_status,
     write_summary,
 )
-from lexsem.sweep.store_merge import MergeStats, StoreConflict, merge_stores
 
 __all__ = ["check_sweep_folder", "merge_job_stores", "run_sweep", "with_spread"]
-
-Echo = Callable[[str], None]
 
 
 def _quiet(text: str) -> None:
@@ -46,8 +45,10 @@ def check_sweep_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise LexsemError(f"{out}: not a folder (a sweep writes a folder of run folders)")
     if out.is_dir() and any(out.iterdir()):
-        marks = (SWEEP_JSON, "jobs", "runs")
-        if not any((out / m).exists() for m in marks):
+        # a sweep's files, also those of another process (a shard) writing its first summary
+        marks = (SWEEP_JSON, f"{SWEEP_JSON}.lock", "jobs", "runs")
+        names = [p.name for p in out.iterdir()]
+        if not any(n in marks or n.startswith(f".{SWEEP_JSON}.") for n in names):
             raise LexsemError(
                 f"{out}: the folder holds files but no sweep ({SWEEP_JSON}); give a new or "
                 "empty folder, or the folder of this sweep"
@@ -56,23 +57,36 @@ def check_sweep_folder(out: Path) -> None:
 
 def merge_job_stores(out: Path, jobs: list[Job], echo: Echo = _quiet) -> dict[str, Any]:
     """Merge each `OUT/stores/<id>/` into its job's main store (its config's cache folder),
-    removing it once merged; a conflict keeps it and is returned as `error`."""
+    each store file removed once merged. A file that cannot be merged (a `StoreConflict`, a
+    damaged file) is left for the next run, its error in `errors` (the first also `error`);
+    the others are merged. The counts of `MergeStats`; `max_deviation`: the largest relative
+    deviation of a value kept within the fp32 tolerance."""
     by_id = {job.id: job for job in jobs}
     total, errors = MergeStats(), []
     folder = out / "stores"
     for store in sorted(folder.iterdir()) if folder.is_dir() else []:
         job = by_id.get(store.name)
-        if job is None:
+        if job is None or not store.is_dir():
             echo(f"warning: {store}: no job of this grid has that id; left unmerged")
             continue
-        try:
-            total += merge_stores(store, default_cache_dir(job.config.cache_dir))
-        except StoreConflict as exc:
-            errors.append(str(exc))
-            continue
-        shutil.rmtree(store, ignore_errors=True)
-    with_error = {"error": errors[0], "conflicts": len(errors)} if errors else {}
+        for key in store_keys(store):
+            try:
+                total += merge_store(
+                    store, default_cache_dir(job.config.cache_dir), key, remove=True
+                )
+            except CacheError as exc:  # left in place: the next run retries it
+                errors.append(f"{exc} (then run the sweep again)")
+        if not store_keys(store):
+            shutil.rmtree(store, ignore_errors=True)
+    if total.files:
+        echo(
+            f"merged {total.files} store files: {total.added} values added, {total.present} "
+            f"present, {total.close} within the fp32 tolerance (largest deviation "
+            f"{total.max_deviation:.2g}), {total.damaged} damaged left out"
+        )
+    with_error = {"error": errors[0], "conflicts": len(errors), "errors": errors} if errors else {}
     return {"files": total.files, "added": total.added, "present": total.present,
+            "close": total.close, "max_deviation": total.max_deviation,
             "damaged": total.damaged, **with_error}  # fmt: skip
 
 
@@ -90,13 +104,12 @@ def run_sweep(
     dry_run: bool = False,
     echo: Echo = _quiet,
 ) -> SweepResult:
-    """Run the jobs of `grid` (a `Grid` or a grid file) not yet done into `out`; the state of
-    the sweep folder afterwards (also in `OUT/sweep.json`). `stores`: `shared` or `per-job`
-    (default: `per-job` on Ray, else `shared`; see `lexsem.sweep.job_run`). `dry_run`: say
-    which jobs would run, write nothing. `spread`: the Ray actors every job's encoding is
+    """Run the jobs of `grid` (a `Grid` or a grid file) not yet done into `out` on the
+    executor named `executor` (`lexsem.sweep.executors.EXECUTORS`); the state of the sweep
+    folder afterwards (also in `OUT/sweep.json`). `stores`: `shared` or `per-job` (default:
+    the executor's, `per-job` on Ray, else `shared`; see `lexsem.sweep.job_run`). `dry_run`:
+    say which jobs would run, write nothing. `spread`: the Ray actors every job's encoding is
     spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread`."""
-    if executor not in EXECUTORS:
-        raise LexsemError(f"unknown executor {executor!r}; choose {', '.join(EXECUTORS)}")
     if not isinstance(grid, Grid):
         grid = load_grid(grid)
     jobs = expand(grid)
@@ -104,66 +117,41 @@ def run_sweep(
         jobs = with_spread(jobs, spread)
     out = Path(out)
     check_sweep_folder(out)
-    import_plugins(grid.plugins)
-    store_mode: StoreMode = stores or ("per-job" if executor == "ray" else "shared")
-    mine = jobs
-    if executor == "shard":
-        from lexsem.sweep.executors.shard import rank_and_world, shard_slice
-
-        rank, world_size = rank_and_world(rank, world_size)
-        mine = shard_slice(jobs, rank, world_size)
-    if dry_run:
-        return _plan(grid, jobs, mine, out, executor)
-    out.mkdir(parents=True, exist_ok=True)
-    todo = _skip_done(mine, out, executor, rank, echo)
-    write_summary(out, grid, jobs, executor)
-    echo(f"{len(todo)} of {len(jobs)} jobs to run ({executor})")
+    import_plugins(grid.plugins)  # before the executor: a plugin may register one
+    ex = get_executor(executor)
 
     def report(status: JobStatus) -> None:
         write_status(out, status)
         tail = f": {status.error}" if status.error else f" ({status.seconds:.1f} s)"
         echo(f"{status.status} {status.id}{tail}")
 
+    ctx = SweepContext(
+        out=out, stores=stores or ex.stores, report=report,
+        executor=executor, rank=rank, world_size=world_size, address=address,
+        max_retries=max_retries, echo=echo,
+    )  # fmt: skip
+    mine, ctx = ex.select(jobs, ctx)
+    if dry_run:
+        return _plan(grid, jobs, mine, out, executor)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = _skip_done(mine, ctx)
+    write_summary(out, grid, jobs, executor)
+    echo(f"{len(todo)} of {len(jobs)} jobs to run ({executor})")
     merge: dict[str, Any] | None = None
     try:
         spread_jobs = [job for job in todo if job.resources.spread > 1]
         if spread_jobs:
-            _spread(spread_jobs, out, report, address, max_retries, rank, executor, echo)
+            _spread(spread_jobs, ctx)
         rest = [job for job in todo if job.resources.spread == 1]
-        _execute(executor, rest, out, store_mode, report, address, max_retries, rank)
+        if rest:
+            ex.run(rest, ctx)
     finally:
-        if executor != "shard":
+        if not ex.partial:
             merge = merge_job_stores(out, jobs, echo)
         result = write_summary(out, grid, jobs, executor, merge)
-    if executor == "shard":
-        result = result.model_copy(update={"shard": [job.id for job in mine]})
+    if ex.partial:  # answers for its own jobs; the merge is a later whole run's
+        result = result.model_copy(update={"shard": [job.id for job in mine], "merge": {}})
     return result
-
-
-def _execute(
-    executor: str,
-    todo: list[Job],
-    out: Path,
-    stores: StoreMode,
-    report: Callable[[JobStatus], None],
-    address: str | None,
-    max_retries: int,
-    rank: int | None,
-) -> None:
-    if not todo:
-        return
-    if executor == "ray":
-        from lexsem.sweep.executors.ray import run_ray
-
-        run_ray(todo, out, stores=stores, report=report, address=address, max_retries=max_retries)
-    elif executor == "shard":
-        from lexsem.sweep.executors.shard import run_shard
-
-        run_shard(todo, out, stores=stores, report=report, rank=rank or 0)
-    else:
-        from lexsem.sweep.executors.local import run_local
-
-        run_local(todo, out, stores=stores, report=report)
 
 
 def with_spread(jobs: list[Job], spread: int) -> list[Job]:
@@ -181,28 +169,19 @@ def with_spread(jobs: list[Job], spread: int) -> list[Job]:
     return out
 
 
-def _spread(
-    jobs: list[Job],
-    out: Path,
-    report: Callable[[JobStatus], None],
-    address: str | None,
-    max_retries: int,
-    rank: int | None,
-    executor: str,
-    echo: Echo,
-) -> None:
+def _spread(jobs: list[Job], ctx: SweepContext) -> None:
     """Run `jobs` here, one after another, each job's encoding spread over its Ray actors
     (`lexsem.sweep.spread`), its run through the main store."""
     from lexsem.sweep.executors.ray import connect
     from lexsem.sweep.spread import run_spread_job
 
-    started = connect(address)
+    started = connect(ctx.address)
     try:
         for job in jobs:
-            report(
+            ctx.report(
                 run_spread_job(
-                    job, out, spread=job.resources.spread, max_retries=max_retries,
-                    rank=rank, executor=executor, echo=echo,
+                    job, ctx.out, spread=job.resources.spread, max_retries=ctx.max_retries,
+                    rank=ctx.rank, executor=ctx.executor, echo=ctx.echo,
                 )
             )  # fmt: skip
     finally:
@@ -212,22 +191,20 @@ def _spread(
             ray.shutdown()
 
 
-def _skip_done(
-    jobs: list[Job], out: Path, executor: str, rank: int | None, echo: Echo
-) -> list[Job]:
+def _skip_done(jobs: list[Job], ctx: SweepContext) -> list[Job]:
     todo = []
     for job in jobs:
-        run_id = done_run(job, out)
+        run_id = done_run(job, ctx.out)
         if run_id is None:
             todo.append(job)
             continue
         status = pending(job).model_copy(
-            update={"status": "skipped", "run_id": run_id, "executor": executor,
-                    "worker": worker_name(rank)}
+            update={"status": "skipped", "run_id": run_id, "executor": ctx.executor,
+                    "worker": ctx.worker}
         )  # fmt: skip
-        write_status(out, status)
+        write_status(ctx.out, status)
     if len(todo) < len(jobs):
-        echo(f"{len(jobs) - len(todo)} jobs already done: skipped")
+        ctx.echo(f"{len(jobs) - len(todo)} jobs already done: skipped")
     return todo
 
 

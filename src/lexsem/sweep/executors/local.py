@@ -4,16 +4,13 @@ job of other settings gets `Evaluator.derive`, which shares them)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from lexsem.config import EvalConfig
 from lexsem.evaluator import Evaluator
-from lexsem.sweep.executors import Report
+from lexsem.sweep.executors.base import Executor, SweepContext
 from lexsem.sweep.grid import Job
-from lexsem.sweep.job_run import StoreMode, run_job
-from lexsem.sweep.record import worker_name
+from lexsem.sweep.job_run import run_job
 
-__all__ = ["data_key", "group_by_data", "run_local"]
+__all__ = ["EXECUTOR", "Local", "data_key", "group_by_data"]
 
 # the settings that decide what an Evaluator loads and keeps: jobs equal in them share one
 DATA_FIELDS = (
@@ -41,23 +38,20 @@ def group_by_data(jobs: list[Job]) -> list[list[Job]]:
     return list(groups.values())
 
 
-def run_local(
-    jobs: list[Job],
-    out: Path,
-    *,
-    stores: StoreMode,
-    report: Report,
-    rank: int | None = None,
-    executor: str = "local",
-) -> None:
-    """Run `jobs` here, group by group (`group_by_data`), reporting each status."""
-    worker = worker_name(rank)
-    for group in group_by_data(jobs):
-        evaluator = Evaluator(group[0].config)
-        for job in group:
-            report(
-                run_job(
-                    job, out, stores=stores, evaluator=evaluator, worker=worker, executor=executor
-                )
-            )
-        del evaluator  # its data and decoded images go before the next group's are loaded
+class Local(Executor):
+    """The jobs here, group by group (`group_by_data`), in order within a group."""
+
+    def run(self, jobs: list[Job], ctx: SweepContext) -> None:
+        for group in group_by_data(jobs):
+            evaluator = Evaluator(group[0].config)
+            for job in group:
+                ctx.report(
+                    run_job(
+                        job, ctx.out, stores=ctx.stores, evaluator=evaluator, worker=ctx.worker,
+                        executor=ctx.executor,
+                    )
+                )  # fmt: skip
+            del evaluator  # its data and decoded images go before the next group's are loaded
+
+
+EXECUTOR = Local()

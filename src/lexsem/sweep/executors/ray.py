@@ -14,18 +14,17 @@ on the same data load the benchmarks once.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from lexsem.errors import LexsemError
 from lexsem.evaluator import Evaluator
-from lexsem.sweep.executors import Report
+from lexsem.sweep.executors.base import Executor, SweepContext
 from lexsem.sweep.executors.local import data_key
 from lexsem.sweep.grid import Job
 from lexsem.sweep.job_run import StoreMode, evaluate, import_plugins, job_status, save_results
 from lexsem.sweep.record import JobStatus, worker_name
 
-__all__ = ["connect", "run_ray"]
+__all__ = ["EXECUTOR", "Ray", "connect"]
 
 _KEPT: dict[str, Any] = {}  # in a worker process: the last Evaluator and its data key
 
@@ -71,49 +70,48 @@ def connect(address: str | None) -> bool:
     return True
 
 
-def run_ray(
-    jobs: list[Job],
-    out: Path,
-    *,
-    stores: StoreMode,
-    report: Report,
-    address: str | None = None,
-    max_retries: int = 3,
-) -> None:
-    """Run `jobs` as Ray tasks; each status reported as its task ends (in any order)."""
-    import ray
+class Ray(Executor):
+    """One Ray task per job; each status reported as its task ends (in any order)."""
 
-    started = connect(address)
-    refs: dict[Any, Job] = {}
-    try:
-        task = ray.remote(ray_job)
-        for job in jobs:
-            res = job.resources
-            options: dict[str, Any] = {
-                "num_cpus": res.num_cpus,
-                "num_gpus": res.num_gpus,
-                "max_retries": max_retries,
-                "retry_exceptions": False,
-                "name": f"lexsem-sweep:{job.id}",
-            }
-            if res.memory is not None:
-                options["memory"] = res.memory
-            refs[task.options(**options).remote(job, stores)] = job
-        while refs:
-            ready, _ = ray.wait(list(refs), num_returns=1)
-            for ref in ready:
-                job = refs.pop(ref)
-                report(_status(job, ref, out))
-    except KeyboardInterrupt:
-        for ref in refs:
-            ray.cancel(ref, force=True)
-        raise
-    finally:
-        if started:
-            ray.shutdown()
+    stores = "per-job"  # the workers need no cache shared with the driver
+
+    def run(self, jobs: list[Job], ctx: SweepContext) -> None:
+        import ray
+
+        started = connect(ctx.address)
+        refs: dict[Any, Job] = {}
+        try:
+            task = ray.remote(ray_job)
+            for job in jobs:
+                res = job.resources
+                options: dict[str, Any] = {
+                    "num_cpus": res.num_cpus,
+                    "num_gpus": res.num_gpus,
+                    "max_retries": ctx.max_retries,
+                    "retry_exceptions": False,
+                    "name": f"lexsem-sweep:{job.id}",
+                }
+                if res.memory is not None:
+                    options["memory"] = res.memory
+                refs[task.options(**options).remote(job, ctx.stores)] = job
+            while refs:
+                ready, _ = ray.wait(list(refs), num_returns=1)
+                for ref in ready:
+                    job = refs.pop(ref)
+                    ctx.report(_status(job, ref, ctx))
+        except KeyboardInterrupt:
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            if started:
+                ray.shutdown()
 
 
-def _status(job: Job, ref: Any, out: Path) -> JobStatus:
+EXECUTOR = Ray()
+
+
+def _status(job: Job, ref: Any, ctx: SweepContext) -> JobStatus:
     import ray
 
     base = {"id": job.id, "model": job.model, "benchmarks": list(job.config.benchmarks)}
@@ -121,10 +119,10 @@ def _status(job: Job, ref: Any, out: Path) -> JobStatus:
         result = ray.get(ref)
     except ray.exceptions.RayError as exc:  # the worker lost more often than max_retries
         first = " ".join(str(exc).split())[:500]
-        return JobStatus(**base, status="failed", error=f"Ray: {first}", executor="ray")
+        return JobStatus(**base, status="failed", error=f"Ray: {first}", executor=ctx.executor)
     run, error = result["run"], result["error"]
-    failed = save_results(out, job.id, run, result["files"])
+    failed = save_results(ctx.out, job.id, run, result["files"])
     if failed is not None:
         run, error = None, failed
     return job_status(job, run, error, result["seconds"], worker=result["worker"],
-                      executor="ray")  # fmt: skip
+                      executor=ctx.executor)  # fmt: skip

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from lexsem.errors import LexsemError
-from lexsem.sweep.executors import Report
-from lexsem.sweep.executors.local import group_by_data, run_local
+from lexsem.sweep.executors.base import SweepContext
+from lexsem.sweep.executors.local import Local, group_by_data
 from lexsem.sweep.grid import Job
-from lexsem.sweep.job_run import StoreMode
 
-__all__ = ["rank_and_world", "run_shard", "shard_slice"]
+__all__ = ["EXECUTOR", "Shard", "rank_and_world", "shard_slice"]
 
 _SOURCES = (
     ("RANK", "WORLD_SIZE", None),
@@ -64,6 +62,15 @@ def shard_slice(jobs: list[Job], rank: int, world: int) -> list[Job]:
     return ordered[rank * n // world : (rank + 1) * n // world]
 
 
-def run_shard(jobs: list[Job], out: Path, *, stores: StoreMode, report: Report, rank: int) -> None:
-    """Run this shard's jobs (`jobs`: its slice, less those done) as the local executor."""
-    run_local(jobs, out, stores=stores, report=report, rank=rank, executor="shard")
+class Shard(Local):
+    """This process's slice of the jobs, run as `local` runs them; its per-job stores are
+    left in `OUT/stores/` for a final `local` run of the sweep to merge."""
+
+    partial = True
+
+    def select(self, jobs: list[Job], ctx: SweepContext) -> tuple[list[Job], SweepContext]:
+        rank, world = rank_and_world(ctx.rank, ctx.world_size)
+        return shard_slice(jobs, rank, world), ctx.replace(rank=rank, world_size=world)
+
+
+EXECUTOR = Shard()
