@@ -146,8 +146,9 @@ def phase_build(args: argparse.Namespace) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 
+    from lexsem.construct.catalog import register_stage
     from lexsem.construct.runner import build
-    from lexsem.construct.stage import StageContext, accepted, register_stage
+    from lexsem.construct.stage import StageContext, accepted
     from lexsem.engine import chat  # noqa: F401  (imported before the clock, as the loop's)
     from lexsem.models.backends import text_chat  # noqa: F401
 

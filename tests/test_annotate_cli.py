@@ -12,9 +12,9 @@ from typer.testing import CliRunner
 
 from builders.annotate_studies import make_study, need_annotate_extra, right_policy, wrong_policy
 from lexsem.annotate.answers import answers_table
-from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 from lexsem.annotate.store import connect
 from lexsem.cli import app
+from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 need_annotate_extra()
 

@@ -20,7 +20,7 @@ from builders.annotate_studies import (
     wrong_policy,
 )
 from lexsem.annotate.answers import answers_table
-from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
+from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 need_annotate_extra()
 

@@ -155,7 +155,7 @@ def run_create(*args: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-b", "synthetic", "-k", "tott"], "--kind 'tott': the task kinds are"),
+        (["-b", "synthetic", "-k", "tott"], "--kind 'tott' (did you mean 'tot'?)"),
         (["-b", "synthetic", "-k", "bivlc_i2t"], "needs QuadItem items"),
         (["-b", "synthetic/swap_obj", "--practice", "200"], "leaves 0"),
         ([], "give either --benchmark"),

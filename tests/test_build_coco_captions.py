@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from builders.coco_captions_file import ANNOTATIONS, coco_payload, write_coco_captions
+from lexsem.construct.catalog import SOURCES
 from lexsem.construct.coco_captions import coco_captions, coco_captions_source
-from lexsem.construct.inputs import SOURCES, file_sha256
+from lexsem.construct.inputs import file_sha256
 from lexsem.errors import DataError
 
 
@@ -39,7 +40,7 @@ def test_rows_are_the_reference_reading(tmp_path: Path) -> None:
 
 def test_the_registered_source_records_the_file_sha256(tmp_path: Path) -> None:
     path = write_coco_captions(tmp_path, images=False)
-    table = SOURCES["coco_captions"](path=str(path), limit=2, root="coco2017")
+    table = SOURCES.get("coco_captions")(path=str(path), limit=2, root="coco2017")
     assert table is not None and table.sha256 == file_sha256(path)
     assert table.rows.num_rows == 2 and "image_path" not in table.rows.column_names
     assert table.rows["image"].to_pylist()[0] == "coco2017:000000000009.jpg"

@@ -15,9 +15,10 @@ from typer.testing import CliRunner
 from lexsem.cli.app import app
 from lexsem.construct import runner
 from lexsem.construct.caption_format import format_caption
+from lexsem.construct.catalog import register_stage
 from lexsem.construct.recipe import load_recipe
 from lexsem.construct.runner import build
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import StageContext, accepted, reject
 from lexsem.errors import LexsemError
 
 

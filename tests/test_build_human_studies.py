@@ -393,7 +393,7 @@ def test_row_ids_number_rows_that_share_a_provenance() -> None:
 def test_visla_candidates_validated_one_item_per_candidate(tmp_path: Path) -> None:
     """Three candidates of one pair share its source_id; each is its own study item, and the
     validators' decision reaches its own row."""
-    from lexsem.annotate.fold_back import fold_back_validation
+    from lexsem.construct.fold_back_validation import fold_back_validation
 
     table = pa.table({
         "source": ["vsr"] * 4, "source_id": ["1+2", "1+2", "1+2", "3+4"],

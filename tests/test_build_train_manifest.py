@@ -13,7 +13,8 @@ import pyarrow as pa
 import pytest
 
 from builders.coco_captions_file import write_coco_captions
-from lexsem.construct.stage import StageContext, accepted, register_stage
+from lexsem.construct.catalog import register_stage
+from lexsem.construct.stage import StageContext, accepted
 from lexsem.construct.train_manifest import train_manifest
 from lexsem.errors import DataError
 from lexsem.images.image_store import ImageStore

@@ -16,8 +16,7 @@ import pyarrow as pa
 import pytest
 
 from builders.coco_captions_file import ANNOTATIONS, write_coco_captions
-from lexsem.construct import stage as stage_registry
-from lexsem.construct.catalog import load_stages
+from lexsem.construct.catalog import STAGES
 from lexsem.construct.recipe import load_recipe
 from lexsem.construct.runner import build
 from lexsem.construct.stage import Stage, StageContext, reject
@@ -62,13 +61,17 @@ def _template(rows: pa.Table, ctx: StageContext, **settings: Any) -> pa.Table:
     return reject(rows, [None if n else "template not followed" for n in negs])
 
 
+def _stand_in(monkeypatch: pytest.MonkeyPatch, stage: Stage) -> None:
+    """`stage` registered under its name for this test (the registry's entry restored after)."""
+    monkeypatch.setitem(STAGES._entries, stage.name, stage)
+
+
 @pytest.fixture
 def _stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Stand-ins for the agreed stages that are not registered: their names."""
-    load_stages()
-    missing = [n for n in AGREED if n not in stage_registry.stage_names()]
+    missing = [n for n in AGREED if n not in STAGES]
     for name in missing:
-        monkeypatch.setitem(stage_registry._STAGES, name, Stage(name, _pass))
+        _stand_in(monkeypatch, Stage(name, _pass))
     return missing
 
 
@@ -100,13 +103,8 @@ def test_trohn_text_runs_from_coco_captions_to_a_manifest(
 ) -> None:
     """The shipped recipe with its paths set, the generation stages stood in for (always, so
     the test needs no generator): one manifest row per (caption, negative), 80/20."""
-    load_stages()
-    monkeypatch.setitem(
-        stage_registry._STAGES, "sugarcrepe_negatives", Stage("sugarcrepe_negatives", _negatives)
-    )
-    monkeypatch.setitem(
-        stage_registry._STAGES, "template_filter", Stage("template_filter", _template)
-    )
+    _stand_in(monkeypatch, Stage("sugarcrepe_negatives", _negatives))
+    _stand_in(monkeypatch, Stage("template_filter", _template))
     coco = write_coco_captions(tmp_path / "coco")
     text = (RECIPES / "trohn_text.toml").read_text(encoding="utf-8")
     text = text.replace("PATH/TO/annotations/captions_train2017.json", str(coco))

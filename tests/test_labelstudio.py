@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 from lexsem.annotate.labelstudio import TaskItem, export_tasks, import_export
 from lexsem.errors import DataError
+from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 TASKS: list[dict[str, Any]] = [
     {"kind": "tot", "item_id": "7", "subset": "swap_obj", "benchmark": "sugarcrepe_pp",

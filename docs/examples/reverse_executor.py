@@ -1,4 +1,4 @@
-"""A new sweep executor in one file (docs/extending.md, part 4).
+"""A new sweep executor in one file (docs/extending.md, part 7).
 
 `reverse`: the jobs still to run in reverse order, one after another, in this process, each
 with an `Evaluator` of its own. The sweep does the rest: it skips the jobs already done,

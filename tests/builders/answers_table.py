@@ -1,5 +1,5 @@
 """A study's answers table built by hand (the interface of docs/human-studies.md, "The answers
-table": `lexsem.annotate.answers_schema.ANSWERS_SCHEMA`), for the tests of agreement, human
+table": `lexsem.results.answers_table.ANSWERS_SCHEMA`), for the tests of agreement, human
 runs, Label Studio and fold-back."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
+from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 RIGHT = {"tot": "n", "itt": "n", "pair": "pos"}  # the right option of each kind's items
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.catalog import register_stage
+from lexsem.construct.stage import StageContext, accepted, reject
 
 
 def _prompts(rows: pa.Table, column: str = "caption") -> list[str]:

@@ -1,7 +1,7 @@
 """A study's answers as one table (`lexsem annotate export STUDY --answers FILE.parquet`): one
 row per answer given, the interface that agreement statistics, the human run folder and build
 fold-back read (docs/human-studies.md, "The answers table"); its columns:
-`lexsem.annotate.answers_schema.ANSWERS_SCHEMA`.
+`lexsem.results.answers_table.ANSWERS_SCHEMA`.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lexsem.annotate import store
-from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 from lexsem.annotate.study import load_settings
+from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 __all__ = ["answers_table"]
 

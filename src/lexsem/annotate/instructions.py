@@ -1,13 +1,16 @@
 """The words annotators read: each task kind's question and instructions, taken from the papers
 where they publish them, and the default consent text. A study may replace the instructions
 and the consent text with its own files (`lexsem annotate create --instructions/--consent`).
+`KIND_QUESTIONS` / `KIND_INSTRUCTIONS` are the built-in kinds' words; `QUESTIONS` /
+`INSTRUCTIONS` those of every registered kind (`lexsem.annotate.kinds.KINDS`).
 
 - BiVLC, App. H.1: the best-of-4 survey ("Select one image that adequately represents the
   description ..."), the ambiguity filter ("Choose the image that best matches the description,
   in the case that both images match the description equally well choose 'Both'") and the
   human baseline's two parts ("Choose the description that BEST represents the image. Pay close
   attention to word order." / "Choose the image that BEST matches the description. Aesthetic
-  defects are accepted ...") — quoted.
+  defects are accepted ...") — quoted; the first two as `lexsem.construct.human.INSTRUCTIONS`
+  quotes them, for the same steps of a build.
 - SugarCrepe++, §3 ("each person ... was asked to select the negative caption for each
   sample. In TOT setting, only the three captions were provided. In the ITT setting, image along
   with the captions were provided"); the text of its App. J (Figure 14) is an image in the paper,
@@ -16,9 +19,14 @@ and the consent text with its own files (`lexsem annotate create --instructions/
 
 from __future__ import annotations
 
-__all__ = ["CONSENT", "INSTRUCTIONS", "QUESTIONS"]
+from collections.abc import Mapping
 
-QUESTIONS: dict[str, str] = {
+from lexsem.annotate.kinds import KindField
+from lexsem.construct.human import INSTRUCTIONS as BIVLC_STEPS
+
+__all__ = ["CONSENT", "INSTRUCTIONS", "KIND_INSTRUCTIONS", "KIND_QUESTIONS", "QUESTIONS"]
+
+KIND_QUESTIONS: dict[str, str] = {
     "tot": "Two of these captions mean the same thing. Which one means something different?",
     "itt": "Which caption does not describe the image? (Two of them do, in different words.)",
     "pair": "Which caption describes the image?",
@@ -29,7 +37,7 @@ QUESTIONS: dict[str, str] = {
     "validate": "Is the generated caption right? Accept it, edit it, or reject it.",
 }
 
-INSTRUCTIONS: dict[str, str] = {
+KIND_INSTRUCTIONS: dict[str, str] = {
     "tot": (
         "Each question shows three captions of one picture. Two of them are written "
         "differently but mean the same thing; the third changes the meaning (an object, an "
@@ -52,21 +60,8 @@ INSTRUCTIONS: dict[str, str] = {
         "image that BEST represents the description. Important: aesthetic defects are "
         "accepted, such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
     ),
-    "best_of_k": (
-        "Each instance consists of a text description and several images. The aim is to choose "
-        "the image that represents the information provided in the description, and discard "
-        "the rest. It might be that more than one image is acceptable or none is acceptable. "
-        "Select one image that adequately represents the description; in case none of the "
-        'images adequately represents it, select "None". Important: all information '
-        "presented in the text description must appear in the image; aesthetic defects are "
-        "accepted, such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
-    ),
-    "ambiguity": (
-        "Each instance consists of a description and two images. The objective is to choose "
-        "the image that best represents the description or, in case both images represent the "
-        'description equally well, choose "Both". Important: aesthetic defects are accepted, '
-        "such as deformed faces, arms, hands etc. (BiVLC, App. H.1)"
-    ),
+    "best_of_k": BIVLC_STEPS["best_image"],
+    "ambiguity": BIVLC_STEPS["ambiguity"],
     "validate": (
         "Each question shows an original caption and a generated one. A generated second "
         "positive must mean exactly what the original means, in different words; a generated "
@@ -81,3 +76,6 @@ CONSENT = (
     "at any time. We record only your answers, the time each took and an anonymous code: no "
     "name, e-mail, address or other personal information."
 )
+
+QUESTIONS: Mapping[str, str] = KindField("question")
+INSTRUCTIONS: Mapping[str, str] = KindField("instructions")

@@ -17,34 +17,32 @@ A *query* is one question put to an annotator: an optional base (a text or an im
 - ``ambiguity``: BiVLC §3 step 4: the original caption and both images, choose one or "both".
 - ``validate``: SugarCrepe++ §2.1 / VISLA §3.3 expert validation: a generated caption (second
   positive or negative) beside its original: accept, edit (the edit is recorded) or reject.
+
+Each kind is a `StudyKind` (its question, instructions, the items it asks about, the function
+that makes its queries from an item, its fixed choices), an entry of the registry `KINDS` (a
+`lexsem.registry.Registry`): the built-in kinds are lazy "module:attr" entries declared below
+(`lexsem.annotate.queries`), so a new kind is one file that defines its `StudyKind` and one
+line below (or one `register_kind` call).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
+
+from lexsem.registry import Registry
 
 __all__ = [
     "FIXED_CHOICES",
     "KINDS",
+    "KindField",
     "Option",
     "Query",
+    "StudyKind",
     "query_id",
+    "register_kind",
 ]
-
-KINDS = ("tot", "itt", "pair", "bivlc_i2t", "bivlc_t2i", "best_of_k", "ambiguity", "validate")
-
-# the choices each kind shows after its (shuffled) options, in this order
-FIXED_CHOICES: dict[str, tuple[str, ...]] = {
-    "tot": (),
-    "itt": (),
-    "pair": (),
-    "bivlc_i2t": (),
-    "bivlc_t2i": (),
-    "best_of_k": ("none",),
-    "ambiguity": ("both",),
-    "validate": ("accept", "edit", "reject"),
-}
 
 
 @dataclass(frozen=True)
@@ -61,9 +59,7 @@ class Query:
     """One question: `kind`, the item it comes from, its base, options and the right answer
     (None where the item has none: best-of-K of generated images, validation)."""
 
-    kind: Literal[
-        "tot", "itt", "pair", "bivlc_i2t", "bivlc_t2i", "best_of_k", "ambiguity", "validate"
-    ]
+    kind: str  # a registered study kind (`KINDS`)
     item_id: str
     subset: str
     benchmark: str
@@ -76,7 +72,7 @@ class Query:
 
     @property
     def fixed(self) -> tuple[str, ...]:
-        return FIXED_CHOICES[self.kind]
+        return KINDS.get(self.kind).fixed
 
     def answer_ids(self) -> set[str]:
         """Every answer this query takes ("skip" always)."""
@@ -87,3 +83,62 @@ def query_id(item_id: str, base: str | None) -> str:
     """The item id an answer is recorded under: the benchmark item id, with the query's base
     after a `#` where one item gives several queries of one kind (BiVLC: `ID#image0`)."""
     return item_id if base is None else f"{item_id}#{base}"
+
+
+ImageFn = Callable[[str], str]  # an image reference -> the sha256 of its bytes, stored
+QueriesFn = Callable[[Any, str, ImageFn], list[Query]]  # (item, benchmark, image) -> queries
+
+
+@dataclass(frozen=True)
+class StudyKind:
+    """A task kind: its name, the question over each query and the instructions annotators
+    read (`lexsem.annotate.instructions`), the item classes it asks about
+    (`lexsem.benchmarks.items`), `queries(item, benchmark, image)` making an item's queries,
+    and the choices shown after the (shuffled) options, in order."""
+
+    name: str
+    question: str
+    instructions: str
+    items: tuple[type, ...]
+    queries: QueriesFn
+    fixed: tuple[str, ...] = ()
+
+
+def _check(obj: object) -> StudyKind:
+    if not isinstance(obj, StudyKind):
+        raise TypeError(
+            f"a study kind registry entry must be a StudyKind, got {type(obj).__name__}"
+        )
+    return obj
+
+
+KINDS: Registry[StudyKind] = Registry("study kind", _check)
+for _name in ("tot", "itt", "pair", "bivlc_i2t", "bivlc_t2i", "best_of_k", "ambiguity", "validate"):
+    KINDS.add(_name, f"lexsem.annotate.queries:{_name.upper()}")
+
+
+def register_kind(kind: StudyKind, *, replace: bool = False) -> None:
+    """Make `kind` usable in studies (`lexsem annotate create -k NAME`)."""
+    KINDS.add(kind.name, kind, replace=replace)
+
+
+class KindField(Mapping[str, Any]):
+    """Kind name -> one field of each registered `StudyKind` (a read-only view of `KINDS`)."""
+
+    def __init__(self, attr: str) -> None:
+        self._attr = attr
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in KINDS:
+            raise KeyError(name)
+        return getattr(KINDS.get(name), self._attr)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(KINDS)
+
+    def __len__(self) -> int:
+        return len(KINDS)
+
+
+# the choices each kind shows after its (shuffled) options, in this order
+FIXED_CHOICES: Mapping[str, tuple[str, ...]] = KindField("fixed")

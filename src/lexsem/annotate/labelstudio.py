@@ -32,10 +32,10 @@ import numpy as np
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from lexsem.annotate.answers_schema import ANSWERS_SCHEMA
 from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.atomic import atomic_open
 from lexsem.errors import DataError
+from lexsem.results.answers_table import ANSWERS_SCHEMA
 from lexsem.stats.seeds import bootstrap_seed
 
 __all__ = [

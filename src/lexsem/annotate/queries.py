@@ -1,4 +1,5 @@
-"""Benchmark items → the queries of each task kind (`lexsem.annotate.kinds`).
+"""Benchmark items → the queries of each task kind: the built-in `StudyKind`s, entries of
+`lexsem.annotate.kinds.KINDS`.
 
 `image` stores an image reference's bytes in the study and returns their sha256, so a query
 names only the study's own images.
@@ -6,15 +7,23 @@ names only the study's own images.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from lexsem.annotate.kinds import Option, Query, query_id
+from lexsem.annotate.instructions import KIND_INSTRUCTIONS, KIND_QUESTIONS
+from lexsem.annotate.kinds import KINDS, ImageFn, Option, Query, StudyKind, query_id
 from lexsem.benchmarks.items import Item, PairItem, QuadItem, TripletItem
 from lexsem.errors import LexsemError
 
-__all__ = ["DEFAULT_KINDS", "item_queries"]
-
-ImageFn = Callable[[str], str]
+__all__ = [
+    "AMBIGUITY",
+    "BEST_OF_K",
+    "BIVLC_I2T",
+    "BIVLC_T2I",
+    "DEFAULT_KINDS",
+    "ITT",
+    "PAIR",
+    "TOT",
+    "VALIDATE",
+    "item_queries",
+]
 
 # the kinds a study of each item kind gets when none is named
 DEFAULT_KINDS = {
@@ -23,29 +32,18 @@ DEFAULT_KINDS = {
     QuadItem: ("bivlc_i2t", "bivlc_t2i"),
 }
 
-_NEEDS = {
-    "tot": (TripletItem,),
-    "itt": (TripletItem,),
-    "validate": (TripletItem,),
-    "pair": (PairItem, TripletItem),
-    "bivlc_i2t": (QuadItem,),
-    "bivlc_t2i": (QuadItem,),
-    "best_of_k": (QuadItem,),
-    "ambiguity": (QuadItem,),
-}
-
 
 def item_queries(item: Item, kind: str, benchmark: str, image: ImageFn) -> list[Query]:
     """The queries of `kind` for one benchmark item (a clear error for a kind the item's shape
     cannot give, or an image question about an item without an image)."""
-    if not isinstance(item, _NEEDS[kind]):
-        wanted = " or ".join(t.__name__ for t in _NEEDS[kind])
+    spec = KINDS.get(kind)
+    if not isinstance(item, spec.items):
+        wanted = " or ".join(t.__name__ for t in spec.items)
         raise LexsemError(
             f"{benchmark}: task kind {kind!r} needs {wanted} items, "
             f"item {item.id} is a {type(item).__name__}"
         )
-    make = _MAKERS[kind]
-    return make(item, benchmark, image)
+    return spec.queries(item, benchmark, image)
 
 
 def _need_image(item: TripletItem | PairItem, kind: str, benchmark: str) -> str:
@@ -141,13 +139,17 @@ def _validate(item: TripletItem, benchmark: str, image: ImageFn) -> list[Query]:
     ]
 
 
-_MAKERS: dict[str, Callable[..., list[Query]]] = {
-    "tot": _tot,
-    "itt": _itt,
-    "pair": _pair,
-    "bivlc_i2t": _i2t,
-    "bivlc_t2i": _t2i,
-    "best_of_k": _best_of_k,
-    "ambiguity": _ambiguity,
-    "validate": _validate,
-}
+def _kind(
+    name: str, items: tuple[type, ...], queries: object, fixed: tuple[str, ...] = ()
+) -> StudyKind:
+    return StudyKind(name, KIND_QUESTIONS[name], KIND_INSTRUCTIONS[name], items, queries, fixed)  # type: ignore[arg-type]
+
+
+TOT = _kind("tot", (TripletItem,), _tot)
+ITT = _kind("itt", (TripletItem,), _itt)
+PAIR = _kind("pair", (PairItem, TripletItem), _pair)
+BIVLC_I2T = _kind("bivlc_i2t", (QuadItem,), _i2t)
+BIVLC_T2I = _kind("bivlc_t2i", (QuadItem,), _t2i)
+BEST_OF_K = _kind("best_of_k", (QuadItem,), _best_of_k, ("none",))
+AMBIGUITY = _kind("ambiguity", (QuadItem,), _ambiguity, ("both",))
+VALIDATE = _kind("validate", (TripletItem,), _validate, ("accept", "edit", "reject"))

@@ -19,6 +19,7 @@ from lexsem.annotate.study import StudyUnits
 from lexsem.benchmarks.items import Item, TripletItem
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.errors import DataError, LexsemError
+from lexsem.registry import did_you_mean
 
 __all__ = ["benchmark_units", "build_folder", "build_units", "check_kinds", "image_reader"]
 
@@ -28,7 +29,10 @@ ImageFn = Callable[[str], str]
 def check_kinds(kinds: Sequence[str]) -> tuple[str, ...]:
     for k in kinds:
         if k not in KINDS:
-            raise LexsemError(f"--kind {k!r}: the task kinds are {', '.join(KINDS)}")
+            raise LexsemError(
+                f"--kind {k!r}{did_you_mean(k, KINDS.names())}: the task kinds are "
+                f"{', '.join(KINDS)}"
+            )
     return tuple(dict.fromkeys(kinds))
 
 

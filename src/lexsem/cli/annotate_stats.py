@@ -46,8 +46,8 @@ def agreement(
     """Inter-annotator agreement per task kind and subset: Cohen's kappa per annotator pair
     (and their mean, as BiVLC reports), Fleiss' kappa and Krippendorff's alpha, each with a
     bootstrap CI over items. Practice answers are left out; gold items are their own row."""
-    from lexsem.construct.answers_table import read_answers
     from lexsem.outputs import check_outputs, named_paths
+    from lexsem.results.answers_table import read_answers
     from lexsem.stats.agreement import agreement as compute
 
     check_outputs({"--json": json_out}, inputs=named_paths(answers), force=force)

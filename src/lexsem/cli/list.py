@@ -1,9 +1,11 @@
 """`lexsem list`: benchmarks (with subsets and tasks), model aliases, tasks, model backends
-(spec prefix, what to install, options), or the `FORMAT:PATH` file formats (fields and a
-minimal file). Nothing here imports torch."""
+(spec prefix, what to install, options), the `FORMAT:PATH` file formats (fields and a minimal
+file), and the registered recipes, stages, study kinds, sweep executors and paper tables: one
+entry a line, its name first. Nothing here imports torch."""
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 from typing import Annotated
 
@@ -20,26 +22,124 @@ class ListWhat(str, Enum):
     tasks = "tasks"
     backends = "backends"
     formats = "formats"
+    recipes = "recipes"
+    stages = "stages"
+    kinds = "kinds"
+    executors = "executors"
+    tables = "tables"
 
 
 def list_cmd(
     what: Annotated[
         str,
         typer.Argument(
-            help="benchmarks, models, tasks, backends or formats.", callback=one_of(ListWhat)
+            help="benchmarks, models, tasks, backends, formats, recipes, stages, kinds, "
+            "executors or tables.",
+            callback=one_of(ListWhat),
         ),
     ] = "benchmarks",
 ) -> None:
     """List benchmarks (with subsets and tasks), model aliases, tasks (`blind` included),
-    model backends (spec prefix, what to install, options with their defaults), or the formats
-    of your own benchmark files (`-b FORMAT:PATH`: fields and a minimal file)."""
+    model backends (spec prefix, what to install, options with their defaults), the formats
+    of your own benchmark files (`-b FORMAT:PATH`: fields and a minimal file), the shipped
+    build recipes (`lexsem build NAME`), build stages, study kinds (`lexsem annotate create
+    -k`), sweep executors or paper tables (`lexsem reproduce`)."""
     {
         ListWhat.benchmarks.value: _benchmarks,
         ListWhat.models.value: _models,
         ListWhat.tasks.value: _tasks,
         ListWhat.backends.value: _backends,
         ListWhat.formats.value: _formats,
+        ListWhat.recipes.value: list_recipes,
+        ListWhat.stages.value: _stages,
+        ListWhat.kinds.value: _kinds,
+        ListWhat.executors.value: _executors,
+        ListWhat.tables.value: _tables,
     }[what]()
+
+
+def _entry(name: str, text: str) -> None:
+    """One listed entry: its name, then what it is."""
+    typer.echo(f"{name:24s} {text}".rstrip())
+
+
+def _first_line(text: str | None) -> str:
+    """The first paragraph of `text`, on one line."""
+    return " ".join((text or "").strip().split("\n\n")[0].split())
+
+
+def list_recipes() -> None:
+    """The shipped recipes (`lexsem build NAME`): name, the file's opening comment up to its
+    first colon or full stop, the file."""
+    from lexsem.construct.catalog import RECIPES
+
+    for name in RECIPES.names():
+        path = RECIPES.get(name)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        head = " ".join(x.lstrip("# ").strip() for x in lines if x.startswith("#"))
+        _entry(name, f"{re.split(r'(?<!App)[.:] ', head)[0]} ({path.name})")
+
+
+def _stages() -> None:
+    """The build stages: name, its function's first paragraph, whether it asks the
+    generator or makes images."""
+    from lexsem.construct.catalog import STAGES
+
+    for name in STAGES.names():
+        stage = STAGES.get(name)
+        needs = [w for w, on in (("asks the generator", stage.generator),
+                                 ("makes images", stage.image_generator)) if on]  # fmt: skip
+        text = _first_line(stage.fn.__doc__)
+        _entry(name, f"{text} ({', '.join(needs)})" if needs else text)
+
+
+def _kinds() -> None:
+    """The study kinds: name, the items it asks about, its question."""
+    from lexsem.annotate.kinds import KINDS
+
+    for name in KINDS.names():
+        kind = KINDS.get(name)
+        items = " or ".join(t.__name__ for t in kind.items)
+        _entry(name, f"{kind.question} ({items})")
+
+
+def executor_names() -> list[str]:
+    """The sweep's executors (`lexsem sweep --executor`)."""
+    from lexsem.sweep.executors import EXECUTORS
+
+    return list(EXECUTORS)
+
+
+def _executors() -> None:
+    """The sweep executors: name, its module's first sentence."""
+    import importlib.util
+
+    for name in executor_names():
+        spec = importlib.util.find_spec(f"lexsem.sweep.executors.{name}")
+        text = ""
+        if spec is not None and spec.origin:
+            import ast
+            from pathlib import Path
+
+            doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8")))
+            text = _first_line(doc).split(": ", 1)[-1].split(". ")[0]
+        _entry(name, text)
+
+
+def table_names() -> list[str]:
+    """The paper tables of `lexsem reproduce`."""
+    from lexsem.reproduce.catalog import table_names as names
+
+    return names()
+
+
+def _tables() -> None:
+    """The paper tables: name, paper and table, what it holds."""
+    from lexsem.reproduce.catalog import get_table
+
+    for name in table_names():
+        table = get_table(name)
+        _entry(name, f"{table.paper}, {table.table}: {table.description}")
 
 
 def _formats() -> None:

@@ -24,7 +24,7 @@ from lexsem.atomic import atomic_open
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_MD
 from lexsem.config import EvalConfig
 from lexsem.construct.freeze import card_markdown
-from lexsem.construct.stage import StageContext, register_stage
+from lexsem.construct.stage import Stage, StageContext
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError
 
@@ -118,4 +118,4 @@ def _write_card(card_path: Path, baselines: list[dict[str, Any]]) -> None:
         fh.write(card_markdown(card))
 
 
-register_stage("baseline_scores", baseline_scores)
+STAGE = Stage("baseline_scores", baseline_scores)

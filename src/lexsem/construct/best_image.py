@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import DataError
 from lexsem.images.refs import unsafe_reason
 
@@ -191,4 +191,4 @@ def _put(rows: pa.Table, name: str, values: pa.Array) -> pa.Table:
     return rows.append_column(name, values)
 
 
-register_stage("select_best_image", select_best_image)
+STAGE = Stage("select_best_image", select_best_image)

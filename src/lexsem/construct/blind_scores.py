@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.construct.stage import StageContext, accepted, register_stage
+from lexsem.construct.stage import Stage, StageContext, accepted
 from lexsem.errors import DataError
 
 __all__ = ["SCORE_COLUMNS", "blind_scores"]
@@ -92,4 +92,4 @@ def blind_scores(
     return rows
 
 
-register_stage("blind_scores", blind_scores)
+STAGE = Stage("blind_scores", blind_scores)

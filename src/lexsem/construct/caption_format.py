@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import LexsemError
 
 __all__ = ["caption_format", "format_caption"]
@@ -55,4 +55,4 @@ def caption_format(
     return reject(rows, reasons)
 
 
-register_stage("caption_format", caption_format)
+STAGE = Stage("caption_format", caption_format)

@@ -1,34 +1,139 @@
-"""The modules that register lexsem's built-in stages (and input sources) when imported:
-`load_stages` imports them before a recipe is checked."""
+"""The registries of `lexsem build`: stages (name -> `Stage`), input sources (name -> a function
+`fn(**settings) -> InputTable`, a recipe's ``[input] source = NAME``) and the shipped recipes
+(name -> its TOML file in ``recipes/``), each a `lexsem.registry.Registry`.
+
+The built-in stages and sources are lazy "module:attr" entries declared here (a stage's module
+is imported when a recipe first names it), so registering a user's stage never hides a built-in
+one, whatever the order. Adding a stage is one file that defines its `Stage` and one line
+below; a user's stage is one `register_stage` call in a module the recipe `imports`.
+"""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-__all__ = ["STAGE_MODULES", "load_stages"]
+from lexsem.construct.stage import FilesFn, RequestsFn, Stage, StageFn
+from lexsem.errors import LexsemError
+from lexsem.registry import Registry
 
-STAGE_MODULES = (
-    "lexsem.construct.baselines",
-    "lexsem.construct.best_image",
-    "lexsem.construct.blind_scores",
-    "lexsem.construct.caption_format",
-    "lexsem.construct.clean_captions",
-    "lexsem.construct.coco_captions",
-    "lexsem.construct.freeze",
-    "lexsem.construct.human",
-    "lexsem.construct.images",
-    "lexsem.construct.refine",
-    "lexsem.construct.score_percentile",
-    "lexsem.construct.scpp_positive",
-    "lexsem.construct.sugarcrepe_negatives",
-    "lexsem.construct.template_filter",
-    "lexsem.construct.train_manifest",
-    "lexsem.construct.vsr_spatial",
-    "lexsem.annotate.fold_back",  # a validation study's answers folded into the rows
-)
+__all__ = [
+    "RECIPES",
+    "SOURCES",
+    "STAGES",
+    "find_recipe",
+    "get_stage",
+    "import_modules",
+    "register_source",
+    "register_stage",
+    "stage_names",
+]
 
 
-def load_stages(extra: tuple[str, ...] = ()) -> None:
-    """Import the built-in stage modules and `extra` (a recipe's `imports`)."""
-    for name in (*STAGE_MODULES, *extra):
+def _stage(obj: object) -> Stage:
+    if not isinstance(obj, Stage):
+        raise TypeError(f"a stage registry entry must be a Stage, got {type(obj).__name__}")
+    return obj
+
+
+def _source(obj: object) -> Callable[..., Any]:
+    if not callable(obj):
+        raise TypeError(f"an input source must be a function, got {type(obj).__name__}")
+    return obj  # type: ignore[return-value]
+
+
+def _recipe(obj: object) -> Path:
+    if not isinstance(obj, Path):
+        raise TypeError(f"a recipe registry entry must be a Path, got {type(obj).__name__}")
+    return obj
+
+
+STAGES: Registry[Stage] = Registry("stage", _stage)
+for _name, _target in {
+    "adversarial_refine": "lexsem.construct.refine:STAGE",
+    "baseline_scores": "lexsem.construct.baselines:STAGE",
+    "blind_scores": "lexsem.construct.blind_scores:STAGE",
+    "caption_format": "lexsem.construct.caption_format:STAGE",
+    "clean_captions": "lexsem.construct.clean_captions:STAGE",
+    "export_human_task": "lexsem.construct.human:EXPORT_STAGE",
+    "fold_back_answers": "lexsem.construct.human:FOLD_BACK_STAGE",
+    "fold_back_validation": "lexsem.construct.fold_back_validation:STAGE",
+    "freeze": "lexsem.construct.freeze:STAGE",
+    "generate_images": "lexsem.construct.images:STAGE",
+    "scpp_second_positive": "lexsem.construct.scpp_positive:STAGE",
+    "score_percentile": "lexsem.construct.score_percentile:STAGE",
+    "select_best_image": "lexsem.construct.best_image:STAGE",
+    "sugarcrepe_negatives": "lexsem.construct.sugarcrepe_negatives:STAGE",
+    "template_filter": "lexsem.construct.template_filter:STAGE",
+    "train_manifest": "lexsem.construct.train_manifest:STAGE",
+    "vsr_negative_candidates": "lexsem.construct.vsr_spatial:NEGATIVES_STAGE",
+    "vsr_spatial_pairs": "lexsem.construct.vsr_spatial:PAIRS_STAGE",
+}.items():
+    STAGES.add(_name, _target)
+
+SOURCES: Registry[Callable[..., Any]] = Registry("input source", _source)
+SOURCES.add("coco_captions", "lexsem.construct.coco_captions:coco_captions_source")
+SOURCES.add("vsr", "lexsem.construct.vsr_spatial:vsr_source")
+
+_SHIPPED = Path(__file__).parent / "recipes"
+RECIPES: Registry[Path] = Registry("recipe", _recipe)
+for _name in (
+    "bivlc",
+    "scpp_positive",
+    "sugarcrepe_negatives",
+    "trohn_img",
+    "trohn_text",
+    "visla_spatial",
+):
+    RECIPES.add(_name, _SHIPPED / f"{_name}.toml")
+
+
+def register_stage(
+    name: str,
+    fn: StageFn,
+    *,
+    generator: bool = False,
+    requests: RequestsFn | None = None,
+    image_generator: bool = False,
+    files: FilesFn | None = None,
+    replace: bool = False,
+) -> None:
+    """Make `fn` usable as stage `name` in recipes (see `lexsem.construct.stage.Stage`); a
+    taken name is refused unless `replace` (registering the same function again is not)."""
+    if not isinstance(name, str) or not name.replace("_", "").isalnum() or not name[:1].isalpha():
+        raise LexsemError(f"a stage name is letters, digits and '_', got {name!r}")
+    same = name in STAGES and STAGES.get(name).fn is fn
+    STAGES.add(
+        name, Stage(name, fn, generator, requests, image_generator, files), replace=replace or same
+    )
+
+
+def register_source(name: str, fn: Callable[..., Any], *, replace: bool = False) -> None:
+    """Make `fn(**settings) -> InputTable` usable as ``[input] source = NAME``."""
+    SOURCES.add(name, fn, replace=replace)
+
+
+def get_stage(name: str) -> Stage:
+    """The stage registered as `name`; a `LexsemError` naming the known ones."""
+    return STAGES.get(name)
+
+
+def stage_names() -> list[str]:
+    """The registered stage names, sorted."""
+    return STAGES.names()
+
+
+def find_recipe(recipe: str | Path) -> Path:
+    """The recipe file `recipe` names: a file, or else a shipped recipe's name."""
+    path = Path(recipe)
+    if path.exists() or str(recipe) not in RECIPES:
+        return path
+    return RECIPES.get(str(recipe))
+
+
+def import_modules(names: Sequence[str]) -> None:
+    """Import a recipe's `imports` (the user's modules that register stages or sources)."""
+    for name in names:
         importlib.import_module(name)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lexsem.construct.stage import accepted, register_stage, reject
+from lexsem.construct.stage import Stage, accepted, reject
 from lexsem.errors import DataError
 
 __all__ = ["DUPLICATE", "NO_END", "QUESTION", "SHORT", "clean_captions", "format_caption"]
@@ -108,4 +108,4 @@ def clean_captions(
     return rows
 
 
-register_stage("clean_captions", clean_captions)
+STAGE = Stage("clean_captions", clean_captions)

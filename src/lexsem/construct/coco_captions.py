@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.inputs import InputTable, file_sha256, register_source
+from lexsem.construct.inputs import InputTable, file_sha256
 from lexsem.errors import DataError
 from lexsem.images.refs import ROOT_NAME_RE, unsafe_reason
 
@@ -181,6 +181,3 @@ def coco_captions_source(
     optionally `images`, `root`, `limit`), with the file's sha256."""
     table = coco_captions(path, images=images, root=root, limit=limit)
     return InputTable(table, file_sha256(Path(path)), str(path))
-
-
-register_source("coco_captions", coco_captions_source)

@@ -33,7 +33,7 @@ from lexsem._version import __version__
 from lexsem.atomic import replace_dir
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
 from lexsem.construct.inputs import file_sha256
-from lexsem.construct.stage import REJECTED, StageContext, accepted, register_stage
+from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted
 from lexsem.errors import LexsemError
 
 __all__ = ["card_markdown", "freeze"]
@@ -43,7 +43,8 @@ BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 BUILD_FILE = "build.json"  # lexsem.construct.runner.BUILD_FILE (the runner imports the stages)
 _T = TypeVar("_T")
-# the stages that fold people's answers back: lexsem.construct.human, lexsem.annotate.fold_back
+# the stages that fold people's answers back: lexsem.construct.human and
+# lexsem.construct.fold_back_validation
 HUMAN_STAGES = ("fold_back_answers", "fold_back_validation")
 
 
@@ -435,4 +436,4 @@ def _baselines_markdown(baselines: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-register_stage("freeze", freeze)
+STAGE = Stage("freeze", freeze)

@@ -20,7 +20,7 @@ The answers file, ``human/<task>/answers.csv`` (or ``answers.jsonl``, one ``{"ta
 "answer": CHOICE}`` per line, or the study's exported ``answers.parquet``; one of them, or the
 `answers` setting), is read by `fold_back_answers`. In a CSV or JSONL file every answer must
 name a task of ``tasks.jsonl`` and one of its choices (case does not matter); an error names the
-file and line. The study's table (`lexsem.construct.study_answers`) gives one answer per annotator:
+file and line. The study's table (`lexsem.results.answers_table`) gives one answer per annotator:
 its item ids are the rows' ``source:source_id``, several annotators of one task are combined by
 majority, a tie counts against keeping the row (counted as ``ties``); an error names the file,
 the row and the item. Until the file exists the build stops at that stage with a message naming
@@ -51,18 +51,18 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_open
-from lexsem.construct.stage import (
-    PROVENANCE,
-    StageContext,
-    accepted,
-    register_stage,
-    reject,
-    row_ids,
-)
-from lexsem.construct.study_answers import STUDY_KIND, majority, read_study_answers
+from lexsem.construct.stage import PROVENANCE, Stage, StageContext, accepted, reject, row_ids
 from lexsem.errors import DataError, LexsemError
+from lexsem.results.answers_table import StudyAnswer, answers_by_item, majority, read_answers
 
-__all__ = ["INSTRUCTIONS", "TASKS", "export_human_task", "fold_back_answers"]
+__all__ = [
+    "EXPORT_STAGE",
+    "FOLD_BACK_STAGE",
+    "INSTRUCTIONS",
+    "TASKS",
+    "export_human_task",
+    "fold_back_answers",
+]
 
 TASKS = ("best_image", "ambiguity")
 HUMAN_DIR = "human"
@@ -74,6 +74,7 @@ ANSWER_FILES = (ANSWERS, "answers.jsonl", "answers.parquet")  # the ones looked 
 STUDY_FILE = "study.sqlite"
 GENERATED = "ambiguity_generated"  # the letter of the generated image in an ambiguity task
 NONE, BOTH = "None", "Both"
+STUDY_KIND = {"best_image": "best_of_k", "ambiguity": "ambiguity"}  # task -> study kind
 
 # BiVLC, App. H.1, verbatim
 INSTRUCTIONS = {
@@ -446,6 +447,22 @@ def fold_back_answers(
     return reject(rows, reasons)
 
 
+def read_study_answers(path: Path, task: str) -> dict[str, list[StudyAnswer]]:
+    """Item id -> the answers of `task`'s study kind in the answers table at `path`
+    (`lexsem.results.answers_table.answers_by_item`); a table with no answer of that kind is an
+    error naming the file and the kinds it has."""
+    kind = STUDY_KIND[task]
+    table, _, _ = read_answers(path)
+    out = answers_by_item(table, str(path), kind)
+    kinds = sorted({str(k) for k in table["kind"].to_pylist()})
+    if kind not in kinds:
+        raise DataError(
+            f"{path}: no {kind} answers (the {task} task's study kind); the table has "
+            f"{', '.join(kinds) or 'none'}"
+        )
+    return out
+
+
 def _study_given(
     rows: Any, keep: list[bool], ids: list[str], known: dict[str, tuple[int, dict[str, Any]]],
     task: str, images: str, path: Path, tasks_path: Path,
@@ -478,9 +495,7 @@ def _study_given(
                     f"{', '.join(options)}"
                 )
             choices.append(options[a.answer])
-        choice, tie = majority(choices)
-        if tie:
-            choice = NONE if task == "best_image" else "ambiguous"
+        choice, tie = majority(choices, on_tie=NONE if task == "best_image" else "ambiguous")
         ties += tie
         used += len(choices)
         if task == "ambiguity":  # the letters of this task's file: generated, or the other
@@ -496,5 +511,5 @@ def _study_given(
     return given, ties, used
 
 
-register_stage("export_human_task", export_human_task)
-register_stage("fold_back_answers", fold_back_answers, files=_answer_files)
+EXPORT_STAGE = Stage("export_human_task", export_human_task)
+FOLD_BACK_STAGE = Stage("fold_back_answers", fold_back_answers, files=_answer_files)

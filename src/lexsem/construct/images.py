@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_path
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import LexsemError
 from lexsem.models.image_gen import ImageRequest
 
@@ -120,4 +120,4 @@ def generate_images(
     return reject(rows, reasons)
 
 
-register_stage("generate_images", generate_images, requests=image_requests, image_generator=True)
+STAGE = Stage("generate_images", generate_images, requests=image_requests, image_generator=True)

@@ -1,5 +1,5 @@
 """A recipe's input as the first table of a build: a file (JSON Lines, Parquet or CSV) or a
-built-in source (`register_source`), with its sha256 recorded in build.json.
+built-in source (`lexsem.construct.catalog.SOURCES`), with its sha256 recorded in build.json.
 
 Provenance: a file without a ``source`` column gets the file's name; without ``source_id``, its
 ``id`` column as text, else the row's number (1-based, the line of a JSON Lines file).
@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lexsem.errors import DataError, LexsemError
+from lexsem.construct.catalog import SOURCES
+from lexsem.errors import DataError
 
-__all__ = ["SOURCES", "InputTable", "file_sha256", "read_input", "register_source"]
+__all__ = ["InputTable", "file_sha256", "read_input"]
 
 FILE_SUFFIXES = (".jsonl", ".parquet", ".csv")
-
-# name -> fn(**settings) -> InputTable
-SOURCES: dict[str, Callable[..., InputTable]] = {}
 
 
 @dataclass(frozen=True)
@@ -31,11 +28,6 @@ class InputTable:
     rows: Any  # pyarrow.Table
     sha256: str
     described: str
-
-
-def register_source(name: str, fn: Callable[..., InputTable]) -> None:
-    """Make `fn(**settings) -> InputTable` usable as ``[input] source = NAME``."""
-    SOURCES[name] = fn
 
 
 def file_sha256(path: Path) -> str:
@@ -49,10 +41,8 @@ def file_sha256(path: Path) -> str:
 def read_input(path: Path | None, source: str | None, settings: dict[str, Any]) -> InputTable:
     """The input of a recipe: the file `path`, or the built-in `source` with `settings`."""
     if source is not None:
-        if source not in SOURCES:
-            known = ", ".join(sorted(SOURCES)) or "none"
-            raise LexsemError(f"unknown input source {source!r}; known sources: {known}")
-        return SOURCES[source](**settings)
+        table: InputTable = SOURCES.get(source)(**settings)
+        return table
     assert path is not None
     table = _read_file(path)
     return InputTable(with_provenance(table, path.name), file_sha256(path), str(path))

@@ -29,8 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from lexsem.construct.catalog import load_stages
-from lexsem.construct.stage import get_stage
+from lexsem.construct.catalog import find_recipe, get_stage, import_modules
 from lexsem.errors import LexsemError
 
 if sys.version_info >= (3, 11):
@@ -92,8 +91,9 @@ class Recipe(_Strict):
 
 def load_recipe(path: str | Path) -> Recipe:
     """The recipe of the TOML file `path`, checked: its fields, each stage registered, each
-    setting one its stage takes, a generator for the stages that ask one, the input there."""
-    path = Path(path)
+    setting one its stage takes, a generator for the stages that ask one, the input there.
+    `path` may name a shipped recipe (`lexsem list recipes`)."""
+    path = find_recipe(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -131,7 +131,7 @@ def _problem(error: Any, raw: dict[str, Any]) -> str:
 
 def _check_stages(recipe: Recipe, path: Path) -> None:
     try:
-        load_stages(recipe.imports)
+        import_modules(recipe.imports)
     except ImportError as exc:
         raise LexsemError(f"{path}: imports: {exc}") from None
     labels: set[str] = set()

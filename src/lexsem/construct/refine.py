@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.construct.stage import register_stage
+from lexsem.construct.stage import Stage
 from lexsem.errors import DataError
 
 # The reference's bin counts: the two-gap grid has GRID bins per sign on each axis, the one-gap
@@ -188,4 +188,4 @@ def adversarial_refine(
     return rows.append_column(REJECTED, column)
 
 
-register_stage("adversarial_refine", adversarial_refine)
+STAGE = Stage("adversarial_refine", adversarial_refine)

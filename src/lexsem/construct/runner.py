@@ -44,9 +44,10 @@ from typing import Any
 
 from lexsem._version import __version__
 from lexsem.atomic import atomic_open, atomic_path
+from lexsem.construct.catalog import get_stage
 from lexsem.construct.inputs import file_sha256, read_input
 from lexsem.construct.recipe import Recipe, StageSpec, load_recipe
-from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted, check_rows, get_stage
+from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted, check_rows
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lexsem.construct.stage import accepted, register_stage, reject
+from lexsem.construct.stage import Stage, accepted, reject
 from lexsem.errors import DataError
 
 __all__ = ["BELOW", "score_percentile", "thresholds"]
@@ -90,4 +90,4 @@ def score_percentile(
     return reject(rows, reasons)
 
 
-register_stage("score_percentile", score_percentile)
+STAGE = Stage("score_percentile", score_percentile)

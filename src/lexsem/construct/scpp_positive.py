@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import DataError, LexsemError
 
 __all__ = [
@@ -372,4 +372,4 @@ def _table(
     return reject(out, [None if i is None else i.rejected for i in items])
 
 
-register_stage("scpp_second_positive", scpp_second_positive, generator=True, requests=_requests)
+STAGE = Stage("scpp_second_positive", scpp_second_positive, generator=True, requests=_requests)

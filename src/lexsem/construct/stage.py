@@ -1,4 +1,5 @@
-"""The stage interface of `lexsem build` and the registry of stages (docs/building.md).
+"""The stage interface of `lexsem build` (docs/building.md); the registry of stages is
+`lexsem.construct.catalog`.
 
 A stage is a function ``fn(rows: pyarrow.Table, ctx: StageContext, **settings) ->
 pyarrow.Table``: one row per candidate item. Rows keep their provenance columns (`PROVENANCE`:
@@ -6,7 +7,7 @@ pyarrow.Table``: one row per candidate item. Rows keep their provenance columns 
 ``rejected`` (`REJECTED`; null: accepted), so acceptance statistics per reason can be counted.
 A stage passes rejected rows on unchanged (`accepted` selects the others).
 
-`register_stage(name, fn, requests=..., generator=...)` makes a stage usable in recipes: a
+A `Stage` (registered in `lexsem.construct.catalog`) makes a function usable in recipes: a
 stage that asks a generator says so (`generator=True`: a recipe without one is refused before
 any work) and may say which prompts it will ask (`requests(rows, **settings)`), so the runner
 can count the requests a build will send, and refuse one over `--max-requests`, before any
@@ -47,11 +48,8 @@ __all__ = [
     "StageFn",
     "accepted",
     "check_rows",
-    "get_stage",
-    "register_stage",
     "reject",
     "row_ids",
-    "stage_names",
 ]
 
 PROVENANCE = ("source", "source_id")
@@ -64,7 +62,7 @@ FilesFn = Callable[..., Sequence[Path]]  # (out: Path, **settings) -> files the 
 
 @dataclass(frozen=True)
 class Stage:
-    """A registered stage: its function, whether it asks a generator (text or image), and
+    """A stage: its name, its function, whether it asks a generator (text or image), and
     (optional) the prompts it will ask for given rows and settings and the files it reads."""
 
     name: str
@@ -73,42 +71,6 @@ class Stage:
     requests: RequestsFn | None = None
     image_generator: bool = False
     files: FilesFn | None = None
-
-
-_STAGES: dict[str, Stage] = {}
-
-
-def register_stage(
-    name: str,
-    fn: StageFn,
-    *,
-    generator: bool = False,
-    requests: RequestsFn | None = None,
-    image_generator: bool = False,
-    files: FilesFn | None = None,
-    replace: bool = False,
-) -> None:
-    """Make `fn` usable as stage `name` in recipes (a taken name is refused unless
-    `replace`)."""
-    if not isinstance(name, str) or not name.replace("_", "").isalnum() or not name[:1].isalpha():
-        raise LexsemError(f"a stage name is letters, digits and '_', got {name!r}")
-    if name in _STAGES and not replace and _STAGES[name].fn is not fn:
-        raise LexsemError(f"stage {name!r} is already registered")
-    _STAGES[name] = Stage(name, fn, generator, requests, image_generator, files)
-
-
-def get_stage(name: str) -> Stage:
-    """The stage registered as `name`; `LexsemError` naming the known ones."""
-    try:
-        return _STAGES[name]
-    except KeyError:
-        known = ", ".join(stage_names()) or "none"
-        raise LexsemError(f"unknown stage {name!r}; known stages: {known}") from None
-
-
-def stage_names() -> list[str]:
-    """The registered stage names, sorted."""
-    return sorted(_STAGES)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.stage import StageContext, accepted, register_stage
+from lexsem.construct.stage import Stage, StageContext, accepted
 from lexsem.construct.sugarcrepe_templates import CATEGORIES, TEMPLATES
 from lexsem.errors import DataError, LexsemError
 
@@ -178,4 +178,4 @@ def sugarcrepe_negatives(
     return out.append_column("rejected", column_reasons)
 
 
-register_stage("sugarcrepe_negatives", sugarcrepe_negatives, generator=True, requests=_requests)
+STAGE = Stage("sugarcrepe_negatives", sugarcrepe_negatives, generator=True, requests=_requests)

@@ -26,7 +26,7 @@ import re
 
 import pyarrow as pa
 
-from lexsem.construct.stage import accepted, register_stage, reject
+from lexsem.construct.stage import Stage, accepted, reject
 from lexsem.errors import DataError
 
 __all__ = ["ADD", "REPLACE", "SAME", "SWAP_WORDS", "follows_template", "template_filter", "words"]
@@ -99,4 +99,4 @@ def template_filter(
     return reject(rows, reasons)
 
 
-register_stage("template_filter", template_filter)
+STAGE = Stage("template_filter", template_filter)

@@ -42,7 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from lexsem.atomic import atomic_open
-from lexsem.construct.stage import StageContext, accepted, register_stage, reject
+from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import DataError
 from lexsem.images.refs import unsafe_reason
 from lexsem.train.manifest import MANIFEST_ROOT, Example, manifest_sha256, write_manifest
@@ -241,4 +241,4 @@ def train_manifest(
     return reject(_with_split(rows, splits), usable.reasons)
 
 
-register_stage("train_manifest", train_manifest)
+STAGE = Stage("train_manifest", train_manifest)

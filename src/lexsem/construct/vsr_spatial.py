@@ -27,8 +27,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.inputs import InputTable, file_sha256, register_source
-from lexsem.construct.stage import StageContext, register_stage
+from lexsem.construct.inputs import InputTable, file_sha256
+from lexsem.construct.stage import Stage, StageContext
 from lexsem.errors import DataError
 
 SOURCE = "vsr"
@@ -305,6 +305,5 @@ def vsr_source(path: str) -> InputTable:
     return InputTable(vsr_read(None, path=path), file_sha256(Path(path)), str(path))
 
 
-register_source("vsr", vsr_source)
-register_stage("vsr_spatial_pairs", vsr_positive_pairs)
-register_stage("vsr_negative_candidates", vsr_negative_candidates)
+PAIRS_STAGE = Stage("vsr_spatial_pairs", vsr_positive_pairs)
+NEGATIVES_STAGE = Stage("vsr_negative_candidates", vsr_negative_candidates)

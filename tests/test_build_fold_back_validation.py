@@ -1,6 +1,6 @@
-"""Stage `fold_back_validation` (`lexsem.annotate.fold_back`): a validation study's accept /
-edit / reject answers folded into a build's rows, and counted in build.json and the frozen
-benchmark's data card."""
+"""Stage `fold_back_validation` (`lexsem.construct.fold_back_validation`): a validation
+study's accept / edit / reject answers folded into a build's rows, and counted in build.json
+and the frozen benchmark's data card."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.answers_table import answer, table
-from lexsem.annotate.fold_back import fold_back_validation
 from lexsem.cli.app import app
+from lexsem.construct.fold_back_validation import fold_back_validation
 from lexsem.construct.stage import StageContext
 from lexsem.errors import DataError, LexsemError
 
@@ -72,7 +72,7 @@ def test_bad_answers_and_settings_are_refused(tmp_path: Path) -> None:
     assert kept.num_rows == 6
     with pytest.raises(DataError, match="row 1: an edit without the edited text"):
         fold_back_validation(_rows(), None, answers=table([_v("f:0", "a", "edit")]))
-    with pytest.raises(DataError, match="row 2: annotator a validated f:0 twice"):
+    with pytest.raises(DataError, match="row 2: item 'f:0': annotator a answered it again"):
         fold_back_validation(_rows(), None, answers=table([_v("f:0", "a", "accept")] * 2))
     with pytest.raises(DataError, match="accept, edit or reject, not 'maybe'"):
         fold_back_validation(_rows(), None, answers=table([_v("f:0", "a", "maybe")]))

@@ -33,18 +33,17 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from lexsem.construct.answers_table import check_columns, read_answers
-from lexsem.construct.stage import (
-    PROVENANCE,
-    REJECTED,
-    StageContext,
-    register_stage,
-    reject,
-    row_ids,
-)
+from lexsem.construct.stage import PROVENANCE, REJECTED, Stage, StageContext, reject, row_ids
 from lexsem.errors import DataError, LexsemError
+from lexsem.results.answers_table import (
+    StudyAnswer,
+    answers_by_item,
+    check_columns,
+    majority,
+    read_answers,
+)
 
-__all__ = ["DISAGREEMENT", "HUMAN_REJECTED", "NOT_VALIDATED", "fold_back_validation"]
+__all__ = ["DISAGREEMENT", "HUMAN_REJECTED", "NOT_VALIDATED", "STAGE", "fold_back_validation"]
 
 HUMAN_REJECTED = "human_rejected"
 DISAGREEMENT = "human_disagreement"
@@ -53,42 +52,35 @@ VALIDATION = "validation"
 NEED = ("kind", "item_id", "annotator", "practice", "answer", "edit")
 
 
-def _decide(answers: list[tuple[str, str | None]]) -> tuple[str, str | None]:
-    """(decision, edited text) of one row's (answer, edit) pairs: "accepted", "edited",
-    "rejected" or "disagreement"."""
-    keep = [(a, e) for a, e in answers if a in ("accept", "edit")]
-    rejected = sum(a == "reject" for a, _ in answers)
-    if rejected > len(keep):
-        return "rejected", None
-    if rejected == len(keep):
-        return "disagreement", None
-    edits = [e for a, e in keep if a == "edit" and e is not None and e.strip()]
+def _decide(answers: list[StudyAnswer]) -> tuple[str, str | None]:
+    """(decision, edited text) of one row's answers: "accepted", "edited", "rejected" or
+    "disagreement" (the tie rule: as many to keep as to reject)."""
+    keep = [a for a in answers if a.answer in ("accept", "edit")]
+    decision, _ = majority(
+        ("keep" if a.answer in ("accept", "edit") else "rejected" for a in answers),
+        on_tie="disagreement",
+    )
+    if decision != "keep":
+        return decision, None
+    edits = [a.edit for a in keep if a.answer == "edit" and a.edit is not None and a.edit.strip()]
     if not edits:
         return "accepted", None
-    counts = Counter(edits)
-    best = max(counts.values())
-    return "edited", next(e for e in edits if counts[e] == best)
+    return "edited", majority(edits)[0]
 
 
-def _answers(path: str | Path | pa.Table, where: str) -> dict[str, list[tuple[str, str | None]]]:
+def _answers(path: str | Path | pa.Table, where: str) -> dict[str, list[StudyAnswer]]:
     table, _, _ = read_answers(path)
     check_columns(table, where, NEED)
-    out: dict[str, list[tuple[str, str | None]]] = {}
-    seen: set[tuple[str, str]] = set()
-    for n, r in enumerate(table.select(list(NEED)).to_pylist(), 1):
-        if r["kind"] != "validate" or r["practice"] or r["answer"] == "skip":
-            continue
+
+    def check(n: int, r: dict[str, object]) -> None:
         if r["answer"] not in ("accept", "edit", "reject"):
             raise DataError(f"row {n}: a validation answer is accept, edit or reject, not "
                             f"{r['answer']!r}", file=where)  # fmt: skip
-        if r["answer"] == "edit" and not (isinstance(r["edit"], str) and r["edit"].strip()):
+        edit = r["edit"]
+        if r["answer"] == "edit" and not (isinstance(edit, str) and edit.strip()):
             raise DataError(f"row {n}: an edit without the edited text", file=where)
-        key = (str(r["item_id"]), str(r["annotator"]))
-        if key in seen:
-            raise DataError(f"row {n}: annotator {key[1]} validated {key[0]} twice", file=where)
-        seen.add(key)
-        out.setdefault(key[0], []).append((r["answer"], r["edit"]))
-    return out
+
+    return answers_by_item(table, where, "validate", check)
 
 
 def fold_back_validation(
@@ -167,4 +159,4 @@ def fold_back_validation(
     return out
 
 
-register_stage("fold_back_validation", fold_back_validation)
+STAGE = Stage("fold_back_validation", fold_back_validation)
