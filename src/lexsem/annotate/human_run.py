@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.config import EvalConfig
-from lexsem.construct.answers_table import check_columns, read_answers
+from lexsem.results.answers_table import check_columns, read_answers
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
 from lexsem.models.item_votes import ItemVotes, Vote
