@@ -30,7 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.inputs import InputTable, file_sha256, register_source
+from lexsem.construct.inputs import InputTable, register_source
+from lexsem.digests import file_sha256
 from lexsem.errors import DataError
 from lexsem.images.refs import ROOT_NAME_RE, unsafe_reason
 

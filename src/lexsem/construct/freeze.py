@@ -32,8 +32,8 @@ from typing import Any, TypeVar
 from lexsem._version import __version__
 from lexsem.atomic import replace_dir
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
-from lexsem.construct.inputs import file_sha256
 from lexsem.construct.stage import REJECTED, StageContext, accepted, register_stage
+from lexsem.digests import file_sha256
 from lexsem.errors import LexsemError
 
 __all__ = ["card_markdown", "freeze"]

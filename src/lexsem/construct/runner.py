@@ -32,7 +32,6 @@ the build: the table of every stage (`summary`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -44,10 +43,11 @@ from typing import Any
 
 from lexsem._version import __version__
 from lexsem.atomic import atomic_open, atomic_path
-from lexsem.construct.inputs import file_sha256, read_input
+from lexsem.construct.inputs import read_input
 from lexsem.construct.recipe import Recipe, StageSpec, load_recipe
 from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted, check_rows, get_stage
 from lexsem.credentials import redact, redacted
+from lexsem.digests import file_sha256, json_sha256
 from lexsem.errors import LexsemError
 
 __all__ = ["BUILD_FILE", "BuildResult", "StageRecord", "build", "stage_file"]
@@ -123,11 +123,6 @@ def _load_image_generator(spec: str) -> Any:
     if not getattr(model, "makes_images", False):
         raise LexsemError(f"image generator {redact(spec)!r} is not an image generator")
     return model
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -363,7 +358,7 @@ class _Run:
                 str(p): file_sha256(p) if p.is_file() else None
                 for p in stage.files(self.out, **spec.settings)
             }
-        return _digest(body)
+        return json_sha256(body, nan=True, default=str)
 
     def reusable(self, record: StageRecord) -> dict[str, Any] | None:
         old = self.previous.get(record.name)
