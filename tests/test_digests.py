@@ -101,3 +101,15 @@ def test_model_file_digest_is_the_file_sha256(tmp_path: Path) -> None:
     path = tmp_path / "w.safetensors"
     path.write_bytes(b"weights")
     assert file_digest(path) == "sha256:" + hashlib.sha256(b"weights").hexdigest()
+
+
+def test_synthetic_content_digests_are_pinned() -> None:
+    """The synthetic benchmarks' content digests (recorded in every run of them)."""
+    from lexsem.benchmarks.sources import synthetic_images, synthetic_text
+
+    assert synthetic_text.content_sha256(3, 7) == (
+        "1bb746357c6c3e0105dd06e53fdafb16bf8d1582808a002f66de01b7abd29c2b"
+    )
+    assert synthetic_images.bidirectional_content_sha256(2, 5) == (
+        "8243e8165ede57da20004d73e72aadda5d947c28a99f68f24698701bbee7cc5d"
+    )

@@ -53,16 +53,9 @@ def canonical_json(
     return text.encode("utf-8")
 
 
-def json_sha256(
-    value: Any,
-    *,
-    nan: bool = False,
-    default: Callable[[Any], Any] | None = None,
-    layout: Layout = "compact",
-) -> str:
-    """The sha256 hex digest of ``canonical_json(value, ...)``."""
-    data = canonical_json(value, nan=nan, default=default, layout=layout)
-    return hashlib.sha256(data).hexdigest()
+def json_sha256(value: Any, **options: Any) -> str:
+    """The sha256 hex digest of ``canonical_json(value, **options)``."""
+    return hashlib.sha256(canonical_json(value, **options)).hexdigest()
 
 
 def file_sha256(path: str | Path) -> str:
