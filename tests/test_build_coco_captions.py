@@ -90,7 +90,7 @@ def test_unreadable_files_and_missing_images(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text('{"annotations": [')
     for name, message in (
         ("list.json", "expected a JSON object"),
-        ("broken.json", "not JSON"),
+        ("broken.json", "malformed JSON"),
         ("absent.json", "cannot read"),
     ):
         with pytest.raises(DataError, match=message) as err:

@@ -172,6 +172,24 @@ def test_resume_skips_unchanged_and_reruns_from_a_changed_stage(
     assert table["shout"].to_pylist()[0] == "X A DOG ON A SOFA."
 
 
+def test_a_build_json_without_a_version_resumes_and_a_newer_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """build.json as lexsem wrote it before it had a version resumes every stage; a record
+    written by a newer lexsem stops the build before any stage runs."""
+    out = tmp_path / "out"
+    recipe = _recipe(tmp_path, FORMAT)
+    _build(recipe, out)
+    record = json.loads((out / "build.json").read_text())
+    assert record["schema_version"] == 1
+    del record["schema_version"]
+    (out / "build.json").write_text(json.dumps(record))
+    assert [r.reused for r in _build(recipe, out).stages] == [True]
+    (out / "build.json").write_text(json.dumps({**record, "schema_version": 2}))
+    with pytest.raises(LexsemError, match=r"build\.json: build record schema version 2 is newer"):
+        _build(recipe, out)
+
+
 def test_a_killed_build_resumes_at_the_stage_that_failed(tmp_path: Path) -> None:
     out = tmp_path / "out"
     crashing = FORMAT + '[[stages]]\nuse = "crash_test"\n'

@@ -81,7 +81,7 @@ def test_read_keeps_an_unparsed_caption_as_rejected(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", "v.jsonl:2: not a JSON object"),
+        ("{not json", "v.jsonl:2: not valid JSON"),
         (
             '{"image": "A", "caption": "The a is in the b.", "label": 1}',
             "missing field(s) relation",

@@ -159,13 +159,13 @@ def test_sha256_file_is_memoised_for_unchanged_files(
     f = tmp_path / "x.bin"
     f.write_bytes(b"abc")
     calls: list[Path] = []
-    real = dl._hash_stream
+    real = dl.file_sha256
 
     def counting(path: Path) -> str:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(dl, "_hash_stream", counting)
+    monkeypatch.setattr(dl, "file_sha256", counting)
     first = sha256_file(f)
     assert sha256_file(f) == first
     assert len(calls) == 1

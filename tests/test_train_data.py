@@ -469,7 +469,7 @@ def test_coco_captions_manifest(tmp_path: Path) -> None:
             [{"image_id": 7, "caption": "x"}],
             r"annotations\[0\].*'image_id' 7 names no image",
         ),
-        (COCO_IMAGES, [{"image_id": 9, "caption": ""}], r"annotations\[0\].*'caption' must be"),
+        (COCO_IMAGES, [{"image_id": 9, "caption": ""}], r"annotations\[0\].*'caption' is empty"),
         ([{"id": 1, "file_name": "../x.jpg"}], [], r"images\[0\].*'\.\.' component"),
         ([{"id": "1", "file_name": "x.jpg"}], [], r"images\[0\].*'id' must be an integer"),
         (COCO_IMAGES + COCO_IMAGES[:1], [], r"images\[2\].*image id 9 appears twice"),

@@ -10,7 +10,6 @@ the file into place, under a file lock so that concurrent processes do not colli
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 import time
@@ -22,6 +21,7 @@ from filelock import FileLock
 
 import lexsem.paths as paths
 from lexsem._version import __version__
+from lexsem.digests import file_sha256
 from lexsem.errors import DataError, DownloadError
 
 if TYPE_CHECKING:  # httpx is imported when a download starts: a run from local files needs none
@@ -38,7 +38,6 @@ __all__ = [
     "sha256_file",
 ]
 
-_CHUNK = 1 << 20  # 1 MiB
 _MAX_BACKOFF = 30.0  # seconds; cap on one sleep between attempts
 _RETRY_STATUS = frozenset({408, 425, 429})  # retried besides every 5xx
 
@@ -56,14 +55,6 @@ class SourceFile:
     sha256: str
 
 
-def _hash_stream(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def sha256_file(path: Path) -> str:
     """The sha256 hex digest of the file at `path`, read in 1 MiB chunks.
 
@@ -77,7 +68,7 @@ def sha256_file(path: Path) -> str:
         cached = _hash_memo.get(key)
     if cached is not None:
         return cached
-    digest = _hash_stream(path)
+    digest = file_sha256(path)
     with _hash_memo_lock:
         _hash_memo[key] = digest
     return digest
@@ -90,7 +81,7 @@ def _remember(path: Path, digest: str) -> None:
 
 
 def _matches(path: Path, expected: str, *, memo: bool = True) -> tuple[bool, str]:
-    actual = sha256_file(path) if memo else _hash_stream(path)
+    actual = sha256_file(path) if memo else file_sha256(path)
     return actual == expected.strip().lower(), actual
 
 

@@ -42,10 +42,10 @@ import pyarrow as pa
 
 from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.config import EvalConfig
-from lexsem.results.answers_table import check_columns, read_answers
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
 from lexsem.models.item_votes import ItemVotes, Vote
+from lexsem.results.answers_table import check_columns, read_answers
 from lexsem.results.run import Run
 from lexsem.results.run_folder import check_out_dir
 from lexsem.tasks.catalog import get_task

@@ -16,11 +16,11 @@ build layer writes it (`lexsem.construct.freeze`) with the names defined here.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from lexsem.digests import file_sha256
 from lexsem.errors import DataError
 
 __all__ = [
@@ -44,14 +44,6 @@ def is_build_selector(selector: str) -> bool:
     """True for `build:DIR`."""
     head, sep, rest = selector.strip().partition(":")
     return bool(sep) and head == PREFIX and bool(rest)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _folder(raw: str, selector: str) -> Path:
@@ -101,7 +93,7 @@ def resolve(selector: str) -> tuple[str, Path]:
         path = folder / entry["file"]
         if not path.is_file():
             raise DataError(f"{selector}: {path} is listed in {CARD_JSON} but missing")
-        found = _sha256(path)
+        found = file_sha256(path)
         if found != entry["sha256"]:
             raise DataError(
                 f"{selector}: {path} has sha256 {found[:12]}..., the data card records "

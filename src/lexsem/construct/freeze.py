@@ -32,8 +32,9 @@ from typing import Any, TypeVar
 from lexsem._version import __version__
 from lexsem.atomic import replace_dir
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
-from lexsem.construct.inputs import file_sha256
+from lexsem.construct.build_record import read_build_record
 from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted
+from lexsem.digests import file_sha256
 from lexsem.errors import LexsemError
 
 __all__ = ["card_markdown", "freeze"]
@@ -41,7 +42,6 @@ __all__ = ["card_markdown", "freeze"]
 FORMATS = ("scpp", "sugarcrepe", "bivlc")
 BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-BUILD_FILE = "build.json"  # lexsem.construct.runner.BUILD_FILE (the runner imports the stages)
 _T = TypeVar("_T")
 # the stages that fold people's answers back: lexsem.construct.human and
 # lexsem.construct.fold_back_validation
@@ -192,14 +192,11 @@ def _write_items(fmt: str, items: list[dict[str, Any]], path: Path) -> None:
 
 def _build_record(folder: Path) -> dict[str, Any] | None:
     """What build.json records of the stages before this one (None outside a build)."""
-    try:
-        record = json.loads((folder / BUILD_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    record = read_build_record(folder)
+    if record is None:
         return None
-    if not isinstance(record, dict):
-        return None
-    keep = ("lexsem_version", "recipe", "input", "model", "image_model", "seed", "stages")
-    return {k: record.get(k) for k in keep}
+    keep = {"lexsem_version", "recipe", "input", "model", "image_model", "seed", "stages"}
+    return record.model_dump(mode="json", include=keep)
 
 
 def _human_steps(build: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -53,6 +53,7 @@ from typing import Any
 from lexsem.atomic import atomic_open
 from lexsem.construct.stage import PROVENANCE, Stage, StageContext, accepted, reject, row_ids
 from lexsem.errors import DataError, LexsemError
+from lexsem.jsonl import read_jsonl
 from lexsem.results.answers_table import StudyAnswer, answers_by_item, majority, read_answers
 
 __all__ = [
@@ -294,15 +295,11 @@ def _read_tasks(path: Path) -> dict[str, tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise DataError(f"{path}: no tasks file (run the export_human_task stage first)")
     out: dict[str, tuple[int, dict[str, Any]]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                t = json.loads(line)
-                out[str(t["task"])] = (n, t)
-            except (ValueError, KeyError, TypeError):
-                raise DataError(f"{path}, line {n}: not a task (JSON with `task`)") from None
+    for n, t in read_jsonl(path):
+        try:
+            out[str(t["task"])] = (n, t)
+        except (KeyError, TypeError):
+            raise DataError(f"{path}, line {n}: not a task (JSON with `task`)") from None
     return out
 
 
@@ -311,18 +308,13 @@ def _read_answers(path: Path) -> list[tuple[int, str, str]]:
     found: list[tuple[int, str, str]] = []
     try:
         if path.suffix.lower() == ".jsonl":
-            with open(path, encoding="utf-8") as fh:
-                for n, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        row = json.loads(line)
-                        found.append((n, str(row["task"]), str(row["answer"] or "").strip()))
-                    except (ValueError, KeyError, TypeError):
-                        raise DataError(
-                            f"{path}, line {n}: not an answer (a JSON object with `task` and "
-                            "`answer`)"
-                        ) from None
+            for n, row in read_jsonl(path):
+                try:
+                    found.append((n, str(row["task"]), str(row["answer"] or "").strip()))
+                except (KeyError, TypeError):
+                    raise DataError(
+                        f"{path}, line {n}: not an answer (a JSON object with `task` and `answer`)"
+                    ) from None
         else:
             with open(path, encoding="utf-8", newline="") as fh:
                 reader = csv.reader(fh)

@@ -7,16 +7,16 @@ Provenance: a file without a ``source`` column gets the file's name; without ``s
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lexsem.construct.catalog import SOURCES
+from lexsem.digests import file_sha256
 from lexsem.errors import DataError
+from lexsem.jsonl import read_jsonl
 
-__all__ = ["InputTable", "file_sha256", "read_input"]
+__all__ = ["InputTable", "read_input"]
 
 FILE_SUFFIXES = (".jsonl", ".parquet", ".csv")
 
@@ -28,14 +28,6 @@ class InputTable:
     rows: Any  # pyarrow.Table
     sha256: str
     described: str
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_input(path: Path | None, source: str | None, settings: dict[str, Any]) -> InputTable:
@@ -63,19 +55,12 @@ def _read_file(path: Path) -> Any:
 
         return pcsv.read_csv(path)
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, line {n}: not JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise DataError(f"{path}, line {n}: a JSON object per line, not {row!r:.40}")
-            if "id" not in row:  # the line number; else `with_provenance` takes the id
-                row.setdefault("source_id", str(n))
-            rows.append(row)
+    for n, row in read_jsonl(path):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}, line {n}: a JSON object per line, not {row!r:.40}")
+        if "id" not in row:  # the line number; else `with_provenance` takes the id
+            row.setdefault("source_id", str(n))
+        rows.append(row)
     if not rows:
         raise DataError(f"{path}: no rows")
     return pa.Table.from_pylist(rows)

@@ -32,52 +32,35 @@ the build: the table of every stage (`summary`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lexsem._version import __version__
-from lexsem.atomic import atomic_open, atomic_path
+from lexsem.atomic import atomic_path
+from lexsem.construct.build_record import (
+    BUILD_FILE,
+    BuildRecord,
+    GeneratorInfo,
+    InputInfo,
+    RecipeInfo,
+    StageRecord,
+    read_build_record,
+    write_build_record,
+)
 from lexsem.construct.catalog import get_stage
-from lexsem.construct.inputs import file_sha256, read_input
+from lexsem.construct.inputs import read_input
 from lexsem.construct.recipe import Recipe, StageSpec, load_recipe
 from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted, check_rows
 from lexsem.credentials import redact, redacted
+from lexsem.digests import file_sha256, json_sha256
 from lexsem.errors import LexsemError
 
 __all__ = ["BUILD_FILE", "BuildResult", "StageRecord", "build", "stage_file"]
-
-BUILD_FILE = "build.json"
-
-
-@dataclass
-class StageRecord:
-    """What build.json says of one stage."""
-
-    index: int
-    name: str
-    use: str
-    settings: dict[str, Any]
-    settings_digest: str
-    input_sha256: str
-    output: str = ""
-    output_sha256: str = ""
-    rows: int = 0
-    accepted: int = 0
-    rejected: dict[str, int] = field(default_factory=dict)
-    counts: dict[str, int] = field(default_factory=dict)
-    requests: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    reused: bool = False
-
-    def as_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "reused"}
 
 
 @dataclass
@@ -124,11 +107,6 @@ def _load_image_generator(spec: str) -> Any:
     if not getattr(model, "makes_images", False):
         raise LexsemError(f"image generator {redact(spec)!r} is not an image generator")
     return model
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -324,19 +302,16 @@ def _open_store(model: Any, root: Path, replay_only: bool) -> Any:
     return RequestStore(root, fingerprint_key(model.fingerprint), readonly=replay_only)
 
 
-def _previous(out: Path, recipe: Recipe) -> dict[str, dict[str, Any]]:
+def _previous(out: Path, recipe: Recipe) -> dict[str, StageRecord]:
     """The stage records of the build folder's build.json, by name (none when unreadable)."""
-    try:
-        record = json.loads((out / BUILD_FILE).read_text(encoding="utf-8"))
-        return {s["name"]: s for s in record.get("stages", []) if isinstance(s, dict)}
-    except (OSError, ValueError, AttributeError, TypeError):
-        return {}
+    record = read_build_record(out)
+    return {s.name: s for s in record.stages} if record is not None else {}
 
 
 class _Run:
     def __init__(
         self, recipe: Recipe, out: Path, data: Any, stages: list[Stage], asker: _Asker | None,
-        previous: dict[str, dict[str, Any]], say: Callable[[str], None], progress: bool,
+        previous: dict[str, StageRecord], say: Callable[[str], None], progress: bool,
         image_asker: _ImageAsker | None = None,
     ) -> None:  # fmt: skip
         self.recipe, self.out, self.data, self.stages = recipe, out, data, stages
@@ -364,16 +339,16 @@ class _Run:
                 str(p): file_sha256(p) if p.is_file() else None
                 for p in stage.files(self.out, **spec.settings)
             }
-        return _digest(body)
+        return json_sha256(body, nan=True, default=str)
 
-    def reusable(self, record: StageRecord) -> dict[str, Any] | None:
+    def reusable(self, record: StageRecord) -> StageRecord | None:
         old = self.previous.get(record.name)
-        if not old or old.get("settings_digest") != record.settings_digest:
+        if old is None or old.settings_digest != record.settings_digest:
             return None
-        if old.get("input_sha256") != record.input_sha256 or old.get("use") != record.use:
+        if old.input_sha256 != record.input_sha256 or old.use != record.use:
             return None
-        path = self.out / str(old.get("output", ""))
-        if not path.is_file() or file_sha256(path) != old.get("output_sha256"):
+        path = self.out / old.output
+        if not path.is_file() or file_sha256(path) != old.output_sha256:
             return None
         return old
 
@@ -384,13 +359,12 @@ class _Run:
         checked_first = False
         for n, (spec, stage) in enumerate(zip(self.recipe.stages, self.stages, strict=True), 1):
             record = StageRecord(
-                n, spec.label, spec.use, dict(spec.settings),
-                self.settings_digest(spec, stage), input_sha,
+                index=n, name=spec.label, use=spec.use, settings=dict(spec.settings),
+                settings_digest=self.settings_digest(spec, stage), input_sha256=input_sha,
             )  # fmt: skip
             old = None if rerun else self.reusable(record)
             if old is not None:
-                record = StageRecord(**{k: old[k] for k in StageRecord.__dataclass_fields__
-                                        if k in old and k != "reused"}, reused=True)  # fmt: skip
+                record = old.model_copy(update={"reused": True})
                 rows = None  # read only when a later stage needs it
             else:
                 if rows is None:
@@ -487,36 +461,30 @@ class _Run:
         recipe = self.recipe
         model = self.asker.model if self.asker is not None else None
         imager = self.image_asker.model if self.image_asker is not None else None
-        body = {
-            "generator": "lexsem",
-            "kind": "build",
-            "lexsem_version": __version__,
-            "complete": complete,
-            "recipe": {"name": recipe.name, "path": str(recipe.path), "sha256": recipe.sha256},
-            "input": {
-                "described": self.data.described,
-                "sha256": self.data.sha256,
-                "rows": self.data.rows.num_rows,
-            },
-            "model": None
+        record = BuildRecord(
+            lexsem_version=__version__,
+            complete=complete,
+            recipe=RecipeInfo(name=recipe.name, path=str(recipe.path), sha256=recipe.sha256),
+            input=InputInfo(
+                described=self.data.described,
+                sha256=self.data.sha256,
+                rows=self.data.rows.num_rows,
+            ),
+            model=None
             if model is None
-            else {
-                "spec": redact(str(recipe.generator)),
-                "fingerprint": redacted(model.fingerprint),
-            },
-            "image_model": None
+            else GeneratorInfo(
+                spec=redact(str(recipe.generator)), fingerprint=redacted(model.fingerprint)
+            ),
+            image_model=None
             if imager is None
-            else {
-                "spec": redact(str(recipe.image_generator)),
-                "fingerprint": redacted(imager.fingerprint),
-            },
-            "seed": recipe.seed,
-            "stages": [r.as_json() for r in self.records],
-        }
-        self.out.mkdir(parents=True, exist_ok=True)
-        with atomic_open(self.out / BUILD_FILE, encoding="utf-8") as fh:
-            json.dump(body, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+            else GeneratorInfo(
+                spec=redact(str(recipe.image_generator)),
+                fingerprint=redacted(imager.fingerprint),
+            ),
+            seed=recipe.seed,
+            stages=self.records,
+        )
+        write_build_record(self.out, record)
 
     def summary(self) -> None:
         """After the build: per stage its rows, accepted rows, rejected rows per reason and

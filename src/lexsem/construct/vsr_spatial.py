@@ -18,7 +18,6 @@ after lower-casing (`caption_words`); J(A, B) = |A ∩ B| / |A ∪ B| (0 when bo
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -27,9 +26,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.inputs import InputTable, file_sha256
+from lexsem.construct.inputs import InputTable
 from lexsem.construct.stage import Stage, StageContext
+from lexsem.digests import file_sha256
 from lexsem.errors import DataError
+from lexsem.jsonl import read_jsonl
 
 SOURCE = "vsr"
 REQUIRED_FIELDS = ("image", "caption", "label", "relation")
@@ -116,18 +117,8 @@ def vsr_read(
     number in the file. `rows` is ignored (a reading stage starts a recipe). A caption whose
     subject and object cannot be parsed is kept with `rejected="caption_not_parsed"`."""
     file = Path(path)
-    try:
-        text = file.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DataError(f"cannot read the VSR file: {e.strerror or e}", file=file) from e
     out: dict[str, list[Any]] = {name: [] for name in CAPTION_SCHEMA.names}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise DataError(f"not a JSON object: {e.msg}", file=file, line=number) from e
+    for number, record in read_jsonl(file):
         if not isinstance(record, dict):
             raise DataError("not a JSON object", file=file, line=number)
         missing = [f for f in REQUIRED_FIELDS if f not in record]

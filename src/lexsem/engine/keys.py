@@ -7,8 +7,9 @@ A key names a *request* — what a model was asked to compute — never where it
   Embeddings are stored under it (these keys are unchanged since the first cache schema, so
   existing caches keep serving their vectors).
 - `request_key(kind, **parts)`: sha256 of the canonical JSON of ``{"kind": kind, **parts}``
-  (sorted keys, no whitespace, UTF-8). Parts are JSON values: texts, prompts, generation
-  parameters, and the `content_key` of any image involved (never its reference or path).
+  (`lexsem.digests.canonical_json`: sorted keys, no whitespace, UTF-8). Parts are JSON values:
+  texts, prompts, generation parameters, and the `content_key` of any image involved (never
+  its reference or path).
 
 The two never collide: a canonical JSON object starts with ``{``, a content key's preimage
 with ``text`` or ``image``.
@@ -17,17 +18,16 @@ with ``text`` or ``image``.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from lexsem.credentials import redacted
+from lexsem.digests import json_sha256
 
 if TYPE_CHECKING:
     from lexsem.images.decode import DecodeProfile
 
 __all__ = [
     "CONTENT_KINDS",
-    "canonical_json",
     "chat_request_key",
     "content_key",
     "file_memo_key",
@@ -60,20 +60,6 @@ def content_key(kind: str, content: str | bytes) -> str:
     return h.hexdigest()
 
 
-def canonical_json(value: Any) -> bytes:
-    """`value` as canonical JSON: sorted keys, no whitespace, UTF-8, no NaN/Infinity.
-
-    Raises `TypeError` for values JSON cannot hold (bytes: hash them with `content_key`).
-    """
-    try:
-        text = json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
-    except TypeError as exc:
-        raise TypeError(f"a request key part must be a JSON value: {exc}") from None
-    return text.encode("utf-8")
-
-
 def request_key(kind: str, **parts: Any) -> str:
     """The key of a request: sha256 hex of ``canonical_json({"kind": kind, **parts})``.
 
@@ -81,7 +67,7 @@ def request_key(kind: str, **parts: Any) -> str:
     """
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"a request kind must be a non-empty string, not {kind!r}")
-    return hashlib.sha256(canonical_json({"kind": kind, **parts})).hexdigest()
+    return json_sha256({"kind": kind, **parts})
 
 
 # -- the recipes of each kind of stored result ------------------------------------------------

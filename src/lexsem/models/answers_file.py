@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.errors import DataError
+from lexsem.jsonl import read_jsonl
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
 
 __all__ = ["read_answer_records", "read_answers", "recorded_settings"]
@@ -47,11 +48,7 @@ def read_answer_records(
     `require_subset=False`, a record that gives no subset (and no `subset` default) has subset
     "" (to be told by the benchmark selection)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the answers file ({exc})") from None
-    records = _records(path, text)
+    records = _records(path)
     if not records:
         raise DataError(f"{path}: no answers in the file")
     return [
@@ -59,23 +56,26 @@ def read_answer_records(
     ]
 
 
-def _records(path: Path, text: str) -> list[tuple[str, Any]]:
-    stripped = text.lstrip()
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        return [(f"record {i}", rec) for i, rec in enumerate(data, 1)]
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append((f"line {n}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-    return out
+def _records(path: Path) -> list[tuple[str, Any]]:
+    """(where, record) of the file: a JSON list, or JSON Lines (`lexsem.jsonl`)."""
+    try:
+        with open(path, "rb") as fh:
+            while (block := fh.read(4096)) and not block.strip():
+                pass  # white space before the first record
+            is_list = block.lstrip().startswith(b"[")
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read the answers file ({exc})") from None
+    if not is_list:
+        return [(f"line {n}", rec) for n, rec in read_jsonl(path)]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the answers file ({exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    return [(f"record {i}", rec) for i, rec in enumerate(data, 1)]
 
 
 def _answer(
@@ -118,7 +118,7 @@ def recorded_settings(path: str | Path) -> dict[str, Any]:
     """The settings the answers of `path` were asked with (`shots`, `shot_seed`), where every
     record gives the same value; none when the records do not say (or disagree)."""
     path = Path(path)
-    records = [rec for _, rec in _records(path, path.read_text(encoding="utf-8"))]
+    records = [rec for _, rec in _records(path)]
     out: dict[str, Any] = {}
     for key in SETTINGS:
         values = {json.dumps(rec.get(key)) for rec in records if isinstance(rec, dict)}

@@ -9,14 +9,13 @@ weights, so that a warm rerun never loads the model.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from lexsem.credentials import redacted
+from lexsem.digests import json_sha256
 
 
 @runtime_checkable
@@ -35,9 +34,7 @@ def fingerprint_key(fingerprint: dict[str, Any]) -> str:
     """Stable hex digest of a fingerprint (canonical JSON, sorted keys), without the
     credentials of any URL in it (`lexsem.credentials`: a fingerprint without them keeps its
     key; two that differ only in a credential share one)."""
-    shown = redacted(fingerprint)
-    blob = json.dumps(shown, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return json_sha256(redacted(fingerprint), nan=True)
 
 
 @runtime_checkable

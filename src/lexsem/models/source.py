@@ -39,12 +39,12 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import lexsem.paths as paths
+from lexsem.digests import file_sha256
 from lexsem.errors import ModelError
 from lexsem.models.aliases import OFFLINE_COPIES, offline_copy
 
 WHOLE_FILE_LIMIT = 64 * 1024 * 1024
 HEAD_TAIL = 16 * 1024 * 1024
-_CHUNK = 1024 * 1024
 DIGEST_VERSION = "lexsem-digest-v1"
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -82,18 +82,15 @@ def _file_digest(p: Path) -> str:
     hit = _file_digests.get(key)
     if hit is not None:
         return hit
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        if st.st_size <= WHOLE_FILE_LIMIT:
-            method = "sha256"
-            for block in iter(lambda: f.read(_CHUNK), b""):
-                h.update(block)
-        else:
-            method = "head-tail-16MiB"
+    if st.st_size <= WHOLE_FILE_LIMIT:
+        out = f"sha256:{file_sha256(p)}"
+    else:
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
             h.update(f.read(HEAD_TAIL))
             f.seek(st.st_size - HEAD_TAIL)
             h.update(f.read(HEAD_TAIL))
-    out = f"{method}:{h.hexdigest()}"
+        out = f"head-tail-16MiB:{h.hexdigest()}"
     _file_digests[key] = out
     return out
 

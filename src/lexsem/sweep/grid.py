@@ -33,9 +33,7 @@ runs once.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import re
 import sys
 from collections.abc import Iterator
@@ -45,6 +43,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lexsem.config import EvalConfig
+from lexsem.digests import json_sha256
 from lexsem.errors import LexsemError
 
 if sys.version_info >= (3, 11):
@@ -290,8 +289,7 @@ def job_id(model: str, config: EvalConfig) -> str:
     """`<model>__<benchmarks>__<digest>`: the digest of the spec and the settings that decide
     the results (`EXECUTION_FIELDS` left out)."""
     settings = config.model_dump(mode="json", exclude=set(EXECUTION_FIELDS))
-    blob = json.dumps({"model": model, "config": settings}, sort_keys=True)
-    digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
+    digest = json_sha256({"model": model, "config": settings}, nan=True, layout="python")[:12]
     benches = "+".join(_slug(b.partition("/")[0], 20) for b in config.benchmarks)
     return f"{_slug(config.name or model)}__{benches[:60]}__{digest}"
 

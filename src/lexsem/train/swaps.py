@@ -38,10 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from lexsem.benchmarks.formats import read_json
+from lexsem.benchmarks.coco_captions import read_coco_captions
 from lexsem.benchmarks.sources import synthetic_text as synthetic
-from lexsem.errors import DataError, LexsemError
-from lexsem.images.refs import ROOT_NAME_RE, unsafe_reason
+from lexsem.errors import LexsemError
+from lexsem.images.refs import ROOT_NAME_RE
 from lexsem.train.manifest import Example, write_manifest
 
 __all__ = [
@@ -356,51 +356,6 @@ def swap_negatives(caption: str, tagger: Tagger, rng: random.Random, k: int = 1)
 # --- COCO captions -> manifest ---------------------------------------------------------------
 
 
-def _coco_images(data: Mapping[str, Any], path: Path) -> dict[int, str]:
-    """image id -> file name, every entry checked."""
-    images = data.get("images")
-    if not isinstance(images, list):
-        raise DataError("expected a list 'images' (COCO captions format)", file=path)
-    out: dict[int, str] = {}
-    for i, rec in enumerate(images):
-        where = f"images[{i}]"
-        if not isinstance(rec, dict):
-            raise DataError("an image entry must be an object", file=path, item=where)
-        image_id, name = rec.get("id"), rec.get("file_name")
-        if not isinstance(image_id, int) or isinstance(image_id, bool):
-            raise DataError(f"'id' must be an integer, got {image_id!r}", file=path, item=where)
-        if not isinstance(name, str) or unsafe_reason(name) is not None:
-            why = unsafe_reason(name) if isinstance(name, str) else "not a string"
-            raise DataError(f"unusable 'file_name' {name!r}: {why}", file=path, item=where)
-        if image_id in out:
-            raise DataError(f"image id {image_id} appears twice", file=path, item=where)
-        out[image_id] = name
-    return out
-
-
-def _coco_captions(
-    data: Mapping[str, Any], known: Mapping[int, str], path: Path
-) -> list[tuple[int, str]]:
-    """(image id, caption with its spacing normalised) of every annotation, in file order."""
-    annotations = data.get("annotations")
-    if not isinstance(annotations, list):
-        raise DataError("expected a list 'annotations' (COCO captions format)", file=path)
-    out = []
-    for i, rec in enumerate(annotations):
-        where = f"annotations[{i}]"
-        if not isinstance(rec, dict):
-            raise DataError("an annotation must be an object", file=path, item=where)
-        image_id, caption = rec.get("image_id"), rec.get("caption")
-        if image_id not in known or isinstance(image_id, bool):
-            raise DataError(f"'image_id' {image_id!r} names no image", file=path, item=where)
-        if not isinstance(caption, str) or not caption.strip():
-            raise DataError(
-                f"'caption' must be a non-empty string: {caption!r}", file=path, item=where
-            )
-        out.append((image_id, " ".join(caption.split())))
-    return out
-
-
 def _in_dev(image_id: int, seed: int, dev_fraction: float) -> bool:
     digest = hashlib.sha256(f"lexsem-coco-dev:{seed}:{image_id}".encode()).digest()
     return int.from_bytes(digest[:8], "big") / 2**64 < dev_fraction
@@ -432,21 +387,17 @@ def coco_captions_manifest(
         )
     if not 0.0 <= dev_fraction < 1.0:
         raise ValueError(f"dev_fraction must be in [0, 1): {dev_fraction}")
-    path = Path(captions_json)
-    data = read_json(path)
-    if not isinstance(data, dict):
-        raise DataError(f"expected a JSON object, got {type(data).__name__}", file=path)
-    names = _coco_images(data, path)
-    captions = _coco_captions(data, names, path)
+    found = read_coco_captions(captions_json, images_required=True)
+    captions = [(c.image_id, c.file_name, " ".join(c.caption.split())) for c in found]
     rng = random.Random(seed)
     rows = [
         Example(
-            image=f"{images_root}:{names[image_id]}",
+            image=f"{images_root}:{name}",
             caption=caption,
             negatives=tuple(swap_negatives(caption, tagger, rng, k)),
             split="dev" if _in_dev(image_id, seed, dev_fraction) else "train",
         )
-        for image_id, caption in captions
+        for image_id, name, caption in captions
     ]
     written = write_manifest(out, rows)
     return {

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -46,6 +45,7 @@ from lexsem.benchmarks.sources.synthetic_text import (
     Scene,
     SceneObject,
 )
+from lexsem.digests import json_sha256
 from lexsem.errors import LexsemError
 
 if TYPE_CHECKING:
@@ -510,5 +510,4 @@ def bidirectional_content_sha256(
             for q in (b.quad for b in _bi_generation(seed, per_subset))
         ],
     }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return json_sha256(payload)

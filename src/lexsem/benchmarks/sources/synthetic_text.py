@@ -24,8 +24,6 @@ whenever the output for a seed changes.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -33,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from lexsem.benchmarks.items import TripletItem
+from lexsem.digests import json_sha256
 from lexsem.errors import LexsemError
 
 GENERATOR_VERSION = 1
@@ -416,8 +415,7 @@ def content_sha256(seed: int = DEFAULT_SEED, per_subset: int = DEFAULT_PER_SUBSE
             for t in _generation(seed, per_subset)
         ],
     }
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return json_sha256(payload)
 
 
 def scene_for(image_ref: str) -> Scene:

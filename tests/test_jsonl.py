@@ -1,0 +1,78 @@
+"""The one JSON Lines reader (`lexsem.jsonl`): values with their line numbers; every problem a
+one-line `DataError` naming the file and the line, bounded in line size and nesting depth."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from lexsem.errors import DataError
+from lexsem.jsonl import MAX_DEPTH, read_jsonl
+
+
+def _one_line_error(path: Path, **bounds: int) -> str:
+    with pytest.raises(DataError) as info:
+        list(read_jsonl(path, **bounds))
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+def test_values_come_with_their_line_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a": 1}\n\n  \r\n[1, "\\u00e9 ]"]\r\n"x"')  # blank lines, CRLF, no last \n
+    assert list(read_jsonl(path)) == [(1, {"a": 1}), (4, [1, "é ]"]), (5, "x")]
+    assert list(read_jsonl(tmp_path / "a.jsonl", max_line_bytes=16)) == list(read_jsonl(path))
+
+
+def test_a_bad_line_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"a": 1}\n{"a": 2}\n{"a": \n', encoding="utf-8")
+    message = _one_line_error(path)
+    assert message.startswith(f"{path}:3: not valid JSON (Expecting value, column 7)")
+
+
+def test_bytes_that_are_not_utf8_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin.jsonl"
+    path.write_bytes(b'"ok"\n"caf\xe9"\n')
+    assert _one_line_error(path) == f"{path}:2: not valid UTF-8 (byte 0xe9 at column 5)"
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    message = _one_line_error(tmp_path / "none.jsonl")
+    assert message.startswith(f"{tmp_path / 'none.jsonl'}: cannot read the file")
+
+
+def test_deep_nesting_is_one_line_error_not_recursion(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"ok": [[1]]}\n' + "[" * 200_000 + "]" * 200_000 + "\n", encoding="utf-8")
+    assert _one_line_error(path) == f"{path}:2: JSON nested more than {MAX_DEPTH} deep"
+    objects = tmp_path / "objects.jsonl"
+    objects.write_text('{"a":' * 200_000 + "1" + "}" * 200_000 + "\n", encoding="utf-8")
+    assert "nested more than" in _one_line_error(objects)
+
+
+def test_depth_counts_nesting_not_brackets(tmp_path: Path) -> None:
+    """Many brackets side by side, or inside strings, are no nesting; MAX_DEPTH itself is."""
+    path = tmp_path / "wide.jsonl"
+    wide = "[" + ",".join(["[]"] * 5_000) + "]"
+    quoted = '["' + "[" * 5_000 + '\\"{"]'
+    at_bound = "[" * 3 + "]" * 3
+    path.write_text("\n".join([wide, quoted, at_bound]) + "\n", encoding="utf-8")
+    values = [v for _, v in read_jsonl(path, max_depth=3)]
+    assert len(values[0]) == 5_000 and values[1] == ["[" * 5_000 + '"{'] and values[2] == [[[]]]
+    deeper = tmp_path / "deeper.jsonl"
+    deeper.write_text("[" * 4 + "]" * 4 + "\n", encoding="utf-8")
+    assert _one_line_error(deeper, max_depth=3) == f"{deeper}:1: JSON nested more than 3 deep"
+
+
+def test_an_over_long_line_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "long.jsonl"
+    path.write_text('"short"\n"' + "x" * 100 + '"\n', encoding="utf-8")
+    message = _one_line_error(path, max_line_bytes=64)
+    assert re.fullmatch(rf"{re.escape(str(path))}:2: a line longer than 64 bytes .*", message)
+    exact = tmp_path / "exact.jsonl"
+    exact.write_text('"' + "x" * 62 + '"\n', encoding="utf-8")  # 64 bytes and its newline
+    assert list(read_jsonl(exact, max_line_bytes=64)) == [(1, "x" * 62)]
