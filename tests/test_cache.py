@@ -14,9 +14,9 @@ import pytest
 from builders.fakes import BagOfWordsEncoder, FakePairScorer, _noise
 from builders.numeric import assert_close_to_reference
 from builders.store_v1 import MODEL, write_v1_store
+from lexsem.digests import canonical_json
 from lexsem.engine.embed import embed_texts
 from lexsem.engine.keys import (
-    canonical_json,
     content_key,
     image_key,
     pair_key,
