@@ -10,8 +10,8 @@ import pytest
 from lexsem.benchmarks.catalog import get as get_benchmark
 from lexsem.models.backend_registry import BACKENDS
 from lexsem.models.spec import parse_model_spec
+from lexsem.report.paper.facts import Column, PaperTable
 from lexsem.reproduce.catalog import get_table, table_names
-from lexsem.reproduce.facts import Column, PaperTable
 from lexsem.reproduce.grid import runnable_rows, table_grid
 from lexsem.sweep.grid import expand
 from lexsem.tasks.blind import NAME as BLIND

@@ -8,21 +8,12 @@ pooling and prompt are not stated in the paper). The Average column is derived a
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.tables.scpp import PAPER, SUBSETS
 
-PAPER = (
-    "SUGARCREPE++ Dataset: Vision-Language Model Sensitivity to Semantic and Lexical Alterations"
-)
-SUBSETS = (
-    ("swap_obj", "Swap Object"),
-    ("swap_att", "Swap Attribute"),
-    ("replace_obj", "Replace Object"),
-    ("replace_att", "Replace Attribute"),
-    ("replace_rel", "Replace Relation"),
-)
 COLUMNS = tuple(
     Column(benchmark="sugarcrepe_pp", task="tot", metric="tot", subset=s, header=h)
-    for s, h in SUBSETS
+    for s, h in SUBSETS.items()
 )
 
 ROWS = (
