@@ -18,30 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.tables.text_models import text_rows
 
 PAPER = "VISLA Benchmark: Evaluating Embedding Sensitivity to Semantic and Lexical Alterations"
-
-ULM_ROWS = (
-    ModelRow(name="All-MiniLM-L6-v2", spec="st:sentence-transformers/all-MiniLM-L6-v2"),
-    ModelRow(name="BGE-small-en-v1.5", spec="hf:BAAI/bge-small-en-v1.5?pooling=cls&normalize=true"),
-    ModelRow(name="All-MiniLM-L12-v2", spec="st:sentence-transformers/all-MiniLM-L12-v2"),
-    ModelRow(name="GTE-small", spec="hf:thenlper/gte-small?pooling=mean&normalize=true"),
-    ModelRow(name="BGE-base-en-v1.5", spec="hf:BAAI/bge-base-en-v1.5?pooling=cls&normalize=true"),
-    ModelRow(name="Sentence-T5-base", spec="st:sentence-transformers/sentence-t5-base"),
-    ModelRow(name="GTE-base", spec="hf:thenlper/gte-base?pooling=mean&normalize=true"),
-    ModelRow(
-        name="Clip-ViT-B-32-multilingual-v1",
-        spec="st:sentence-transformers/clip-ViT-B-32-multilingual-v1",
-    ),
-    ModelRow(name="Clip-ViT-B-32", spec="st:sentence-transformers/clip-ViT-B-32"),
-    ModelRow(name="UAE-Large-V1", spec="st:WhereIsAI/UAE-Large-V1"),
-    ModelRow(name="GTE-large", spec="hf:thenlper/gte-large?pooling=mean&normalize=true"),
-    ModelRow(name="All-RoBERTa-large-v1", spec="st:sentence-transformers/all-roberta-large-v1"),
-    ModelRow(name="Stsb-RoBERTa-large", spec="st:sentence-transformers/stsb-roberta-large"),
-    ModelRow(name="LaBSE", spec="st:sentence-transformers/LaBSE"),
-    ModelRow(name="Sentence-T5-xl", spec="st:sentence-transformers/sentence-t5-xl"),
-    ModelRow(name="E5-Mistral-7b-instruct", spec="e5-mistral"),
-)
 
 _DRIVE = "the authors' checkpoint (no lexsem backend runs it)"
 
@@ -165,7 +144,7 @@ def _table(kind: str, tables: str, k: int) -> PaperTable:
         description=f"{kind} VISLA: text models T2T, P1-N, P2-N; VLMs P1-N, P2-N, I2T, T2T (%)",
         included="16 of 20 text-model rows and 24 of 33 VLM rows (see lexsem.report.paper.tables."
         "visla)",
-        rows=ULM_ROWS + VLM_ROWS,
+        rows=text_rows(TEXT) + VLM_ROWS,
         cells=cells(_text_columns(benchmark, kind), _half(TEXT, k))
         + cells(_vlm_columns(benchmark, kind), _half(VLM, k)),
     )
