@@ -15,7 +15,8 @@ import numpy as np
 from lexsem.tasks.choice import ORDERINGS, PROMPTS
 from lexsem.tasks.choice_task import CHOICE_TASKS, CODES, expected_option
 
-KINDS = {v: k for k, v in CODES.items()}  # code -> none / multiple / refusal / unparseable
+# the kinds of answers naming no single option, in `CODES`' order
+NO_OPTION = tuple(CODES)
 
 
 @dataclass
@@ -48,8 +49,8 @@ def _shares(ordering: str, right: int | None, values: np.ndarray, n_options: int
         for k in range(1, n_options + 1)
     }
     kinds = {"option": 100.0 * len(named) / n if n else 0.0}
-    for code, kind in sorted(KINDS.items(), reverse=True):
-        kinds[kind] = 100.0 * float(np.sum(values == code)) / n if n else 0.0
+    for kind in NO_OPTION:
+        kinds[kind] = 100.0 * float(np.sum(values == CODES[kind])) / n if n else 0.0
     return OrderingShares(ordering, right, n, positions, kinds)
 
 

@@ -24,7 +24,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lexsem.analysis.position_bias import PositionBias, position_bias
+from lexsem.analysis.position_bias import NO_OPTION, PositionBias, position_bias
 from lexsem.report.html import Section
 from lexsem.report.labels import run_labels
 from lexsem.report.paper.generative_runs import is_generative
@@ -95,7 +95,7 @@ def _pct(x: float) -> str:
 
 def bias_table(bias: PositionBias) -> Table:
     n_opt = len(bias.rows[0].positions) if bias.rows else 0
-    kinds = ["none", "multiple", "refusal", "unparseable"]
+    kinds = NO_OPTION
     t = Table(
         f"{bias.model} — {bias.benchmark}, {bias.task}: positions named (%)",
         ["ordering", "right option", "answers", *(f"({k})" for k in range(1, n_opt + 1)),
@@ -120,7 +120,7 @@ def bias_figure(bias: PositionBias) -> tuple[str, bytes]:
     from lexsem.report.plots import position_bias_bars
 
     n_opt = len(bias.rows[0].positions) if bias.rows else 0
-    kinds = ["none", "multiple", "refusal", "unparseable"]
+    kinds = NO_OPTION
     png = position_bias_bars(
         [r.ordering for r in bias.rows],
         [[r.positions[k] for k in range(1, n_opt + 1)] for r in bias.rows],
