@@ -113,6 +113,7 @@ def plain_subsets(
 
 
 def has_result(record: RunRecord, bench: str, task: str, metric: str) -> bool:
+    """Whether `record` has a result of (bench, task, metric) on some subset."""
     return any((r.benchmark, r.task, r.metric) == (bench, task, metric) for r in record.results)
 
 
@@ -182,9 +183,9 @@ def _value(
     if not col.mean_of:
         found = find_result(row.runs, col.benchmark, task, metric, col.subset)
         return _cell(None if found is None else found[1], ci), found
+    where = (col.benchmark, task, metric)
     for run in row.runs:
-        mine = [r for r in run.results if (r.benchmark, r.task, r.metric) == (col.benchmark, task,
-                                                                               metric)]  # fmt: skip
+        mine = [r for r in run.results if (r.benchmark, r.task, r.metric) == where]
         macro = [r for r in mine if r.subset == MACRO]
         if macro and {r.subset for r in mine if r.subset[0] != "_"} == set(col.mean_of):
             return _cell(macro[0], ci), (run, macro[0])
