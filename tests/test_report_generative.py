@@ -1,7 +1,8 @@
 """Reports of generative runs (`lexsem.report.generative`): the papers' tables of them
-(SugarCrepe++ Tables 8, 14, 17, 18, 19; BiVLC Table 2) with numbers decided by hand, the
-position bias of multiple-choice runs (table and figure), the HTML section, and reports of
-other runs left exactly as they were."""
+(SugarCrepe++ Tables 8, 14, 17, 18, 19; BiVLC Table 2, laid out by `lexsem.report.paper`) with
+numbers decided by hand, the position bias of multiple-choice runs
+(`lexsem.analysis.position_bias`; table and figure), the HTML section, and reports of other runs
+left exactly as they were."""
 
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ from builders.fakes import (
 from builders.hf_parquet import bivlc_columns, write_parquet
 from builders.report_pages import PNG_MAGIC, png_size
 from lexsem import evaluate
+from lexsem.analysis.position_bias import position_bias
 from lexsem.cli import app
 from lexsem.models.vqascore import QUESTIONS
 from lexsem.report import generative
 from lexsem.report.all_tables import build_tables
 from lexsem.report.analyses import ReportOptions, build_report
+from lexsem.report.paper.generative_runs import is_generative, method_of, question_of
 from lexsem.report.tables import Table, table_groups, to_markdown
 from lexsem.results.run import Run
 from lexsem.results.schema import RunRecord
@@ -309,20 +312,20 @@ def test_methods_read_from_fingerprints_and_api_runs() -> None:
     def info(fp: dict[str, Any], spec: str = "x") -> ModelInfo:
         return ModelInfo(spec=spec, name="m", fingerprint=fp, fingerprint_key="k", batch_size=1)
 
-    assert generative.method_of(info({"backend": "vgpt", "score": "sum"})) == "VGPTScore"
-    assert generative.method_of(info({"backend": "vgpt", "score": "blind"})) == "VGPTScore Blind"
-    assert generative.method_of(info({}, "vgpt:m?score=blind")) is None  # specs are not parsed
+    assert method_of(info({"backend": "vgpt", "score": "sum"})) == "VGPTScore"
+    assert method_of(info({"backend": "vgpt", "score": "blind"})) == "VGPTScore Blind"
+    assert method_of(info({}, "vgpt:m?score=blind")) is None  # specs are not parsed
     api = {"backend": "openai", "vqascore": {"score": "vqa_norm", "question": "t17_4"}}
-    assert generative.method_of(info(api)) == "VQAScore (vqa_norm), question t17_4"
-    assert generative.method_of(info({"backend": "clip"})) is None
-    assert generative.question_of(info(api)) == "t17_4"
+    assert method_of(info(api)) == "VQAScore (vqa_norm), question t17_4"
+    assert method_of(info({"backend": "clip"})) is None
+    assert question_of(info(api)) == "t17_4"
 
 
 # -- position bias -------------------------------------------------------------------------------
 
 
 def test_position_shares_of_a_constant_first_option(choice_runs: dict[str, Run]) -> None:
-    (bias,) = [b for b in generative.position_bias(choice_runs["one"])
+    (bias,) = [b for b in position_bias(choice_runs["one"])
                if b.task == "choice_scpp_order"]  # fmt: skip
     assert [r.ordering for r in bias.rows] == ["NPP", "PNP", "PPN", "all"]
     assert [r.right for r in bias.rows] == [1, 2, 3, None]
@@ -335,7 +338,7 @@ def test_position_shares_of_a_constant_first_option(choice_runs: dict[str, Run])
 def test_position_shares_count_answers_naming_no_option(data: dict[str, Any]) -> None:
     replies = iter(["(2)", "None of them.", "(2)", "I cannot help with that.", "(3)"] * 3)
     run = _ask(data, ScriptedReplies(lambda p: next(replies), "odd"), ["choice_scpp1"])
-    (bias,) = generative.position_bias(run)
+    (bias,) = position_bias(run)
     pooled = bias.rows[-1]  # 15 answers: 9 options (6 x (2), 3 x (3)), 3 none, 3 refusals
     assert pooled.answers == 15
     assert pooled.positions == pytest.approx({1: 0.0, 2: 100 * 6 / 9, 3: 100 * 3 / 9})
@@ -352,7 +355,7 @@ def test_the_position_bias_figure_is_a_png_with_every_text_inside(
     checked_figures: dict[str, list[str]],
     tmp_path: Path,
 ) -> None:
-    (bias, *_) = generative.position_bias(choice_runs["one"])
+    (bias, *_) = position_bias(choice_runs["one"])
     caption, png = generative.bias_figure(bias)
     path = tmp_path / "position_bias.png"
     path.write_bytes(png)
@@ -383,7 +386,7 @@ def test_reports_of_other_runs_are_unchanged(data: dict[str, Any]) -> None:
         evaluate(BagOfWordsEncoder(), [data["scpp"]], **data["kw"]),
     ]
     recs = [r.record for r in runs]
-    assert not any(generative.is_generative(r) for r in recs)
+    assert not any(is_generative(r) for r in recs)
     assert generative.paper_tables(recs) == [] and generative.generative_sections(runs) == []
     plain = [t for g in table_groups(recs) for t in g.tables]
     assert to_markdown(build_tables(recs)) == to_markdown(plain)
@@ -415,4 +418,4 @@ def test_a_record_without_results_of_generative_tasks_is_not_generative() -> Non
                                     "metrics_s": 0, "n_texts_unique": 0, "n_texts_cached": 0,
                                     "n_texts_encoded": 0}}
     )  # fmt: skip
-    assert not generative.is_generative(rec)
+    assert not is_generative(rec)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from builders.run_records import record
 from lexsem.cli.app import app
-from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
 from lexsem.reproduce.published_vs_measured import compare, outside_ci
 from lexsem.reproduce.render import to_csv_text, to_markdown_text
 from lexsem.reproduce.session import plan_rows

@@ -8,7 +8,7 @@ from __future__ import annotations
 from lexsem.errors import LexsemError
 from lexsem.models.source import resolve_source
 from lexsem.models.spec import parse_model_spec
-from lexsem.reproduce.facts import ModelRow
+from lexsem.report.paper.facts import ModelRow
 
 
 def missing(row: ModelRow) -> str | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lexsem.reproduce.facts import ModelRow, PaperTable
+from lexsem.report.paper.facts import ModelRow, PaperTable
 from lexsem.sweep.grid import HARD_MAX_JOBS, Block, Grid, ModelEntry
 
 

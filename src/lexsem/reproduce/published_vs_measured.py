@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lexsem.reproduce.facts import Column, PaperTable
-from lexsem.results.schema import MetricResult, RunRecord
+from lexsem.report.paper.facts import Column, PaperTable, find_result
+from lexsem.results.schema import RunRecord
 
 
 @dataclass(frozen=True)
@@ -49,18 +49,6 @@ def outside_ci(published: float, ci_low: float | None, ci_high: float | None) ->
     return not ci_low <= published <= ci_high
 
 
-def find_result(records: Sequence[RunRecord], column: Column) -> MetricResult | None:
-    """The result of `column` in the first of `records` that has it."""
-    for record in records:
-        if column.benchmark not in {b.name for b in record.benchmarks}:
-            continue
-        try:
-            return record.result(column.benchmark, column.metric, column.subset, column.task)
-        except KeyError:
-            continue
-    return None
-
-
 def compare(
     table: PaperTable,
     records: Mapping[str, Sequence[RunRecord]],
@@ -83,15 +71,16 @@ def compare(
         if row.name in not_run:
             out.append(Comparison(**base, status="not run", why=not_run[row.name]))
             continue
-        result = find_result(records.get(row.name, ()), cell.column)
-        if result is None:
+        c = cell.column
+        found = find_result(records.get(row.name, ()), c.benchmark, c.task, c.metric, c.subset)
+        if found is None:
             if row.name in failed:
                 out.append(Comparison(**base, status="failed", why=failed[row.name]))
             else:
-                c = cell.column
                 why = f"no {c.benchmark} {c.task}/{c.metric} result on {c.subset}"
                 out.append(Comparison(**base, status="no result", why=why))
             continue
+        result = found[1]
         out.append(
             Comparison(
                 **base,

@@ -10,8 +10,8 @@ import io
 from collections.abc import Sequence
 
 from lexsem.outputs import TABLE_MARKS
+from lexsem.report.paper.facts import PaperTable
 from lexsem.report.tables import Table, to_markdown
-from lexsem.reproduce.facts import PaperTable
 from lexsem.reproduce.published_vs_measured import Comparison
 
 OUTSIDE = "*"

@@ -10,7 +10,7 @@ Rows: all 11. Tables 3 and 4 (hard test accuracy, linguistic gap) are analyses o
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
 
 PAPER = (
     "The Role of Linguistic Priors in Measuring Compositional Generalization of "

@@ -1,12 +1,15 @@
 """A paper's table as facts: its model rows (the name the paper prints, the lexsem spec that
 runs it) and its published numbers, each tied to the benchmark selector, task, metric and subset
-of a lexsem run record that it corresponds to."""
+of a lexsem run record that it corresponds to; and where such a cell's number is in a set of run
+records (`find_result`), for the report's tables of runs and for `lexsem reproduce` alike."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from lexsem.results.schema import MetricResult, RunRecord
 
 
 class _Fact(BaseModel):
@@ -103,3 +106,16 @@ def cells(
             if v is not None
         ]
     return tuple(out)
+
+
+def find_result(
+    records: Sequence[RunRecord], benchmark: str, task: str, metric: str, subset: str
+) -> tuple[RunRecord, MetricResult] | None:
+    """The first of `records` with a result at (benchmark, task, metric, subset), and that
+    result (`RunRecord.result`: a run of a single subset gives it for `_micro` / `_macro`)."""
+    for record in records:
+        try:
+            return record, record.result(benchmark, metric, subset, task)
+        except KeyError:
+            continue
+    return None

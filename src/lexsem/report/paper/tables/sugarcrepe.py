@@ -9,7 +9,7 @@ above C-). The paper's swap_obj has 246 items, the public file 245 (docs/fidelit
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
 
 PAPER = "SugarCrepe: Fixing Hackable Benchmarks for Vision-Language Compositionality"
 SUBSETS = (

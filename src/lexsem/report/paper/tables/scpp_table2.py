@@ -10,14 +10,14 @@ and the X-VLMs have no lexsem backend and say what they need. ViLT has no TOT (o
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
-from lexsem.reproduce.tables.scpp_table16 import PAPER, SUBSETS
+from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.tables.scpp import PAPER, SUBSETS
 
 COLUMNS = tuple(
     Column(
         benchmark="sugarcrepe_pp", task=task, metric=task, subset=s, header=f"{h} {task.upper()}"
     )
-    for s, h in SUBSETS
+    for s, h in SUBSETS.items()
     for task in ("itt", "tot")
 )
 

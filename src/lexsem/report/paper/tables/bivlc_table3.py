@@ -5,9 +5,9 @@ Text-to-Image Retrieval", §5.3, Table 3). All six model rows (Random is chance,
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import ModelRow, PaperTable, cells
-from lexsem.reproduce.tables.bivlc_columns import FINER, MAIN, PAPER, SUGARCREPE, checkpoint
-from lexsem.reproduce.tables.bivlc_table2 import ROWS as TABLE2_ROWS
+from lexsem.report.paper.facts import ModelRow, PaperTable, cells
+from lexsem.report.paper.tables.bivlc import FINER, MAIN, PAPER, SUGARCREPE, checkpoint
+from lexsem.report.paper.tables.bivlc_table2 import ROWS as TABLE2_ROWS
 
 ROWS = (
     *TABLE2_ROWS[:4],

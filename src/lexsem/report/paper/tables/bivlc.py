@@ -5,7 +5,7 @@ Retrieval", §4 and §5.3)."""
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import Column
+from lexsem.report.paper.facts import Column
 
 PAPER = "BiVLC: Extending Vision-Language Compositionality Evaluation with Text-to-Image Retrieval"
 SUGARCREPE = Column(

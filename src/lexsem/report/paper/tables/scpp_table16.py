@@ -8,37 +8,13 @@ pooling and prompt are not stated in the paper). The Average column is derived a
 
 from __future__ import annotations
 
-from lexsem.reproduce.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.facts import Column, PaperTable, cells
+from lexsem.report.paper.tables.scpp import PAPER, SUBSETS
+from lexsem.report.paper.tables.text_models import text_rows
 
-PAPER = (
-    "SUGARCREPE++ Dataset: Vision-Language Model Sensitivity to Semantic and Lexical Alterations"
-)
-SUBSETS = (
-    ("swap_obj", "Swap Object"),
-    ("swap_att", "Swap Attribute"),
-    ("replace_obj", "Replace Object"),
-    ("replace_att", "Replace Attribute"),
-    ("replace_rel", "Replace Relation"),
-)
 COLUMNS = tuple(
     Column(benchmark="sugarcrepe_pp", task="tot", metric="tot", subset=s, header=h)
-    for s, h in SUBSETS
-)
-
-ROWS = (
-    ModelRow(name="All-MiniLM-L6-v2", spec="st:sentence-transformers/all-MiniLM-L6-v2"),
-    ModelRow(name="BGE-small-en-v1.5", spec="hf:BAAI/bge-small-en-v1.5?pooling=cls&normalize=true"),
-    ModelRow(name="All-MiniLM-L12-v2", spec="st:sentence-transformers/all-MiniLM-L12-v2"),
-    ModelRow(name="GTE-small", spec="hf:thenlper/gte-small?pooling=mean&normalize=true"),
-    ModelRow(name="BGE-base-en-v1.5", spec="hf:BAAI/bge-base-en-v1.5?pooling=cls&normalize=true"),
-    ModelRow(name="Sentence-T5-base", spec="st:sentence-transformers/sentence-t5-base"),
-    ModelRow(name="GTE-base", spec="hf:thenlper/gte-base?pooling=mean&normalize=true"),
-    ModelRow(name="UAE-Large-v1", spec="st:WhereIsAI/UAE-Large-V1"),
-    ModelRow(name="GTE-large", spec="hf:thenlper/gte-large?pooling=mean&normalize=true"),
-    ModelRow(name="All-RoBERTa-large-v1", spec="st:sentence-transformers/all-roberta-large-v1"),
-    ModelRow(name="Stsb-RoBERTa-large", spec="st:sentence-transformers/stsb-roberta-large"),
-    ModelRow(name="Sentence-T5-xl", spec="st:sentence-transformers/sentence-t5-xl"),
-    ModelRow(name="E5-Mistral-7b-instruct", spec="e5-mistral"),
+    for s, h in SUBSETS.items()
 )
 
 # Swap Object, Swap Attribute, Replace Object, Replace Attribute, Replace Relation
@@ -64,6 +40,6 @@ TABLE = PaperTable(
     table="Table 16",
     description="unimodal language models, TOT accuracy (%) per subset",
     included="13 of 17 rows: all but Instructor-large (both rows) and the two AnglE models",
-    rows=ROWS,
+    rows=text_rows(VALUES),
     cells=cells(COLUMNS, VALUES),
 )

@@ -1,1 +1,0 @@
-"""The built-in paper tables, one module each (registered in `lexsem.reproduce.catalog`)."""
