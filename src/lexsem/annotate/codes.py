@@ -48,11 +48,11 @@ class Earned:
 def earned(con: store.Connection, settings: StudySettings, who: store.Annotator) -> Earned:
     """Whether `who` has earned a completion code (module docstring)."""
     w = store.work(con, who.id)
-    if not who.reserved or w.main == 0:
+    target = who.target or 0
+    if not who.reserved or target == 0:
         return Earned(False, "You were given no questions of the study.", w)
     if w.unanswered:
         return Earned(False, "Some of your questions are not answered yet.", w)
-    target = who.target or 0
     if w.items_done < target:
         return Earned(
             False,
