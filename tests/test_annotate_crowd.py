@@ -206,14 +206,19 @@ def test_practice_and_gold_cannot_be_answered_unseen_and_old_pages_are_refused(
     assert nxt.page != first.page
     rows = answers_table(connect(small.path)).to_pylist()
     assert len(rows) == 1 and rows[0]["practice"]
-    gold_page = None
     con = connect(small.path)
     (gold_page,) = con.execute(
         "SELECT a.page FROM assignments a JOIN units u ON u.id = a.unit"
         " WHERE a.annotator = 'a0001' AND u.gold = 1"
     ).fetchone()
-    if gold_page is None:  # gold not yet served: nothing to post it with
-        assert served(small.path, nxt).gold is False
+    # the gold unit has a page token (so it can be answered) only once it was shown
+    assert (gold_page is None) == (not served(small.path, nxt).gold)
+    assert (
+        con.execute(
+            "SELECT COUNT(*) FROM assignments WHERE annotator = 'a0001' AND page IS NOT NULL"
+        ).fetchone()[0]
+        == 2
+    )  # the practice unit and the question now shown, no other
 
 
 def test_seconds_come_from_the_server(small: MadeStudy) -> None:
