@@ -33,10 +33,9 @@ def test_status_export_invite(tmp_path: Path) -> None:
     made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "2", "-k", "tot",
                       "--gold", "2", "--overlap", "2", "-n", "2")  # fmt: skip
     con = connect(made.path)
-    right = {r[0]: r[1] for r in con.execute("SELECT id, correct FROM units")}
     c = TestClient(create_app(made.path))
-    assert ScriptedAnnotator(c, made.annotators["a0001"], right_policy(right)).run()
-    assert ScriptedAnnotator(c, made.annotators["a0002"], wrong_policy(right)).run()
+    assert ScriptedAnnotator(c, made.annotators["a0001"], right_policy(made.path)).run()
+    assert ScriptedAnnotator(c, made.annotators["a0002"], wrong_policy(made.path)).run()
     code, out = cli("status", str(made.path))
     assert code == 0, out
     assert "agreement tot: 0.0% over 2 pairs" in out  # one right, one wrong, on 2 items

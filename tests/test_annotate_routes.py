@@ -17,9 +17,13 @@ from builders.annotate_studies import (
     make_study,
     need_annotate_extra,
     right_policy,
+    served,
+    value_of,
     wrong_policy,
 )
 from lexsem.annotate.answers import answers_table
+from lexsem.annotate.kinds import FIXED_CHOICES
+from lexsem.annotate.order import posted_values
 from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 need_annotate_extra()
@@ -33,11 +37,13 @@ from lexsem.annotate.store import connect  # noqa: E402
 from lexsem.annotate.study_progress import progress  # noqa: E402
 
 
-def correct_answers(path: Path) -> dict[int, str | None]:
-    con = connect(path)
-    out = {r[0]: r[1] for r in con.execute("SELECT id, correct FROM units")}
-    con.close()
-    return out
+def posted(row: dict[str, object]) -> str:
+    """What the page posted for an exported answer."""
+    options, answer = row["options"], row["answer"]
+    if answer == "skip":
+        return "skip"
+    fixed = FIXED_CHOICES[str(row["kind"])]
+    return posted_values(options, fixed)[options.index(answer)]  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -60,15 +66,15 @@ def _past_consent(c: TestClient, link: str) -> None:
 
 def test_a_study_completed_by_scripted_annotators(study: MadeStudy) -> None:
     c = client(study)
-    right = correct_answers(study.path)
     links = list(study.annotators.values())
     runs = []
     for k, link in enumerate(links[:3]):
-        policy = right_policy(right) if k < 2 else wrong_policy(right)
+        policy = right_policy(study.path) if k < 2 else wrong_policy(study.path)
         bot = ScriptedAnnotator(c, link, policy, seed=k)
         assert bot.run(max_steps=200)
-        assert bot.code == "DONE-42"
+        assert bot.code is not None and bot.code.startswith("DONE-42-")
         runs.append(bot)
+    assert len({bot.code for bot in runs}) == 3  # each participant's own code
     table = answers_table(connect(study.path))
     assert table.schema == ANSWERS_SCHEMA
     rows = table.to_pylist()
@@ -80,7 +86,7 @@ def test_a_study_completed_by_scripted_annotators(study: MadeStudy) -> None:
     )
     for bot, who in zip(runs, ("a0001", "a0002", "a0003"), strict=True):
         mine = [r for r in rows if r["annotator"] == who]
-        assert [r["answer"] for r in mine] == [a for _, a in bot.answered]
+        assert [posted(r) for r in mine] == [a for _, a in bot.answered]
         assert all(r["correct"] == (who != "a0003") for r in mine)
     # overlap 2 with quota 4: the first two annotators share their items, the third gets others
     items = {w: {r["item_id"] for r in rows if r["annotator"] == w and not r["practice"]
@@ -133,7 +139,7 @@ def test_overlap_is_never_exceeded(tmp_path: Path) -> None:
     per_person = Counter(r["annotator"] for r in rows)
     assert sorted(per_person.values()) == [1, 1, 2, 2]  # two annotators found the study full
     page = c.get(list(made.annotators.values())[5])
-    assert "No questions left" in page.text
+    assert "This study is full" in page.text and "Consent" not in page.text
 
 
 def test_option_order_is_seeded_per_annotator_and_recorded(study: MadeStudy) -> None:
@@ -156,11 +162,14 @@ def test_pages_show_options_in_the_recorded_order(study: MadeStudy) -> None:
     link = study.annotators["a0002"]
     _past_consent(c, link)
     page = parse_page(c.get(link).text)
+    unit = served(study.path, page)
+    assert page.answers == [*posted_values(unit.options, FIXED_CHOICES[unit.kind]), "skip"]
+    assert page.answers == ["1", "2", "3", "skip"]  # places, never the roles p1 / p2 / n
     con = connect(study.path)
     shown = con.execute(
-        "SELECT options FROM assignments WHERE annotator='a0002' AND unit=?", (page.unit,)
+        "SELECT options FROM assignments WHERE annotator='a0002' AND unit=?", (unit.id,)
     ).fetchone()[0]
-    assert page.answers == [*json.loads(shown), "skip"]
+    assert json.loads(shown) == unit.options
 
 
 def test_practice_feedback_shows_the_right_answer(study: MadeStudy) -> None:
@@ -170,14 +179,15 @@ def test_practice_feedback_shows_the_right_answer(study: MadeStudy) -> None:
     html = c.get(link).text
     assert "Practice" in html
     page = parse_page(html)
-    wrong = next(a for a in page.answers if a not in ("n", "skip"))
-    res = c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": wrong},
+    unit = served(study.path, page)
+    wrong = next(a for a in page.answers if a not in (value_of(unit, "n"), "skip"))
+    res = c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": wrong},
                  follow_redirects=False)  # fmt: skip
-    assert res.status_code == 303 and res.headers["location"].endswith(f"/feedback/{page.unit}")
+    assert res.status_code == 303 and res.headers["location"].endswith(f"/feedback/{page.page}")
     fb = c.get(res.headers["location"]).text
     assert "Not quite" in fb
     right = re.search(r'value="(\w+)"[^>]*\n? class="option right', fb)
-    assert right and right.group(1) == "n"
+    assert right and right.group(1) == value_of(unit, "n")
 
 
 def test_an_answer_is_recorded_once(study: MadeStudy) -> None:
@@ -185,13 +195,15 @@ def test_an_answer_is_recorded_once(study: MadeStudy) -> None:
     link = study.annotators["a0001"]
     _past_consent(c, link)
     page = parse_page(c.get(link).text)
-    data = {"csrf": page.csrf, "unit": page.unit, "answer": page.answers[0]}
-    for _ in range(3):  # a double click, a resubmitted form
-        assert c.post(page.action, data=data, follow_redirects=False).status_code == 303
+    data = {"csrf": page.csrf, "page": page.page, "answer": page.answers[0]}
+    assert c.post(page.action, data=data, follow_redirects=False).status_code == 303
+    for _ in range(2):  # a double click, a resubmitted form: refused, nothing stored
+        res = c.post(page.action, data=data, follow_redirects=False)
+        assert res.status_code == 409 and "answered already" in res.text
     data2 = {**data, "answer": page.answers[1]}
-    c.post(page.action, data=data2, follow_redirects=False)
+    assert c.post(page.action, data=data2, follow_redirects=False).status_code == 409
     rows = answers_table(connect(study.path)).to_pylist()
-    assert len(rows) == 1 and rows[0]["answer"] == page.answers[0]
+    assert len(rows) == 1 and posted(rows[0]) == page.answers[0]
 
 
 def test_validate_edit_is_recorded(tmp_path: Path) -> None:
@@ -204,10 +216,10 @@ def test_validate_edit_is_recorded(tmp_path: Path) -> None:
     page = parse_page(html)
     assert page.answers == ["accept", "edit", "reject", "skip"]
     assert "<textarea" in html
-    bad = c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": "edit",
+    bad = c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "edit",
                                     "edit": "  "})  # fmt: skip
     assert bad.status_code == 422
-    c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": "edit",
+    c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "edit",
                               "edit": "An edited caption."})  # fmt: skip
     (row,) = answers_table(connect(made.path)).to_pylist()
     assert row["answer"] == "edit" and row["edit"] == "An edited caption."
@@ -250,9 +262,19 @@ def test_images_only_from_the_study(study: MadeStudy, tmp_path: Path) -> None:
     c = client(study)
     link = study.annotators["a0001"]
     con = connect(study.path)
-    sha = con.execute("SELECT sha FROM images").fetchone()[0]
+    every = {r[0] for r in con.execute("SELECT sha FROM images")}
+    for _ in range(4):  # to the first question with an image (practice tot, then itt)
+        html = c.get(link).text
+        if "/img/" in html:
+            break
+        page = parse_page(html)
+        data = {"csrf": page.csrf} | ({"page": page.page, "answer": "1"} if page.page else {})
+        c.post(page.action, data=data)
+    (sha,) = re.findall(r"/img/([0-9a-f]{64})", html)
     res = c.get(f"{link}/img/{sha}")
     assert res.status_code == 200 and res.headers["content-type"].startswith("image/")
+    for other in every - {sha}:  # the study's images of questions not yet shown: refused
+        assert c.get(f"{link}/img/{other}").status_code == 404
     secret = tmp_path / "secret.txt"
     secret.write_text("secret")
     for name in ("../../../../etc/passwd", "..%2f..%2fetc%2fpasswd", str(secret),
@@ -288,10 +310,11 @@ def test_answer_must_be_offered(study: MadeStudy) -> None:
     link = study.annotators["a0001"]
     _past_consent(c, link)
     page = parse_page(c.get(link).text)
-    assert c.post(page.action, data={"csrf": page.csrf, "unit": page.unit,
-                                     "answer": "none"}).status_code == 422  # fmt: skip
-    assert c.post(page.action, data={"csrf": page.csrf, "unit": 10_000,
-                                     "answer": "n"}).status_code == 404  # fmt: skip
+    for bad in ("none", "n", "p1", "4", "0", ""):
+        res = c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": bad})
+        assert res.status_code == 422, bad
+    assert c.post(page.action, data={"csrf": page.csrf, "page": "x" * 43,
+                                     "answer": "1"}).status_code == 404  # fmt: skip
 
 
 def test_seconds_are_timed_from_first_display(study: MadeStudy) -> None:
@@ -303,7 +326,7 @@ def test_seconds_are_timed_from_first_display(study: MadeStudy) -> None:
     page = parse_page(c.get(link).text)
     time.sleep(0.3)
     c.get(link)  # a reload does not restart the clock
-    c.post(page.action, data={"csrf": page.csrf, "unit": page.unit, "answer": "skip"})
+    c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "skip"})
     (row,) = answers_table(connect(study.path)).to_pylist()
     assert 0.3 <= row["seconds"] < 30
     assert row["answer"] == "skip" and row["correct"] is False

@@ -232,6 +232,7 @@ def test_images_are_real_images(tmp_path: Path) -> None:
 # a study file's settings as lexsem stores them: one JSON object, these keys in this order
 # (tuples as lists); stored settings are read as stored, so a seed below 0 (outside the bounds a
 # user's --seed is checked against) still loads
+CROWD_SETTINGS = ["code_min_answered", "reservation_minutes", "max_participants", "link_hours"]
 STORED_SETTINGS = (
     '{"name": "pilot", "kinds": ["tot"], "benchmarks": ["synthetic/swap_obj"], "overlap": 2, '
     '"quota": null, "gold_pass": 0.75, "seed": -3, "completion_code": "OLD-1", '
@@ -246,7 +247,8 @@ def test_a_study_file_in_the_stored_format_opens_and_new_files_keep_it(tmp_path:
                       "--completion-code", "NEW-1", "--overlap", "3")  # fmt: skip
     con = connect(made.path)
     (written,) = con.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
-    assert list(json.loads(written)) == list(json.loads(STORED_SETTINGS))  # the same keys
+    # the same keys, and the crowd settings after them (a file without them opens: defaults)
+    assert list(json.loads(written)) == [*json.loads(STORED_SETTINGS), *CROWD_SETTINGS]
     assert json.loads(written)["kinds"] == ["tot"] and json.loads(written)["overlap"] == 3
     with con:
         con.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (STORED_SETTINGS,))

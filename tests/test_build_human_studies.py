@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import re
 import shlex
 from importlib import resources
@@ -21,11 +20,11 @@ import pytest
 from PIL import Image
 from typer.testing import CliRunner
 
-from builders.annotate_studies import MadeStudy, need_annotate_extra
+from builders.annotate_studies import MadeStudy, need_annotate_extra, role_policy
 from builders.backends import require_module
 from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
-from lexsem.annotate.store import connect
+from lexsem.annotate.store import Unit, connect
 from lexsem.cli.app import app
 from lexsem.construct import runner
 from lexsem.construct.runner import build
@@ -37,7 +36,7 @@ need_annotate_extra()
 from fastapi.testclient import TestClient  # noqa: E402
 
 from lexsem.annotate.app import create_app  # noqa: E402
-from lexsem.annotate.simulate import Page, ScriptedAnnotator  # noqa: E402
+from lexsem.annotate.simulate import ScriptedAnnotator  # noqa: E402
 
 cli = CliRunner()
 SOURCE = "items.jsonl:"
@@ -76,14 +75,14 @@ Plan = dict[str, list[Any]]  # item id (without the source) -> each annotator's 
 
 def _answer(study: MadeStudy, plan: Plan) -> None:
     """Annotator k answers item X with plan[X][k] (an option id, or ("edit", TEXT))."""
-    units = _units(study.path)
     client = TestClient(create_app(study.path))
     for k, link in enumerate(sorted(study.annotators)):
 
-        def policy(page: Page, rng: random.Random, k: int = k) -> Any:
-            return plan[units[page.unit].split(":", 1)[1]][k]  # type: ignore[index]
+        def pick(unit: Unit, k: int = k) -> Any:
+            return plan[unit.item_id.split(":", 1)[1]][k]
 
-        bot = ScriptedAnnotator(client, study.annotators[link], policy, seed=k)
+        bot = ScriptedAnnotator(client, study.annotators[link], role_policy(study.path, pick),
+                                seed=k)  # fmt: skip
         assert bot.run(max_steps=100)
 
 

@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
 from builders.backends import IN_CI
+from lexsem.annotate import store
+from lexsem.annotate.kinds import FIXED_CHOICES
+from lexsem.annotate.order import posted_values
 from lexsem.annotate.simulate import Page
+from lexsem.annotate.store import Unit
 from lexsem.cli import app
 
 
@@ -49,19 +55,45 @@ def make_study(folder: Path, *args: str, name: str = "study") -> MadeStudy:
     return MadeStudy(path, urls["admin"], urls["join"], urls["annotators"])
 
 
-def right_policy(correct: dict[int, str | None]):  # type: ignore[no-untyped-def]
-    """Answer each unit with its right answer (`correct`: unit -> option id), or the first
-    option where it has none."""
+def served(path: Path, page: Page) -> Unit:
+    """The unit the server served with the page's token (read from the study, as only the
+    server can: the page itself names no role)."""
+    con = store.connect(path)
+    try:
+        unit = store.unit_for_page(con, page.page or "")
+    finally:
+        con.close()
+    assert unit is not None, page
+    return unit
 
-    def policy(page: Page, rng: random.Random) -> str:
-        return correct.get(page.unit) or page.answers[0]  # type: ignore[arg-type]
+
+def value_of(unit: Unit, option: str) -> str:
+    """What the page posts for the option id (or fixed choice) `option`."""
+    if option == "skip":
+        return option
+    return posted_values(unit.options, FIXED_CHOICES[unit.kind])[unit.options.index(option)]
+
+
+def role_policy(path: Path, pick: Callable[[Unit], Any]):  # type: ignore[no-untyped-def]
+    """Answer each page with `pick(unit)`: an option id, a fixed choice, or ("edit", TEXT)."""
+
+    def policy(page: Page, rng: random.Random) -> Any:
+        unit = served(path, page)
+        chosen = pick(unit)
+        if isinstance(chosen, tuple):
+            return chosen
+        return value_of(unit, chosen)
 
     return policy
 
 
-def wrong_policy(correct: dict[int, str | None]):  # type: ignore[no-untyped-def]
-    def policy(page: Page, rng: random.Random) -> str:
-        right = correct.get(page.unit)  # type: ignore[arg-type]
-        return next(a for a in page.answers if a not in (right, "skip", "edit"))
+def right_policy(path: Path):  # type: ignore[no-untyped-def]
+    """Answer each unit with its right answer, or the first option where it has none."""
+    return role_policy(path, lambda u: u.correct or u.options[0])
 
-    return policy
+
+def wrong_policy(path: Path):  # type: ignore[no-untyped-def]
+    """Answer each unit with an option that is not its right answer."""
+    return role_policy(
+        path, lambda u: next(o for o in u.options if o not in (u.correct, "skip", "edit"))
+    )

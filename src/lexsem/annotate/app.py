@@ -3,9 +3,19 @@ shortcuts): `create_app(study)`; `lexsem annotate serve` runs it under uvicorn.
 
 Routes: ``/join/{token}`` (a crowd link: consent, then a personal link), ``/a/{token}`` (an
 annotator's current page: consent, instructions, the next question, the completion code),
-``POST /a/{token}/consent|start|answer``, ``/a/{token}/feedback/{unit}`` (practice feedback),
-``/a/{token}/img/{sha256}`` (the study's own images only), ``/admin/{token}`` (progress,
-agreement, flagged annotators) and ``POST /admin/{token}/invite`` (new annotator links).
+``POST /a/{token}/consent|start|answer``, ``/a/{token}/feedback/{page}`` (practice feedback),
+``/a/{token}/img/{sha256}`` (the images of the questions shown to that annotator only),
+``/admin/{token}`` (state, participants, per-item progress, agreement, flagged annotators),
+``POST /admin/{token}/invite`` (new annotator links), ``POST /admin/{token}/state`` (pause,
+close, reopen) and ``/admin/{token}/export/answers.parquet|participants.csv``.
+
+Nothing in a question page names a role: a choice posts its place in the annotator's seeded
+order (`lexsem.annotate.order.posted_values`), and the form carries the page token the server
+served that question with, not the unit; an answer is taken only for the annotator's current
+question with its page token, and timed from when the server first served it. A participant
+who has not started learns that the study is closed, paused or full before the consent page
+(`lexsem.annotate.lifecycle`); a completion code is the participant's own, shown once earned
+(`lexsem.annotate.codes`).
 Trust (`lexsem.annotate.security`): tokens looked up by hash, a CSRF token on every form, a
 rate limit per token, no-referrer (a link's token never leaks to another site) and a content
 security policy that allows only the page's own script and the server's own files.
@@ -13,8 +23,10 @@ security policy that allows only the page's own script and the server's own file
 
 from __future__ import annotations
 
+import io
 import secrets
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +34,15 @@ from fastapi import FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 
-from lexsem.annotate import assign, store
+from lexsem.annotate import assign, lifecycle, store
+from lexsem.annotate.codes import earned, participant_code, participant_rows, participants_csv
 from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
 from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
-from lexsem.annotate.security import RateLimiter, csrf_ok, csrf_token, hash_token
-from lexsem.annotate.study import add_annotators, load_settings
+from lexsem.annotate.kinds import FIXED_CHOICES
+from lexsem.annotate.order import option_of, posted_values
+from lexsem.annotate.security import RateLimiter, csrf_ok, csrf_token, hash_token, new_token
+from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_progress import progress
 
 __all__ = ["create_app"]
@@ -41,14 +56,22 @@ LABELS = {"none": "None", "both": "Both", "accept": "Accept", "edit": "Save edit
 class _Study:
     """The study file, one SQLite connection per server thread, settings and secret."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, reservation_minutes: float | None = None) -> None:
         self.path = path
         self._local = threading.local()
         con = self.con()
         self.settings = load_settings(con)
         self.secret: str = store.get_meta(con, "secret")
-        self.admin_hash: str = store.get_meta(con, "admin_hash")
-        self.join_hash: str = store.get_meta(con, "join_hash")
+        self.minutes = reservation_minutes or self.settings.reservation_minutes
+
+    def link_hash(self, which: str) -> str | None:
+        """The hash of the admin or join token now (read each time: `annotate rotate-admin`
+        and `annotate revoke` change them while the server runs)."""
+        found = store.get_meta(self.con(), f"{which}_hash")
+        return found if isinstance(found, str) else None
+
+    def code(self, aid: str) -> str:
+        return participant_code(self.secret, self.settings.completion_code, aid)
 
     def con(self) -> store.Connection:
         con = getattr(self._local, "con", None)
@@ -75,22 +98,36 @@ class _Site:
             raise HTTPException(429, "too many requests; wait a minute")
 
     def annotator(self, token: str) -> store.Annotator:
-        """The annotator of a personal link (404 where there is none)."""
+        """The annotator of a personal link (404 where there is none, 410 where it was
+        revoked or expired before its participant started)."""
         th = hash_token(token)
         self.limited(th)
         who = store.annotator_by_token(self.st.con(), th)
         if who is None:
             raise HTTPException(404, "no such link")
+        if who.revoked_at is not None:
+            raise HTTPException(410, "This link was revoked.")
+        if who.started_at is None and who.expires_at is not None and who.expires_at < time.time():
+            raise HTTPException(410, "This link has expired.")
         return who
 
-    def shared_link(self, token: str, want_hash: str) -> str:
-        """The hash of a study-wide link's token (the crowd link, the admin link) that must
-        hash to `want_hash` (404 where it does not)."""
+    def shared_link(self, token: str, which: str) -> str:
+        """The hash of a study-wide link's token (`which`: the "join" link, the "admin" link)
+        (404 where it is not that link's)."""
         th = hash_token(token)
         self.limited(th)
-        if not secrets.compare_digest(th, want_hash):
+        want = self.st.link_hash(which)
+        if want is None or not secrets.compare_digest(th, want):
             raise HTTPException(404, "no such link")
         return th
+
+    def why_not(self, *, joining: bool = False) -> str | None:
+        """Why a participant who has not started cannot come in now, or None."""
+        st = self.st
+        return lifecycle.why_not_admitted(st.con(), st.settings, st.minutes, joining=joining)
+
+    def not_admitted(self, request: Request, message: str) -> HTMLResponse:
+        return self.page(request, "closed.html", message=message)
 
     def check_csrf(self, token_hash: str, given: str | None) -> None:
         if not csrf_ok(self.st.secret, token_hash, given):
@@ -107,11 +144,12 @@ def create_app(
     *,
     rate_limit: int = ServeConfig.model_fields["rate_limit"].default,
     rate_window: float = 60.0,
+    reservation_minutes: float | None = None,
 ) -> FastAPI:
     """The web app serving the study file `study` (`rate_limit` requests per token per
-    `rate_window` seconds)."""
+    `rate_window` seconds; `reservation_minutes` replaces the study's idle time)."""
     site = _Site(
-        _Study(Path(study)),
+        _Study(Path(study), reservation_minutes),
         RateLimiter(rate_limit, rate_window),
         Jinja2Templates(directory=str(HERE / "templates")),
     )
@@ -173,96 +211,135 @@ def _add_site_routes(app: FastAPI) -> None:
 
 
 def _add_join_routes(app: FastAPI, site: _Site) -> None:
-    """The crowd link: consent, then a new annotator's personal link."""
+    """The crowd link: consent, then a new annotator's personal link (while the study is open,
+    not full, and the join link is under its participant cap)."""
     st = site.st
 
     @app.get("/join/{token}", response_class=HTMLResponse)
     def join_page(request: Request, token: str) -> Response:
-        th = site.shared_link(token, st.join_hash)
+        th = site.shared_link(token, "join")
+        why = site.why_not(joining=True)
+        if why is not None:
+            return site.not_admitted(request, why)
         consent = st.settings.consent or CONSENT
         return site.page(request, "consent.html", consent=consent,
                          csrf=csrf_token(st.secret, th), action=f"/join/{token}")  # fmt: skip
 
     @app.post("/join/{token}")
-    def join(token: str, csrf: str | None = Form(None)) -> Response:
-        th = site.shared_link(token, st.join_hash)
+    def join(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
+        th = site.shared_link(token, "join")
         site.check_csrf(th, csrf)
-        ((_, personal),) = add_annotators(st.con(), 1, consented=True)
-        return RedirectResponse(f"/a/{personal}", 303)
+        why = site.why_not(joining=True)
+        if why is not None:
+            return site.not_admitted(request, why)
+        made = join_annotator(st.con())
+        if made is None:
+            return site.not_admitted(request, lifecycle.CAPPED)
+        return RedirectResponse(f"/a/{made[1]}", 303)
 
 
 def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
     """An annotator's personal link: the current page, consent, start, answers, practice
-    feedback and the study's images."""
+    feedback and the images of their questions."""
     st = site.st
+
+    def finished(request: Request, who: store.Annotator) -> HTMLResponse:
+        got = earned(st.con(), st.settings, who)
+        if got.ok:
+            return site.page(request, "done.html", code=st.code(who.id))
+        return site.page(request, "done.html", code=None, reason=got.reason)
 
     @app.get("/a/{token}", response_class=HTMLResponse)
     def current(request: Request, token: str) -> Response:
         who = site.annotator(token)
+        con = st.con()
         csrf = csrf_token(st.secret, who.token_hash)
         base = f"/a/{token}"
-        if who.consented_at is None:
-            return site.page(request, "consent.html", consent=st.settings.consent or CONSENT,
-                             csrf=csrf, action=f"{base}/consent")  # fmt: skip
-        if who.started_at is None:
+        if not who.reserved:
+            why = site.why_not() or (lifecycle.FULL if who.started_at is not None else None)
+            if why is not None:
+                return site.not_admitted(request, why)
+            if who.consented_at is None:
+                return site.page(request, "consent.html", consent=st.settings.consent or CONSENT,
+                                 csrf=csrf, action=f"{base}/consent")  # fmt: skip
             return site.page(request, "instructions.html", paragraphs=site.instructions_text(),
                              csrf=csrf, base=base, link=str(request.url))  # fmt: skip
-        unit = store.next_unit(st.con(), who.id)
+        state = lifecycle.state(con)
+        if state == "open" and who.released_at is not None:
+            assign.reserve(con, who.id, st.settings, st.minutes)
+        unit = store.next_unit(con, who.id, new_token) if state == "open" else None
         if unit is None:
-            _, count = store.answer_counts(st.con(), who.id)
-            return site.page(request, "done.html", code=st.settings.completion_code,
-                             full=count == 0)  # fmt: skip
-        done, total = store.answer_counts(st.con(), who.id)
+            w = store.work(con, who.id)
+            if state != "open" and w.unanswered:
+                return site.not_admitted(request, lifecycle.NOT_OPEN[state])
+            return finished(request, who)
+        done, total = store.answer_counts(con, who.id)
         return site.page(request, "task.html", unit=unit, base=base, csrf=csrf, done=done,
                          total=total, question=QUESTIONS[unit.kind],
                          choices=_choices(unit))  # fmt: skip
 
     @app.post("/a/{token}/consent")
-    def consent(token: str, csrf: str | None = Form(None)) -> Response:
+    def consent(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
         who = site.annotator(token)
         site.check_csrf(who.token_hash, csrf)
+        why = None if who.reserved else site.why_not()
+        if why is not None:
+            return site.not_admitted(request, why)
         store.record_consent(st.con(), who.id)
         return RedirectResponse(f"/a/{token}", 303)
 
     @app.post("/a/{token}/start")
-    def start(token: str, csrf: str | None = Form(None)) -> Response:
+    def start(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
         who = site.annotator(token)
         site.check_csrf(who.token_hash, csrf)
         if who.consented_at is None:
             raise HTTPException(409, "consent first")
-        assign.reserve(st.con(), who.id, st.settings)
+        if not who.reserved:
+            why = site.why_not()
+            if why is not None:
+                return site.not_admitted(request, why)
+            if assign.reserve(st.con(), who.id, st.settings, st.minutes) == 0:
+                return site.not_admitted(request, lifecycle.FULL)
         store.record_start(st.con(), who.id)
         return RedirectResponse(f"/a/{token}", 303)
 
     @app.post("/a/{token}/answer")
     def answer(
         token: str,
-        unit: int = Form(...),
-        answer: str = Form(...),
+        page: str = Form(..., max_length=100),
+        answer: str = Form(..., max_length=20),
         csrf: str | None = Form(None),
         edit: str | None = Form(None),
     ) -> Response:
         who = site.annotator(token)
         site.check_csrf(who.token_hash, csrf)
-        mine = store.annotator_unit(st.con(), who.id, unit)
+        con = st.con()
+        state = lifecycle.state(con)
+        if state != "open":
+            raise HTTPException(409, f"{lifecycle.NOT_OPEN[state]} Your answer was not saved.")
+        mine = store.served_unit(con, who.id, page)
         if mine is None:
-            raise HTTPException(404, "no such question")
-        if answer not in {*mine.options, "skip"}:
+            raise HTTPException(404, "no such question: open your link again")
+        if mine.answer is not None:
+            raise HTTPException(409, "This question was answered already: open your link again.")
+        chosen = option_of(mine.options, FIXED_CHOICES[mine.kind], answer)
+        if chosen is None:
             raise HTTPException(422, f"{answer!r} is not an answer to this question")
         text = None
-        if answer == "edit":
+        if chosen == "edit":
             text = (edit or "").strip()
             if not text:
                 raise HTTPException(422, "an edit needs the edited text")
-        store.record_answer(st.con(), who.id, unit, answer, text)
+        if store.record_answer(con, who.id, page, chosen, text) is None:
+            raise HTTPException(409, "This is not your current question: open your link again.")
         if mine.practice:
-            return RedirectResponse(f"/a/{token}/feedback/{unit}", 303)
+            return RedirectResponse(f"/a/{token}/feedback/{page}", 303)
         return RedirectResponse(f"/a/{token}", 303)
 
-    @app.get("/a/{token}/feedback/{unit_id}", response_class=HTMLResponse)
-    def feedback(request: Request, token: str, unit_id: int) -> Response:
+    @app.get("/a/{token}/feedback/{page}", response_class=HTMLResponse)
+    def feedback(request: Request, token: str, page: str) -> Response:
         who = site.annotator(token)
-        unit = store.annotator_unit(st.con(), who.id, unit_id)
+        unit = store.served_unit(st.con(), who.id, page)
         if unit is None or not unit.practice or unit.answer is None:
             raise HTTPException(404, "no such practice question")
         return site.page(request, "feedback.html", unit=unit, base=f"/a/{token}",
@@ -270,8 +347,8 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
 
     @app.get("/a/{token}/img/{name}")
     def image(token: str, name: str) -> Response:
-        site.annotator(token)
-        if not SHA_RE.fullmatch(name):
+        who = site.annotator(token)
+        if not SHA_RE.fullmatch(name) or name not in _shown_images(st.con(), who.id):
             raise HTTPException(404, "no such image")
         found = store.image(st.con(), name)
         if found is None:
@@ -281,21 +358,39 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
                         headers={"Cache-Control": "private, max-age=86400"})  # fmt: skip
 
 
+def _shown_images(con: store.Connection, aid: str) -> set[str]:
+    """The images of the questions the server has shown the annotator."""
+    out: set[str] = set()
+    for u in store.annotator_units(con, aid):
+        if u.page is not None:
+            out.update(o["image"] for o in u.payload["options"] if o.get("image"))
+            if u.payload.get("base_image"):
+                out.add(u.payload["base_image"])
+    return out
+
+
 def _add_admin_routes(app: FastAPI, site: _Site) -> None:
-    """The admin link: progress and agreement, new annotator links."""
+    """The admin link: state, participants, per-item progress and agreement; new annotator
+    links; pause, close, reopen; the answers and participants tables."""
     st = site.st
 
     @app.get("/admin/{token}", response_class=HTMLResponse)
     def admin(request: Request, token: str) -> Response:
-        th = site.shared_link(token, st.admin_hash)
-        return site.page(request, "admin.html", p=progress(st.con()), settings=st.settings,
+        th = site.shared_link(token, "admin")
+        con = st.con()
+        return site.page(request, "admin.html", p=progress(con), settings=st.settings,
+                         state=lifecycle.state(con), minutes=st.minutes,
+                         free=lifecycle.free_items(con, st.settings, st.minutes),
+                         joined=store.join_count(con),
+                         people=participant_rows(con, st.settings, st.secret),
+                         items=lifecycle.item_progress(con, st.minutes),
                          csrf=csrf_token(st.secret, th), base=f"/admin/{token}")  # fmt: skip
 
     @app.post("/admin/{token}/invite", response_class=HTMLResponse)
     def invite(
         request: Request, token: str, n: int = Form(...), csrf: str | None = Form(None)
     ) -> Response:
-        th = site.shared_link(token, st.admin_hash)
+        th = site.shared_link(token, "admin")
         site.check_csrf(th, csrf)
         if not 1 <= n <= 500:
             raise HTTPException(422, "invite between 1 and 500 annotators at a time")
@@ -304,14 +399,48 @@ def _add_admin_routes(app: FastAPI, site: _Site) -> None:
         links = [(aid, f"{root}/a/{tok}") for aid, tok in made]
         return site.page(request, "invited.html", links=links, base=f"/admin/{token}")
 
+    @app.post("/admin/{token}/state")
+    def set_state(token: str, state: str = Form(...), csrf: str | None = Form(None)) -> Response:
+        th = site.shared_link(token, "admin")
+        site.check_csrf(th, csrf)
+        if state not in lifecycle.STATES:
+            raise HTTPException(422, f"state: one of {', '.join(lifecycle.STATES)}")
+        lifecycle.set_state(st.con(), state)
+        return RedirectResponse(f"/admin/{token}", 303)
+
+    @app.get("/admin/{token}/export/{name}")
+    def export(token: str, name: str) -> Response:
+        site.shared_link(token, "admin")
+        if name == "answers.parquet":
+            import pyarrow.parquet as pq
+
+            from lexsem.annotate.answers import answers_table
+
+            buf = io.BytesIO()
+            pq.write_table(answers_table(st.con()), buf)
+            data, mime = buf.getvalue(), "application/vnd.apache.parquet"
+        elif name == "participants.csv":
+            data = participants_csv(participant_rows(st.con(), st.settings, st.secret))
+            mime = "text/csv; charset=utf-8"
+        else:
+            raise HTTPException(404, "no such export")
+        disposition = f'attachment; filename="{name}"'
+        return Response(data, media_type=mime, headers={"Content-Disposition": disposition})
+
 
 def _choices(unit: store.Unit) -> list[dict[str, Any]]:
-    """The unit's choices as shown: option id, key, label, text or image."""
+    """The unit's choices as shown: the value it posts (a place, or a fixed choice's name:
+    never an option's id), key, label, text or image; `given` and `right` mark the answer and
+    the right answer (shown by the practice feedback only)."""
     opts = {o["id"]: o for o in unit.payload["options"]}
+    values = posted_values(unit.options, FIXED_CHOICES[unit.kind])
     out = []
-    for i, oid in enumerate(unit.options):
+    for i, (oid, value) in enumerate(zip(unit.options, values, strict=True)):
+        marks = {"given": oid == unit.answer, "right": oid == unit.correct}
         if oid in opts:
-            out.append({"id": oid, "key": str(i + 1), "letter": chr(65 + i), **opts[oid]})
+            shown = {k: v for k, v in opts[oid].items() if k in ("text", "image")}
+            out.append({"value": value, "key": value, "letter": chr(65 + i), **shown, **marks})
         else:
-            out.append({"id": oid, "key": KEYS[oid], "label": LABELS[oid], "fixed": True})
+            out.append({"value": value, "key": KEYS[oid], "label": LABELS[oid], "fixed": True,
+                        **marks})  # fmt: skip
     return out

@@ -46,7 +46,9 @@ class StudySettings(BaseModel):
     )
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Sampling and randomisation seed.")
     completion_code: str = Field(
-        "", max_length=200, description="Shown when an annotator finishes (crowd platforms)."
+        "",
+        max_length=200,
+        description="The prefix of each participant's own completion code (crowd platforms).",
     )
     instructions: str | None = Field(
         None,
@@ -62,6 +64,30 @@ class StudySettings(BaseModel):
     )
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Anything else the study records."
+    )
+    code_min_answered: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="A completion code needs this share of the participant's real questions "
+        "answered, not skipped.",
+    )
+    reservation_minutes: float = Field(
+        30.0,
+        gt=0.0,
+        le=10_080.0,
+        description="Minutes a participant may be idle before their unanswered items go back "
+        "to the pool.",
+    )
+    max_participants: int | None = Field(
+        None, ge=1, le=1_000_000, description="The most participants the join link admits."
+    )
+    link_hours: float | None = Field(
+        None,
+        gt=0.0,
+        le=8_760.0,
+        description="Hours a personal link works if its participant has not started "
+        "(default: no expiry).",
     )
 
 
@@ -93,6 +119,13 @@ class ServeConfig(BaseModel):
     port: int = Field(8000, ge=1, le=65535, description="Port.")
     rate_limit: int = Field(
         300, ge=1, le=100_000, description="Requests per token per minute (images included)."
+    )
+    reservation_minutes: float | None = Field(
+        None,
+        gt=0.0,
+        le=10_080.0,
+        description="Minutes a participant may be idle before their items go back to the pool "
+        "(default: the study's setting).",
     )
 
 

@@ -16,19 +16,20 @@ import httpx
 __all__ = ["Page", "ScriptedAnnotator", "parse_page"]
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
-_UNIT = re.compile(r'name="unit" value="(\d+)"')
+_PAGE = re.compile(r'name="page" value="([^"]+)"')
 _ACTION = re.compile(r'<form method="post" action="([^"]+)"')
 _ANSWER = re.compile(r'<button type="submit" name="answer" value="([^"]+)"')
 
 
 @dataclass(frozen=True)
 class Page:
-    """What a page asks for: its form's action, CSRF token, and for a question its unit and
-    the answers offered (in the order shown)."""
+    """What a page asks for: its form's action, CSRF token, and for a question its page token
+    and the answers it posts (in the order shown: places "1", "2", ..., fixed choices,
+    "skip"); `done` where the study ended for this link (a code, or a page saying why not)."""
 
     action: str | None
     csrf: str | None
-    unit: int | None
+    page: str | None
     answers: list[str]
     done: bool
     code: str | None
@@ -37,20 +38,21 @@ class Page:
 def parse_page(html: str) -> Page:
     action = _ACTION.search(html)
     csrf = _CSRF.search(html)
-    unit = _UNIT.search(html)
+    page = _PAGE.search(html)
     code = re.search(r'<code class="code">([^<]+)</code>', html)
     return Page(
         action.group(1) if action else None,
         csrf.group(1) if csrf else None,
-        int(unit.group(1)) if unit else None,
+        page.group(1) if page else None,
         _ANSWER.findall(html),
-        "Thank you" in html or "No questions left" in html,
+        'class="end"' in html,
         code.group(1) if code else None,
     )
 
 
 Policy = Callable[[Page, random.Random], str | tuple[str, str]]
-"""The answer to a question page: an answer id, or ``("edit", TEXT)`` for a validation edit."""
+"""The answer to a question page: a value it posts, or ``("edit", TEXT)`` for a validation
+edit."""
 
 
 def random_policy(page: Page, rng: random.Random) -> str:
@@ -66,7 +68,7 @@ class ScriptedAnnotator:
     policy: Policy = random_policy
     seed: int = 0
     latencies: list[float] = field(default_factory=list)
-    answered: list[tuple[int, str]] = field(default_factory=list)
+    answered: list[tuple[str, str]] = field(default_factory=list)  # (page token, value)
     code: str | None = None
 
     def _timed(self, method: str, url: str, **kw: object) -> httpx.Response:
@@ -90,13 +92,13 @@ class ScriptedAnnotator:
             if page.action is None or page.csrf is None:
                 raise RuntimeError(f"{self.link}: a page without a form")
             data = {"csrf": page.csrf}
-            if page.unit is not None:
+            if page.page is not None:
                 chosen = self.policy(page, rng)
                 answer, edit = chosen if isinstance(chosen, tuple) else (chosen, None)
-                data |= {"unit": str(page.unit), "answer": answer}
+                data |= {"page": page.page, "answer": answer}
                 if edit is not None:
                     data["edit"] = edit
-                self.answered.append((page.unit, answer))
+                self.answered.append((page.page, answer))
             res = self._timed("POST", page.action, data=data, follow_redirects=False)
             if res.status_code != 303:
                 raise RuntimeError(f"{page.action}: HTTP {res.status_code}")

@@ -2,12 +2,15 @@
 module that runs SQL on a study file. Every other module calls the named functions below.
 
 Tables: ``meta`` (the study's settings as JSON, its secret, the admin and join token hashes,
-the schema version), ``images`` (the study's own image bytes by sha256: the only images the
-server serves), ``units`` (one row per query: kind, item, subset, practice / gold, right
-answer, payload JSON), ``annotators`` (an opaque id, the token's sha256, the randomisation
-seed, consent and start times: nothing personal), ``assignments`` (annotator × unit: serving
-order, the option order shown, serve time, answer, edit, seconds, answer time) and
-``schema_history`` (each schema version the file reached, when, and with which lexsem).
+its state, the schema version), ``images`` (the study's own image bytes by sha256: the only
+images the server serves), ``units`` (one row per query: kind, item, subset, practice / gold,
+right answer, payload JSON), ``annotators`` (an opaque id, the token's sha256, the
+randomisation seed, consent and start times, how they came (a personal link or the join link),
+when the link expires or was revoked, when they were last active, how many items they took and
+when an idle reservation was given back: nothing personal), ``assignments`` (annotator × unit:
+serving order, the option order shown, serve time and the page token it was served with,
+answer, edit, seconds, answer time) and ``schema_history`` (each schema version the file
+reached, when, and with which lexsem).
 
 Every change is one transaction committed before the response that follows it is sent, so a
 killed server (SIGKILL) loses no answer; `write` takes SQLite's write lock at the start
@@ -47,6 +50,7 @@ __all__ = [
     "GivenAnswer",
     "StoredUnit",
     "Unit",
+    "Work",
     "add_annotator",
     "add_assignment",
     "add_image",
@@ -55,34 +59,46 @@ __all__ = [
     "annotator_by_token",
     "annotator_count",
     "annotator_unit",
+    "annotator_units",
     "annotators",
     "answer_counts",
     "answers",
     "assignments",
     "checkpoint",
+    "clear_released",
     "connect",
     "create_schema",
     "file_path",
     "get_meta",
+    "holders",
     "image",
     "items_held",
+    "join_count",
     "main_item_count",
     "mark_reserved",
+    "next_seq",
     "next_unit",
     "now_iso",
     "read",
     "record_answer",
     "record_consent",
     "record_start",
+    "release",
+    "release_idle",
+    "revoke",
     "schema_history",
+    "served_unit",
     "set_meta",
+    "touch",
+    "unit_for_page",
     "units",
+    "work",
     "write",
 ]
 
 Connection = sqlite3.Connection
 
-SCHEMA_VERSION = 2  # 1: the study tables; 2: + schema_history
+SCHEMA_VERSION = 3  # 1: the study tables; 2: + schema_history; 3: + the crowd columns
 
 _HISTORY_TABLE = (
     "CREATE TABLE schema_history (version INTEGER PRIMARY KEY, applied_at TEXT, lexsem TEXT)"
@@ -111,6 +127,19 @@ CREATE INDEX assignments_unit ON assignments (unit);
 """
 
 
+# schema 3: how an annotator came, link expiry and revocation, activity, the items they took,
+# a reservation given back; the page token each unit was served with
+_V3_COLUMNS = (
+    "ALTER TABLE annotators ADD COLUMN source TEXT NOT NULL DEFAULT 'link'",
+    "ALTER TABLE annotators ADD COLUMN expires_at REAL",
+    "ALTER TABLE annotators ADD COLUMN revoked_at TEXT",
+    "ALTER TABLE annotators ADD COLUMN last_seen REAL",
+    "ALTER TABLE annotators ADD COLUMN target INTEGER",
+    "ALTER TABLE annotators ADD COLUMN released_at TEXT",
+    "ALTER TABLE assignments ADD COLUMN page TEXT",
+)
+
+
 def now_iso() -> str:
     """The store's time stamps: ISO 8601, UTC, whole seconds."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -128,9 +157,17 @@ def _to_2(con: Connection) -> None:
     )
 
 
+def _to_3(con: Connection) -> None:
+    """Schema 3: the crowd columns; an annotator already at work counts as active now (their
+    reservation's idle time starts at the upgrade)."""
+    for statement in _V3_COLUMNS:
+        con.execute(statement)
+    con.execute("UPDATE annotators SET last_seen = ? WHERE reserved = 1", (time.time(),))
+
+
 # (version reached, step): each step takes a study of the version before to this version,
 # inside the migration's one write transaction (no COMMIT, no `executescript`).
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(2, _to_2)]
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(2, _to_2), (3, _to_3)]
 
 
 def _migrate(con: Connection, path: Path, version: int) -> None:
@@ -207,6 +244,8 @@ def connect(path: str | Path, *, create: bool = False) -> Connection:
 def create_schema(con: Connection) -> None:
     """The tables of a new study (an empty file), at this lexsem's schema."""
     con.executescript(_SCHEMA)
+    for statement in _V3_COLUMNS:  # the same table text as a migrated study's
+        con.execute(statement)
     set_meta(con, "schema_version", SCHEMA_VERSION)
     con.execute(
         "INSERT INTO schema_history (version, applied_at, lexsem) VALUES (?, ?, ?)",
@@ -338,17 +377,25 @@ class Annotator:
     consented_at: str | None
     started_at: str | None
     reserved: bool
+    source: str  # "link" (a personal link made by create / invite) or "join" (the join link)
+    expires_at: float | None  # when the link stops working unless started (epoch seconds)
+    revoked_at: str | None
+    last_seen: float | None  # the last start, first showing of a question or answer
+    target: int | None  # the main items reserved at the start
+    released_at: str | None  # when an idle reservation was given back (None: it holds)
 
 
 _ANNOTATOR_SQL = (
-    "SELECT id, token_hash, seed, created_at, consented_at, started_at, reserved FROM annotators"
+    "SELECT id, token_hash, seed, created_at, consented_at, started_at, reserved, source,"
+    " expires_at, revoked_at, last_seen, target, released_at FROM annotators"
 )
 
 
 def _annotator(row: sqlite3.Row) -> Annotator:
     return Annotator(
         row["id"], row["token_hash"], row["seed"], row["created_at"], row["consented_at"],
-        row["started_at"], bool(row["reserved"]),
+        row["started_at"], bool(row["reserved"]), row["source"], row["expires_at"],
+        row["revoked_at"], row["last_seen"], row["target"], row["released_at"],
     )  # fmt: skip
 
 
@@ -373,15 +420,22 @@ def annotator_count(con: Connection) -> int:
     return int(n)
 
 
+def join_count(con: Connection) -> int:
+    """The number of participants who came through the join link."""
+    (n,) = con.execute("SELECT COUNT(*) FROM annotators WHERE source = 'join'").fetchone()
+    return int(n)
+
+
 def add_annotator(
-    con: Connection, aid: str, token_hash: str, seed: int, *, consented: bool = False
-) -> None:
+    con: Connection, aid: str, token_hash: str, seed: int, *, consented: bool = False,
+    source: str = "link", expires_at: float | None = None,
+) -> None:  # fmt: skip
     """A new annotator (consented now where `consented`: they came through the crowd link)."""
     now = now_iso()
     con.execute(
-        "INSERT INTO annotators (id, token_hash, seed, created_at, consented_at)"
-        " VALUES (?, ?, ?, ?, ?)",
-        (aid, token_hash, seed, now, now if consented else None),
+        "INSERT INTO annotators (id, token_hash, seed, created_at, consented_at, source,"
+        " expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (aid, token_hash, seed, now, now if consented else None, source, expires_at),
     )
 
 
@@ -398,33 +452,119 @@ def record_start(con: Connection, aid: str) -> None:
     """The annotator's start, now (once; committed on return)."""
     with write(con):
         con.execute(
-            "UPDATE annotators SET started_at = ? WHERE id = ? AND started_at IS NULL",
-            (now_iso(), aid),
+            "UPDATE annotators SET started_at = ?, last_seen = ? WHERE id = ?"
+            " AND started_at IS NULL",
+            (now_iso(), time.time(), aid),
         )
 
 
-def mark_reserved(con: Connection, aid: str) -> None:
-    con.execute("UPDATE annotators SET reserved = 1 WHERE id = ?", (aid,))
+def mark_reserved(con: Connection, aid: str, target: int) -> None:
+    """The annotator holds `target` main items (their first reservation)."""
+    con.execute(
+        "UPDATE annotators SET reserved = 1, target = ?, last_seen = ? WHERE id = ?",
+        (target, time.time(), aid),
+    )
+
+
+def clear_released(con: Connection, aid: str) -> None:
+    """The annotator's reservation holds again (after a top-up)."""
+    con.execute(
+        "UPDATE annotators SET released_at = NULL, last_seen = ? WHERE id = ?", (time.time(), aid)
+    )
+
+
+def touch(con: Connection, aid: str) -> None:
+    """The annotator is active now."""
+    con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (time.time(), aid))
+
+
+_UNANSWERED_MAIN = (
+    "DELETE FROM assignments WHERE annotator = ? AND answer IS NULL"
+    " AND unit IN (SELECT id FROM units WHERE practice = 0 AND gold = 0)"
+)
+
+
+def release(con: Connection, aid: str) -> int:
+    """Give the annotator's unanswered main units back to the pool (inside the caller's
+    `write`); the number of units given back."""
+    gone = con.execute(_UNANSWERED_MAIN, (aid,)).rowcount
+    if gone:
+        con.execute("UPDATE annotators SET released_at = ? WHERE id = ?", (now_iso(), aid))
+    return int(gone)
+
+
+def release_idle(con: Connection, idle_before: float) -> list[str]:
+    """Give back the unanswered main units of every annotator last active before
+    `idle_before` (inside the caller's `write`); the annotators whose units went back."""
+    rows = con.execute(
+        "SELECT id FROM annotators WHERE reserved = 1 AND released_at IS NULL"
+        " AND last_seen < ? ORDER BY id",
+        (idle_before,),
+    ).fetchall()
+    return [r[0] for r in rows if release(con, r[0])]
+
+
+def revoke(con: Connection, aid: str) -> bool:
+    """Revoke the annotator's link and give their unanswered main units back (committed on
+    return); False where there is no such annotator or the link was already revoked."""
+    with write(con):
+        done = con.execute(
+            "UPDATE annotators SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+            (now_iso(), aid),
+        ).rowcount
+        if done:
+            release(con, aid)
+    return bool(done)
 
 
 # --- assignments and answers ----------------------------------------------------------------
 
 
-def items_held(con: Connection) -> dict[str, int]:
-    """Main item key -> the number of annotators holding it."""
-    rows = con.execute(
-        "SELECT u.item_key, COUNT(DISTINCT a.annotator) FROM units u JOIN assignments a"
-        " ON a.unit = u.id WHERE u.practice = 0 AND u.gold = 0 GROUP BY u.item_key"
+def holders(con: Connection, idle_before: float | None = None) -> dict[str, int]:
+    """Main item key -> the number of annotators holding it: who has every unit of the item
+    assigned and has answered them all, or is still at work (link not revoked, and active
+    since `idle_before` where given)."""
+    sizes = dict(
+        con.execute(
+            "SELECT item_key, COUNT(*) FROM units WHERE practice = 0 AND gold = 0 GROUP BY item_key"
+        ).fetchall()
     )
-    return {r[0]: int(r[1]) for r in rows}
+    rows = con.execute(
+        "SELECT u.item_key, COUNT(*), COUNT(a.answer), n.last_seen, n.revoked_at"
+        " FROM assignments a JOIN units u ON u.id = a.unit JOIN annotators n"
+        " ON n.id = a.annotator WHERE u.practice = 0 AND u.gold = 0"
+        " GROUP BY u.item_key, a.annotator"
+    )
+    out: dict[str, int] = {}
+    for item, n, done, seen, revoked in rows:
+        if n < sizes[item]:
+            continue
+        live = revoked is None and (
+            idle_before is None or (seen is not None and seen >= idle_before)
+        )
+        if done == n or live:
+            out[item] = out.get(item, 0) + 1
+    return out
+
+
+def items_held(con: Connection) -> dict[str, int]:
+    """Main item key -> the number of annotators holding it (`holders`, idle ones included)."""
+    return holders(con)
 
 
 def add_assignment(con: Connection, aid: str, unit_id: int, seq: int, options: list[str]) -> None:
-    """Unit `unit_id` for annotator `aid`, served as their `seq`-th, options shown in order."""
+    """Unit `unit_id` for annotator `aid`, served as their `seq`-th, options shown in order
+    (nothing where the annotator already has that unit)."""
     con.execute(
-        "INSERT INTO assignments (annotator, unit, seq, options) VALUES (?, ?, ?, ?)",
+        "INSERT OR IGNORE INTO assignments (annotator, unit, seq, options) VALUES (?, ?, ?, ?)",
         (aid, unit_id, seq, json.dumps(options)),
     )
+
+
+def next_seq(con: Connection, aid: str) -> int:
+    """The serving place after the annotator's last unit."""
+    (last,) = con.execute("SELECT MAX(seq) FROM assignments WHERE annotator = ?", (aid,)).fetchone()
+    return 0 if last is None else int(last) + 1
 
 
 def answer_counts(con: Connection, aid: str) -> tuple[int, int]:
@@ -433,6 +573,54 @@ def answer_counts(con: Connection, aid: str) -> tuple[int, int]:
         "SELECT COUNT(answer), COUNT(*) FROM assignments WHERE annotator = ?", (aid,)
     ).fetchone()
     return int(row[0]), int(row[1])
+
+
+@dataclass(frozen=True)
+class Work:
+    """What an annotator has done: units assigned and unanswered (all kinds), main units
+    assigned, answered and skipped, main items they answered whole, gold answered and right."""
+
+    assigned: int
+    unanswered: int
+    main: int
+    main_answered: int
+    main_skipped: int
+    items_done: int
+    gold: int
+    gold_right: int
+
+
+def work(con: Connection, aid: str) -> Work:
+    """The annotator's work so far (`Work`)."""
+    rows = con.execute(
+        "SELECT u.item_key, u.practice, u.gold, u.correct, a.answer FROM assignments a"
+        " JOIN units u ON u.id = a.unit WHERE a.annotator = ?",
+        (aid,),
+    ).fetchall()
+    sizes = dict(
+        con.execute(
+            "SELECT u.item_key, COUNT(*) FROM units u WHERE u.practice = 0 AND u.gold = 0"
+            " AND u.item_key IN (SELECT u2.item_key FROM assignments a2 JOIN units u2"
+            " ON u2.id = a2.unit WHERE a2.annotator = ?) GROUP BY u.item_key",
+            (aid,),
+        ).fetchall()
+    )
+    main = [r for r in rows if not r["practice"] and not r["gold"]]
+    answered_per_item: dict[str, int] = {}
+    for r in main:
+        if r["answer"] is not None:
+            answered_per_item[r["item_key"]] = answered_per_item.get(r["item_key"], 0) + 1
+    gold = [r for r in rows if r["gold"] and r["answer"] is not None]
+    return Work(
+        assigned=len(rows),
+        unanswered=sum(r["answer"] is None for r in rows),
+        main=len(main),
+        main_answered=sum(r["answer"] is not None for r in main),
+        main_skipped=sum(r["answer"] == "skip" for r in main),
+        items_done=sum(n == sizes.get(k) for k, n in answered_per_item.items()),
+        gold=len(gold),
+        gold_right=sum(r["answer"] == r["correct"] for r in gold),
+    )
 
 
 @dataclass(frozen=True)
@@ -451,12 +639,13 @@ class Unit:
     answer: str | None
     edit: str | None
     seq: int
+    page: str | None  # the token of the page it was served with (None: never shown)
 
 
 _UNIT_SQL = (
     "SELECT u.id, u.kind, u.item_id, u.subset, u.practice, u.gold, u.correct, u.payload,"
-    " a.options, a.answer, a.edit, a.seq FROM assignments a JOIN units u ON u.id = a.unit"
-    " WHERE a.annotator = ?"
+    " a.options, a.answer, a.edit, a.seq, a.page FROM assignments a JOIN units u"
+    " ON u.id = a.unit WHERE a.annotator = ?"
 )
 
 
@@ -464,25 +653,46 @@ def _unit(row: sqlite3.Row) -> Unit:
     return Unit(
         row["id"], row["kind"], row["item_id"], row["subset"], bool(row["practice"]),
         bool(row["gold"]), row["correct"], json.loads(row["payload"]), json.loads(row["options"]),
-        row["answer"], row["edit"], row["seq"],
+        row["answer"], row["edit"], row["seq"], row["page"],
     )  # fmt: skip
 
 
-def next_unit(con: Connection, aid: str) -> Unit | None:
-    """The annotator's first unanswered unit (marked shown now, if it never was), or None
-    (committed on return)."""
+def next_unit(con: Connection, aid: str, new_page: Callable[[], str]) -> Unit | None:
+    """The annotator's first unanswered unit, or None; the first time it is shown, its serve
+    time and a page token (`new_page()`) are recorded (committed on return), and a later
+    showing keeps both."""
+    row = con.execute(f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)).fetchone()
+    if row is None or row["page"] is not None:
+        return None if row is None else _unit(row)
     with write(con):
         row = con.execute(
             f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)
         ).fetchone()
         if row is None:
             return None
-        con.execute(
-            "UPDATE assignments SET served_at = ? WHERE annotator = ? AND unit = ?"
-            " AND served_at IS NULL",
-            (time.time(), aid, row["id"]),
-        )
+        if row["page"] is None:
+            now = time.time()
+            con.execute(
+                "UPDATE assignments SET served_at = ?, page = ? WHERE annotator = ? AND unit = ?",
+                (now, new_page(), aid, row["id"]),
+            )
+            con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (now, aid))
+            row = con.execute(f"{_UNIT_SQL} AND a.unit = ?", (aid, row["id"])).fetchone()
     return _unit(row)
+
+
+def served_unit(con: Connection, aid: str, page: str) -> Unit | None:
+    """The annotator's unit that was served with the page token `page`, or None."""
+    row = con.execute(f"{_UNIT_SQL} AND a.page = ?", (aid, page)).fetchone()
+    return None if row is None else _unit(row)
+
+
+def unit_for_page(con: Connection, page: str) -> Unit | None:
+    """The unit served with the page token `page`, whoever it was served to."""
+    row = con.execute(
+        _UNIT_SQL.replace("WHERE a.annotator = ?", "WHERE a.page = ?"), (page,)
+    ).fetchone()
+    return None if row is None else _unit(row)
 
 
 def annotator_unit(con: Connection, aid: str, unit_id: int) -> Unit | None:
@@ -491,24 +701,35 @@ def annotator_unit(con: Connection, aid: str, unit_id: int) -> Unit | None:
     return None if row is None else _unit(row)
 
 
-def record_answer(con: Connection, aid: str, unit_id: int, answer: str, edit: str | None) -> bool:
-    """Record an answer with its seconds since the unit was first shown (committed on
-    return); False when the unit already had one, or is not the annotator's."""
+def annotator_units(con: Connection, aid: str) -> list[Unit]:
+    """Every unit of the annotator, in serving order."""
+    return [_unit(r) for r in con.execute(f"{_UNIT_SQL} ORDER BY a.seq", (aid,))]
+
+
+def record_answer(
+    con: Connection, aid: str, page: str, answer: str, edit: str | None
+) -> Unit | None:
+    """Record an answer to the unit served with page token `page`, with its seconds since the
+    server first showed it (committed on return); the unit, or None when that unit is not the
+    annotator's current one (the first unanswered: never shown, answered, given back)."""
     with write(con):
         row = con.execute(
-            "SELECT served_at, answer FROM assignments WHERE annotator = ? AND unit = ?",
-            (aid, unit_id),
+            f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)
         ).fetchone()
-        if row is None or row["answer"] is not None:
-            return False
+        if row is None or row["page"] is None or row["page"] != page:
+            return None
+        (served,) = con.execute(
+            "SELECT served_at FROM assignments WHERE annotator = ? AND unit = ?",
+            (aid, row["id"]),
+        ).fetchone()
         now = time.time()
-        seconds = max(0.0, now - row["served_at"]) if row["served_at"] is not None else 0.0
         con.execute(
             "UPDATE assignments SET answer = ?, edit = ?, seconds = ?, answered_at = ?"
             " WHERE annotator = ? AND unit = ?",
-            (answer, edit, seconds, now_iso(), aid, unit_id),
+            (answer, edit, max(0.0, now - served), now_iso(), aid, row["id"]),
         )
-    return True
+        con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (now, aid))
+    return _unit(row)
 
 
 @dataclass(frozen=True)
@@ -523,17 +744,18 @@ class Assignment:
     practice: bool
     gold: bool
     correct: str | None
+    item_key: str = ""
 
 
 def assignments(con: Connection) -> list[Assignment]:
     """Every assignment, answered or not."""
     rows = con.execute(
         "SELECT a.annotator, a.unit, a.answer, a.seconds, u.kind, u.practice, u.gold,"
-        " u.correct FROM assignments a JOIN units u ON u.id = a.unit"
+        " u.correct, u.item_key FROM assignments a JOIN units u ON u.id = a.unit"
     )
     return [
         Assignment(r["annotator"], r["unit"], r["answer"], r["seconds"], r["kind"],
-                   bool(r["practice"]), bool(r["gold"]), r["correct"])
+                   bool(r["practice"]), bool(r["gold"]), r["correct"], r["item_key"])
         for r in rows
     ]  # fmt: skip
 

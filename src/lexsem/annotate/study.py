@@ -11,6 +11,7 @@ everyone, mixed into their items; main units go to `overlap` annotators each.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,10 @@ __all__ = [
     "StudyUnits",
     "add_annotators",
     "create_study",
+    "join_annotator",
     "load_settings",
+    "revoke_link",
+    "rotate_admin",
 ]
 
 
@@ -89,7 +93,7 @@ def create_study(
                 store.set_meta(con, "admin_hash", hash_token(admin))
                 store.set_meta(con, "join_hash", hash_token(join))
                 store.set_meta(con, "created_at", store.now_iso())
-                tokens = _add(con, settings.seed, annotators)
+                tokens = _add(con, settings, annotators)
             store.checkpoint(con)
         finally:
             con.close()
@@ -121,26 +125,64 @@ def _insert_units(con: store.Connection, units: StudyUnits) -> None:
 
 
 def _add(
-    con: store.Connection, study_seed: int, n: int, *, consented: bool = False
+    con: store.Connection, settings: StudySettings, n: int, *, source: str = "link"
 ) -> list[tuple[str, str]]:
     count = store.annotator_count(con)
+    hours = settings.link_hours
+    expires = None if hours is None else time.time() + 3600.0 * hours
     out = []
     for k in range(count + 1, count + n + 1):
         aid, token = f"a{k:04d}", new_token()
         store.add_annotator(
-            con, aid, hash_token(token), annotator_seed(study_seed, aid), consented=consented
-        )
+            con, aid, hash_token(token), annotator_seed(settings.seed, aid),
+            consented=source == "join", source=source, expires_at=expires,
+        )  # fmt: skip
         out.append((aid, token))
     return out
 
 
-def add_annotators(
-    con: store.Connection, n: int, *, consented: bool = False
-) -> list[tuple[str, str]]:
+def add_annotators(con: store.Connection, n: int) -> list[tuple[str, str]]:
     """`n` new annotators (opaque ids a0001, ...) and their tokens, committed."""
-    seed = load_settings(con).seed
+    settings = load_settings(con)
     with store.write(con):
-        return _add(con, seed, n, consented=consented)
+        return _add(con, settings, n)
+
+
+def join_annotator(con: store.Connection) -> tuple[str, str] | None:
+    """A participant who consented through the join link: their id and token (committed), or
+    None where the join link has admitted `max_participants` already."""
+    settings = load_settings(con)
+    with store.write(con):
+        cap = settings.max_participants
+        if cap is not None and store.join_count(con) >= cap:
+            return None
+        ((aid, token),) = _add(con, settings, 1, source="join")
+    return aid, token
+
+
+def revoke_link(con: store.Connection, which: str) -> str:
+    """Revoke one link, named by its token (a personal link's or the join link's) or by an
+    annotator id; a revoked personal link's unanswered items go back to the pool. What was
+    revoked, in words."""
+    th = hash_token(which)
+    if store.get_meta(con, "join_hash") == th:
+        with store.write(con):
+            store.set_meta(con, "join_hash", None)
+        return "the join link"
+    who = store.annotator_by_token(con, th) or store.annotator(con, which)
+    if who is None:
+        raise LexsemError(f"{which!r}: no annotator id or link token of this study")
+    if not store.revoke(con, who.id):
+        raise LexsemError(f"{who.id}: the link was revoked already")
+    return f"annotator {who.id}'s link"
+
+
+def rotate_admin(con: store.Connection) -> str:
+    """A new admin token (committed; the old admin link stops working)."""
+    token = new_token()
+    with store.write(con):
+        store.set_meta(con, "admin_hash", hash_token(token))
+    return token
 
 
 def load_settings(con: store.Connection) -> StudySettings:

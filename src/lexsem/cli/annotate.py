@@ -1,5 +1,6 @@
-"""`lexsem annotate create|serve|status|export|invite`: human studies (docs/human-studies.md);
-the work is `lexsem.annotate`. `cli/app.py` registers these as the `annotate` command group."""
+"""`lexsem annotate create|serve|status|export|invite|close|pause|reopen|revoke|rotate-admin|
+verify`: human studies (docs/human-studies.md); the work is `lexsem.annotate`. `cli/app.py`
+registers these as the `annotate` command group."""
 
 from __future__ import annotations
 
@@ -67,6 +68,11 @@ Overlap = config_option(StudySettings, "overlap", "--overlap")
 Quota = config_option(StudySettings, "quota", "--quota")
 CompletionCode = config_option(StudySettings, "completion_code", "--completion-code",
                                optional=True, more="(default: a random one)")  # fmt: skip
+CodeMinAnswered = config_option(StudySettings, "code_min_answered", "--code-min-answered")
+ReservationMinutes = config_option(StudySettings, "reservation_minutes", "--reservation-minutes")
+MaxParticipants = config_option(StudySettings, "max_participants", "--max-participants")
+LinkHours = config_option(StudySettings, "link_hours", "--link-hours")
+ServeReservation = config_option(ServeConfig, "reservation_minutes", "--reservation-minutes")
 Sample = config_option(CreateConfig, "sample", "--sample")
 SampleTotal = config_option(CreateConfig, "sample_total", "--sample-total")
 Practice = config_option(CreateConfig, "practice", "--practice")
@@ -115,6 +121,10 @@ def create(
         typer.Option("--consent", help=f"A file of the study's consent text {TextFile}."),
     ] = None,
     completion_code: CompletionCode = None,
+    code_min_answered: CodeMinAnswered = STUDY.code_min_answered,
+    reservation_minutes: ReservationMinutes = STUDY.reservation_minutes,
+    max_participants: MaxParticipants = STUDY.max_participants,
+    link_hours: LinkHours = STUDY.link_hours,
     column: Annotated[
         list[str] | None, typer.Option("--column", help="ROLE=NAME: a build table's column.")
     ] = None,
@@ -144,7 +154,9 @@ def create(
         benchmarks=sources, overlap=overlap, quota=quota, gold_pass=gold_pass, seed=seed,
         completion_code=completion_code or secrets.token_hex(4).upper(),
         instructions=_read_text(instructions, "--instructions"),
-        consent=_read_text(consent, "--consent"),
+        consent=_read_text(consent, "--consent"), code_min_answered=code_min_answered,
+        reservation_minutes=reservation_minutes, max_participants=max_participants,
+        link_hours=link_hours,
     )  # fmt: skip
     if links is not None and links.exists():
         raise LexsemError(f"--links {links}: exists; it would hold secrets, choose a new file")
@@ -210,14 +222,16 @@ def serve(
     host: Host = SERVE.host,
     port: Port = SERVE.port,
     rate_limit: RateLimit = SERVE.rate_limit,
+    reservation_minutes: ServeReservation = SERVE.reservation_minutes,
 ) -> None:
     """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise)."""
-    cfg = from_options(ServeConfig, "serving", {}, host=host, port=port, rate_limit=rate_limit)
+    cfg = from_options(ServeConfig, "serving", {}, host=host, port=port, rate_limit=rate_limit,
+                       reservation_minutes=reservation_minutes)  # fmt: skip
     import uvicorn
 
     from lexsem.annotate.app import create_app
 
-    app = create_app(study, rate_limit=cfg.rate_limit)
+    app = create_app(study, rate_limit=cfg.rate_limit, reservation_minutes=cfg.reservation_minutes)
     typer.echo(f"serving {study} on http://{cfg.host}:{cfg.port} (Ctrl-C stops)", err=True)
     uvicorn.run(app, host=cfg.host, port=cfg.port, access_log=False, log_level="warning")
 
@@ -261,24 +275,39 @@ def export(
     answers: Annotated[
         Path, typer.Option("--answers", help="Write the answers table (Parquet) here.")
     ],
+    participants: Annotated[
+        Path | None,
+        typer.Option(
+            "--participants", help="Also write the participants and their codes (CSV) here."
+        ),
+    ] = None,
 ) -> None:
-    """Export the study's answers as one table (docs/human-studies.md, "The answers table")."""
+    """Export the study's answers as one table (docs/human-studies.md, "The answers table"),
+    and the participants with their completion codes."""
     import pyarrow.parquet as pq
 
     from lexsem.annotate.answers import answers_table
-    from lexsem.annotate.store import connect
-    from lexsem.atomic import atomic_path
+    from lexsem.annotate.codes import participant_rows, participants_csv
+    from lexsem.annotate.store import connect, get_meta
+    from lexsem.annotate.study import load_settings
+    from lexsem.atomic import atomic_open, atomic_path
 
-    if answers.resolve() == study.resolve():
-        raise LexsemError(f"--answers {answers}: that is the study file")
+    for option, path in (("--answers", answers), ("--participants", participants)):
+        if path is not None and path.resolve() == study.resolve():
+            raise LexsemError(f"{option} {path}: that is the study file")
     con = connect(study)
     try:
         table = answers_table(con)
+        rows = participant_rows(con, load_settings(con), get_meta(con, "secret"))
     finally:
         con.close()
     with atomic_path(answers) as tmp:
         pq.write_table(table, tmp)
     typer.echo(f"{table.num_rows} answers -> {answers}")
+    if participants is not None:
+        with atomic_open(participants, "wb") as fh:
+            fh.write(participants_csv(rows))
+        typer.echo(f"{len(rows)} participants -> {participants}")
 
 
 def invite(
@@ -300,10 +329,107 @@ def invite(
         typer.echo(f"{aid}: {base_url.rstrip('/')}/a/{token}")
 
 
+def _set_state(study: Path, new: str) -> None:
+    from lexsem.annotate.lifecycle import set_state
+    from lexsem.annotate.store import connect
+
+    con = connect(study)
+    try:
+        old = set_state(con, new)
+    finally:
+        con.close()
+    typer.echo(f"{study}: {old} -> {new}")
+
+
+def close(study: Study) -> None:
+    """Close the study: nobody starts or answers any more (`reopen` opens it again)."""
+    _set_state(study, "closed")
+
+
+def pause(study: Study) -> None:
+    """Pause the study: pages say so, nobody starts or answers until `reopen`."""
+    _set_state(study, "paused")
+
+
+def reopen(study: Study) -> None:
+    """Open a paused or closed study again."""
+    _set_state(study, "open")
+
+
+def revoke(
+    study: Study,
+    link: Annotated[
+        str, typer.Argument(help="An annotator id (a0001), or a link's token (personal or join).")
+    ],
+) -> None:
+    """Revoke one link: it stops working; a participant's unanswered items go back to the
+    pool."""
+    from lexsem.annotate.store import connect
+    from lexsem.annotate.study import revoke_link
+
+    token = link.rstrip("/").rsplit("/", 1)[-1]  # a whole link works too
+    con = connect(study)
+    try:
+        what = revoke_link(con, token)
+    finally:
+        con.close()
+    typer.echo(f"{study}: {what} revoked")
+
+
+def rotate_admin(study: Study, base_url: BaseUrl = "http://127.0.0.1:8000") -> None:
+    """A new admin link (shown once); the old one stops working, even on a running server."""
+    from lexsem.annotate.store import connect
+    from lexsem.annotate.study import rotate_admin as rotate
+
+    con = connect(study)
+    try:
+        token = rotate(con)
+    finally:
+        con.close()
+    typer.echo(f"admin: {base_url.rstrip('/')}/admin/{token}")
+    typer.echo("this link is shown once: the study keeps only its hash", err=True)
+
+
+def verify(
+    study: Study, code: Annotated[str, typer.Argument(help="A completion code to check.")]
+) -> None:
+    """Whose completion code this is and what they answered (exit status 2 where it is no
+    participant's, or one who has not earned it)."""
+    from lexsem.annotate.codes import earned, owner
+    from lexsem.annotate.store import connect, get_meta
+    from lexsem.annotate.study import load_settings
+
+    con = connect(study)
+    try:
+        settings = load_settings(con)
+        who = owner(con, get_meta(con, "secret"), settings.completion_code, code)
+        if who is None:
+            raise LexsemError(f"{code!r}: no participant of {study} has this code")
+        got = earned(con, settings, who)
+    finally:
+        con.close()
+    w = got.work
+    typer.echo(f"{code}: annotator {who.id} ({'join link' if who.source == 'join' else 'link'}"
+               f", started {who.started_at or '-'})")  # fmt: skip
+    typer.echo(f"  main questions: {w.main_answered - w.main_skipped} answered, "
+               f"{w.main_skipped} skipped, {w.main - w.main_answered} open, of {w.main}; "
+               f"items answered whole: {w.items_done} of {who.target or 0} taken")  # fmt: skip
+    typer.echo(f"  gold: {w.gold_right} of {w.gold} right" if w.gold else "  gold: none")
+    if not got.ok:
+        raise LexsemError(f"{code!r} is {who.id}'s code, not earned: {got.reason}")
+    typer.echo("  code earned: yes")
+
+
 ANNOTATE_COMMANDS = {
     "create": create,
     "serve": serve,
     "status": status,
     "export": export,
     "invite": invite,
+    "close": close,
+    "pause": pause,
+    "reopen": reopen,
+    "revoke": revoke,
+    "rotate-admin": rotate_admin,
+    "verify": verify,
 }
