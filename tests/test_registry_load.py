@@ -11,6 +11,7 @@ from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.benchmarks.selectors import parse_selector
 from lexsem.errors import DownloadError, LexsemError
+from lexsem.registry import Registry
 
 
 def test_registry_names_and_selectors() -> None:
@@ -96,3 +97,14 @@ def test_visla_spatial_incomplete_rows_dropped_and_recorded(test_data_dir: Path)
     assert all(it.n.strip() for it in sub.items)
     raw = load_benchmark("visla_spatial", data_dir=test_data_dir, strict=False)
     assert len(raw.items) == 652 and raw.dropped() == {}
+
+
+def test_a_registry_declares_its_entries_and_checks_their_type() -> None:
+    """Entries given to the constructor are declared up front; a type as the check refuses a
+    lazy entry of another type when it is first asked for, naming what the registry holds."""
+    numbers: Registry[int] = Registry("number", int, {"one": 1, "pi": "math:pi"})
+    assert numbers.names() == ["one", "pi"] and numbers.get("one") == 1
+    with pytest.raises(TypeError, match="a number registry entry must be a int, got float"):
+        numbers.get("pi")
+    with pytest.raises(LexsemError, match="unknown number 'on' \\(did you mean 'one'\\?\\)"):
+        numbers.get("on")

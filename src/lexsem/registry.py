@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
 from lexsem.errors import LexsemError
@@ -36,14 +36,36 @@ def did_you_mean(name: str, known: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def instance_of(cls: type[T], what: str) -> Callable[[object], T]:
+    """The check of a registry whose entries are `cls` instances."""
+
+    def check(obj: object) -> T:
+        if not isinstance(obj, cls):
+            raise TypeError(f"a {what} registry entry must be a {cls.__name__}, got "
+                            f"{type(obj).__name__}")  # fmt: skip
+        return obj
+
+    return check
+
+
 class Registry(Generic[T]):
     """Named entries of one kind (`what`, used in error messages), eager or lazy."""
 
-    def __init__(self, what: str, check: Callable[[object], T] | None = None) -> None:
+    def __init__(
+        self,
+        what: str,
+        check: type[T] | Callable[[object], T] | None = None,
+        entries: Mapping[str, T | str] | None = None,
+    ) -> None:
+        """`check`: a type every entry must be an instance of, or a function that returns the
+        entry checked (raising `TypeError`); `entries`: the built-in entries, declared up front
+        (objects, or lazy "module:attr" strings)."""
         self.what = what
-        self._check = check
+        self._check = instance_of(check, what) if isinstance(check, type) else check
         self._entries: dict[str, T | str] = {}
         self._loaded: dict[str, T] = {}
+        for name, entry in (entries or {}).items():
+            self.add(name, entry)
 
     def add(self, name: str, entry: T | str, *, replace: bool = False) -> None:
         """Register `entry` (an object, or a lazy "module:attr" string) under `name`."""

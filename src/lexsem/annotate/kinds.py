@@ -104,17 +104,23 @@ class StudyKind:
     fixed: tuple[str, ...] = ()
 
 
-def _check(obj: object) -> StudyKind:
-    if not isinstance(obj, StudyKind):
-        raise TypeError(
-            f"a study kind registry entry must be a StudyKind, got {type(obj).__name__}"
+KINDS: Registry[StudyKind] = Registry(
+    "study kind",
+    StudyKind,
+    {
+        name: f"lexsem.annotate.queries:{name.upper()}"
+        for name in (
+            "tot",
+            "itt",
+            "pair",
+            "bivlc_i2t",
+            "bivlc_t2i",
+            "best_of_k",
+            "ambiguity",
+            "validate",
         )
-    return obj
-
-
-KINDS: Registry[StudyKind] = Registry("study kind", _check)
-for _name in ("tot", "itt", "pair", "bivlc_i2t", "bivlc_t2i", "best_of_k", "ambiguity", "validate"):
-    KINDS.add(_name, f"lexsem.annotate.queries:{_name.upper()}")
+    },
+)
 
 
 def register_kind(kind: StudyKind, *, replace: bool = False) -> None:

@@ -7,27 +7,22 @@ from __future__ import annotations
 from lexsem.benchmarks.base import Benchmark
 from lexsem.registry import Registry
 
-
-def _check(obj: object) -> Benchmark:
-    if not isinstance(obj, Benchmark):
-        raise TypeError(f"a benchmark registry entry must be a Benchmark, got {type(obj).__name__}")
-    return obj
-
-
-BENCHMARKS: Registry[Benchmark] = Registry("benchmark", _check)
-for _name, _target in {
-    "sugarcrepe": "lexsem.benchmarks.sugarcrepe:BENCHMARK",
-    "sugarcrepe_pp": "lexsem.benchmarks.scpp:BENCHMARK",
-    "visla_generic": "lexsem.benchmarks.visla:GENERIC",
-    "visla_spatial": "lexsem.benchmarks.visla:SPATIAL",
-    "synthetic": "lexsem.benchmarks.synthetic:TRIPLETS",
-    "synthetic_bi": "lexsem.benchmarks.synthetic:QUADS",
-    "bivlc": "lexsem.benchmarks.bivlc:BENCHMARK",
-    "winoground": "lexsem.benchmarks.winoground:BENCHMARK",
-    "aro_vg": "lexsem.benchmarks.aro:VG",
-    "aro_order": "lexsem.benchmarks.aro:ORDER",
-}.items():
-    BENCHMARKS.add(_name, _target)
+BENCHMARKS: Registry[Benchmark] = Registry(
+    "benchmark",
+    Benchmark,
+    {
+        "sugarcrepe": "lexsem.benchmarks.sugarcrepe:BENCHMARK",
+        "sugarcrepe_pp": "lexsem.benchmarks.scpp:BENCHMARK",
+        "visla_generic": "lexsem.benchmarks.visla:GENERIC",
+        "visla_spatial": "lexsem.benchmarks.visla:SPATIAL",
+        "synthetic": "lexsem.benchmarks.synthetic:TRIPLETS",
+        "synthetic_bi": "lexsem.benchmarks.synthetic:QUADS",
+        "bivlc": "lexsem.benchmarks.bivlc:BENCHMARK",
+        "winoground": "lexsem.benchmarks.winoground:BENCHMARK",
+        "aro_vg": "lexsem.benchmarks.aro:VG",
+        "aro_order": "lexsem.benchmarks.aro:ORDER",
+    },
+)
 
 
 def register(bench: Benchmark | str, name: str | None = None, *, replace: bool = False) -> None:

@@ -32,53 +32,48 @@ __all__ = [
 ]
 
 
-def _stage(obj: object) -> Stage:
-    if not isinstance(obj, Stage):
-        raise TypeError(f"a stage registry entry must be a Stage, got {type(obj).__name__}")
-    return obj
-
-
 def _source(obj: object) -> Callable[..., Any]:
     if not callable(obj):
         raise TypeError(f"an input source must be a function, got {type(obj).__name__}")
     return obj  # type: ignore[return-value]
 
 
-def _recipe(obj: object) -> Path:
-    if not isinstance(obj, Path):
-        raise TypeError(f"a recipe registry entry must be a Path, got {type(obj).__name__}")
-    return obj
+STAGES: Registry[Stage] = Registry(
+    "stage",
+    Stage,
+    {
+        "adversarial_refine": "lexsem.construct.refine:STAGE",
+        "baseline_scores": "lexsem.construct.baselines:STAGE",
+        "blind_scores": "lexsem.construct.blind_scores:STAGE",
+        "caption_format": "lexsem.construct.caption_format:STAGE",
+        "clean_captions": "lexsem.construct.clean_captions:STAGE",
+        "export_human_task": "lexsem.construct.human:EXPORT_STAGE",
+        "fold_back_answers": "lexsem.construct.human:FOLD_BACK_STAGE",
+        "fold_back_validation": "lexsem.construct.fold_back_validation:STAGE",
+        "freeze": "lexsem.construct.freeze:STAGE",
+        "generate_images": "lexsem.construct.images:STAGE",
+        "scpp_second_positive": "lexsem.construct.scpp_positive:STAGE",
+        "score_percentile": "lexsem.construct.score_percentile:STAGE",
+        "select_best_image": "lexsem.construct.best_image:STAGE",
+        "sugarcrepe_negatives": "lexsem.construct.sugarcrepe_negatives:STAGE",
+        "template_filter": "lexsem.construct.template_filter:STAGE",
+        "train_manifest": "lexsem.construct.train_manifest:STAGE",
+        "vsr_negative_candidates": "lexsem.construct.vsr_spatial:NEGATIVES_STAGE",
+        "vsr_spatial_pairs": "lexsem.construct.vsr_spatial:PAIRS_STAGE",
+    },
+)
 
-
-STAGES: Registry[Stage] = Registry("stage", _stage)
-for _name, _target in {
-    "adversarial_refine": "lexsem.construct.refine:STAGE",
-    "baseline_scores": "lexsem.construct.baselines:STAGE",
-    "blind_scores": "lexsem.construct.blind_scores:STAGE",
-    "caption_format": "lexsem.construct.caption_format:STAGE",
-    "clean_captions": "lexsem.construct.clean_captions:STAGE",
-    "export_human_task": "lexsem.construct.human:EXPORT_STAGE",
-    "fold_back_answers": "lexsem.construct.human:FOLD_BACK_STAGE",
-    "fold_back_validation": "lexsem.construct.fold_back_validation:STAGE",
-    "freeze": "lexsem.construct.freeze:STAGE",
-    "generate_images": "lexsem.construct.images:STAGE",
-    "scpp_second_positive": "lexsem.construct.scpp_positive:STAGE",
-    "score_percentile": "lexsem.construct.score_percentile:STAGE",
-    "select_best_image": "lexsem.construct.best_image:STAGE",
-    "sugarcrepe_negatives": "lexsem.construct.sugarcrepe_negatives:STAGE",
-    "template_filter": "lexsem.construct.template_filter:STAGE",
-    "train_manifest": "lexsem.construct.train_manifest:STAGE",
-    "vsr_negative_candidates": "lexsem.construct.vsr_spatial:NEGATIVES_STAGE",
-    "vsr_spatial_pairs": "lexsem.construct.vsr_spatial:PAIRS_STAGE",
-}.items():
-    STAGES.add(_name, _target)
-
-SOURCES: Registry[Callable[..., Any]] = Registry("input source", _source)
-SOURCES.add("coco_captions", "lexsem.construct.coco_captions:coco_captions_source")
-SOURCES.add("vsr", "lexsem.construct.vsr_spatial:vsr_source")
+SOURCES: Registry[Callable[..., Any]] = Registry(
+    "input source",
+    _source,
+    {
+        "coco_captions": "lexsem.construct.coco_captions:coco_captions_source",
+        "vsr": "lexsem.construct.vsr_spatial:vsr_source",
+    },
+)
 
 _SHIPPED = Path(__file__).parent / "recipes"
-RECIPES: Registry[Path] = Registry("recipe", _recipe)
+RECIPES: Registry[Path] = Registry("recipe", Path)
 for _name in (
     "bivlc",
     "scpp_positive",

@@ -7,25 +7,20 @@ from __future__ import annotations
 from lexsem.registry import Registry
 from lexsem.report.paper.facts import PaperTable
 
-
-def _check(obj: object) -> PaperTable:
-    if not isinstance(obj, PaperTable):
-        raise TypeError(f"a paper-table entry must be a PaperTable, got {type(obj).__name__}")
-    return obj
-
-
-TABLES: Registry[PaperTable] = Registry("paper table", _check)
-for _name, _target in {
-    "scpp_table2": "lexsem.report.paper.tables.scpp_table2:TABLE",
-    "scpp_table16": "lexsem.report.paper.tables.scpp_table16:TABLE",
-    "visla_generic": "lexsem.report.paper.tables.visla:GENERIC",
-    "visla_spatial": "lexsem.report.paper.tables.visla:SPATIAL",
-    "bivlc_table2": "lexsem.report.paper.tables.bivlc_table2:TABLE",
-    "bivlc_table3": "lexsem.report.paper.tables.bivlc_table3:TABLE",
-    "sugarcrepe": "lexsem.report.paper.tables.sugarcrepe:TABLE",
-    "priors_table2": "lexsem.report.paper.tables.priors_table2:TABLE",
-}.items():
-    TABLES.add(_name, _target)
+TABLES: Registry[PaperTable] = Registry(
+    "paper table",
+    PaperTable,
+    {
+        "scpp_table2": "lexsem.report.paper.tables.scpp_table2:TABLE",
+        "scpp_table16": "lexsem.report.paper.tables.scpp_table16:TABLE",
+        "visla_generic": "lexsem.report.paper.tables.visla:GENERIC",
+        "visla_spatial": "lexsem.report.paper.tables.visla:SPATIAL",
+        "bivlc_table2": "lexsem.report.paper.tables.bivlc_table2:TABLE",
+        "bivlc_table3": "lexsem.report.paper.tables.bivlc_table3:TABLE",
+        "sugarcrepe": "lexsem.report.paper.tables.sugarcrepe:TABLE",
+        "priors_table2": "lexsem.report.paper.tables.priors_table2:TABLE",
+    },
+)
 
 
 def get_table(name: str) -> PaperTable:

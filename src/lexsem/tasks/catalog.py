@@ -6,32 +6,27 @@ from __future__ import annotations
 from lexsem.registry import Registry
 from lexsem.tasks.base import Task
 
-
-def _check(obj: object) -> Task:
-    if not isinstance(obj, Task):
-        raise TypeError(f"a task registry entry must be a Task, got {type(obj).__name__}")
-    return obj
-
-
-TASKS: Registry[Task] = Registry("task", _check)
-for _name, _target in {
-    "tot": "lexsem.tasks.triplet:TOT",
-    "t2t": "lexsem.tasks.triplet:T2T",
-    "itt": "lexsem.tasks.triplet:ITT",
-    "i2t": "lexsem.tasks.triplet:I2T",
-    "yesno": "lexsem.tasks.yesno:YESNO",
-    "pair": "lexsem.tasks.pair:PAIR",
-    "bivlc": "lexsem.tasks.quad:BIVLC",
-    "winoground": "lexsem.tasks.quad:WINOGROUND",
-    "aro_vg": "lexsem.tasks.multi:ARO_VG",
-    "aro_order": "lexsem.tasks.multi:ARO_ORDER",
-    "choice_scpp1": "lexsem.tasks.choice_task:CHOICE_SCPP1",
-    "choice_scpp2": "lexsem.tasks.choice_task:CHOICE_SCPP2",
-    "choice_scpp3": "lexsem.tasks.choice_task:CHOICE_SCPP3",
-    "choice_scpp_order": "lexsem.tasks.choice_task:CHOICE_SCPP_ORDER",
-    "choice_sc_gpt4v": "lexsem.tasks.choice_task:CHOICE_SC_GPT4V",
-}.items():
-    TASKS.add(_name, _target)
+TASKS: Registry[Task] = Registry(
+    "task",
+    Task,
+    {
+        "tot": "lexsem.tasks.triplet:TOT",
+        "t2t": "lexsem.tasks.triplet:T2T",
+        "itt": "lexsem.tasks.triplet:ITT",
+        "i2t": "lexsem.tasks.triplet:I2T",
+        "yesno": "lexsem.tasks.yesno:YESNO",
+        "pair": "lexsem.tasks.pair:PAIR",
+        "bivlc": "lexsem.tasks.quad:BIVLC",
+        "winoground": "lexsem.tasks.quad:WINOGROUND",
+        "aro_vg": "lexsem.tasks.multi:ARO_VG",
+        "aro_order": "lexsem.tasks.multi:ARO_ORDER",
+        "choice_scpp1": "lexsem.tasks.choice_task:CHOICE_SCPP1",
+        "choice_scpp2": "lexsem.tasks.choice_task:CHOICE_SCPP2",
+        "choice_scpp3": "lexsem.tasks.choice_task:CHOICE_SCPP3",
+        "choice_scpp_order": "lexsem.tasks.choice_task:CHOICE_SCPP_ORDER",
+        "choice_sc_gpt4v": "lexsem.tasks.choice_task:CHOICE_SC_GPT4V",
+    },
+)
 
 # VISLA calls the text-only triplet task T2T, SugarCrepe++ calls it TOT (and ITT / I2T for the
 # image task): either name selects the same task of a triplet benchmark.

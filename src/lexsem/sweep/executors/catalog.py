@@ -9,15 +9,11 @@ from lexsem.sweep.executors.base import Executor
 __all__ = ["EXECUTORS", "get_executor"]
 
 
-def _check(obj: object) -> Executor:
-    if not isinstance(obj, Executor):
-        raise TypeError(f"an executor entry must be an Executor, got {type(obj).__name__}")
-    return obj
-
-
-EXECUTORS: Registry[Executor] = Registry("executor", _check)
-for _name in ("local", "shard", "ray"):
-    EXECUTORS.add(_name, f"lexsem.sweep.executors.{_name}:EXECUTOR")
+EXECUTORS: Registry[Executor] = Registry(
+    "executor",
+    Executor,
+    {name: f"lexsem.sweep.executors.{name}:EXECUTOR" for name in ("local", "shard", "ray")},
+)
 
 
 def get_executor(name: str) -> Executor:
