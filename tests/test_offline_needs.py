@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import pytest
 
+from builders.hf_cache import empty_hub_cache
 from lexsem.models import backend_registry
 from lexsem.models.lazy import LazyModel, builds
 from lexsem.models.spec import ModelSpec, parse_model_spec
@@ -18,13 +19,7 @@ from lexsem.reproduce.facts import ModelRow
 
 @pytest.fixture
 def empty_hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A Hugging Face cache holding nothing (huggingface_hub reads its folder at import)."""
-    import huggingface_hub.constants
-
-    hub = tmp_path / "empty-hub"
-    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
-    return hub
+    return empty_hub_cache(tmp_path, monkeypatch)
 
 
 def _needs(spec: str) -> str | None:
