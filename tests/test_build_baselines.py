@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from builders.recipes import recipe_toml, stage, write_recipe
 from builders.tiny_text_scorers import write_tiny_gpt2
 from lexsem.cli.app import app
 
@@ -23,30 +25,18 @@ TRIPLETS = [
     {"p1": "a red cup", "p2": "a cup that is red", "n": "a cup and a red"},
 ]
 
-RECIPE = """
-name = "tiny-baselines"
-seed = 3
 
-[input]
-path = "triplets.jsonl"
+def _recipe(*before: dict[str, Any]) -> str:
+    """The recipe: the given stages, then baseline_scores of the models `_build` names."""
+    scores = stage("baseline_scores", models="{models}", n_boot=200)
+    return recipe_toml("tiny-baselines", 3, *before, scores)
 
-[[stages]]
-use = "freeze"
-[stages.settings]
-format = "scpp"
-title = "Tiny"
 
-[[stages]]
-use = "baseline_scores"
-[stages.settings]
-models = {models}
-n_boot = 200
-"""
+RECIPE = _recipe(stage("freeze", format="scpp", title="Tiny"))
 
 
 def _build(tmp_path: Path, models: list[str], recipe: str = RECIPE) -> tuple[Path, str]:
-    (tmp_path / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TRIPLETS))
-    (tmp_path / "recipe.toml").write_text(recipe.replace("{models}", json.dumps(models)))
+    write_recipe(tmp_path, recipe.replace('"{models}"', json.dumps(models)), TRIPLETS)
     out = tmp_path / "build"
     res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out)])
     return out, res.output if res.exit_code == 0 else f"exit {res.exit_code}: {res.output}"
@@ -89,9 +79,7 @@ def test_baselines_in_the_card_equal_a_separate_eval(tmp_path: Path) -> None:
 
 
 def test_baselines_before_freeze_is_refused(tmp_path: Path) -> None:
-    recipe = RECIPE.replace('use = "freeze"', 'use = "caption_format"').replace(
-        'format = "scpp"\ntitle = "Tiny"', 'column = "p1"'
-    )
+    recipe = _recipe(stage("caption_format", column="p1"))
     _out, said = _build(tmp_path, ["minilm"], recipe)
     assert said.startswith("exit 2") and "put the stage after `freeze`" in said, said
 

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.answers_table import answer, table
+from builders.recipes import recipe_toml, stage, write_jsonl
 from lexsem.cli.app import app
 from lexsem.construct.fold_back_validation import fold_back_validation
 from lexsem.construct.stage import StageContext
@@ -82,24 +83,11 @@ def test_bad_answers_and_settings_are_refused(tmp_path: Path) -> None:
         fold_back_validation(_rows(), StageContext(tmp_path), answers="missing.parquet")
 
 
-RECIPE = """
-name = "validated"
-seed = 1
-
-[input]
-path = "triplets.jsonl"
-
-[[stages]]
-use = "fold_back_validation"
-[stages.settings]
-answers = "{answers}"
-column = "p2"
-
-[[stages]]
-use = "freeze"
-[stages.settings]
-format = "scpp"
-"""
+RECIPE = recipe_toml(
+    "validated", 1,
+    stage("fold_back_validation", answers="{answers}", column="p2"),
+    stage("freeze", format="scpp"),
+)  # fmt: skip
 
 
 def test_a_recipe_folds_back_and_the_card_counts_it(tmp_path: Path) -> None:
@@ -108,7 +96,7 @@ def test_a_recipe_folds_back_and_the_card_counts_it(tmp_path: Path) -> None:
         {"p1": "two cats near a box", "p2": "a box near two cats", "n": "two boxes near a cat"},
         {"p1": "a man rides a horse", "p2": "a horse rides a man", "n": "a horse rides a man!"},
     ]
-    (tmp_path / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in triplets))
+    write_jsonl(tmp_path / "triplets.jsonl", triplets)
     out = tmp_path / "build"
     # the build's row ids: run the input alone first to learn its provenance
     from lexsem.construct.inputs import read_input

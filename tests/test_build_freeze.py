@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from builders.recipes import recipe_toml, stage, write_jsonl, write_recipe
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli.app import app
 from lexsem.errors import DataError
@@ -24,30 +26,17 @@ TRIPLETS = [
     {"p1": "a man rides a horse", "p2": "a horse carries a man", "n": "a horse rides a man"},
 ]
 
-RECIPE = """
-name = "tiny-triplets"
-seed = 7
 
-[input]
-path = "triplets.jsonl"
+def _recipe(**freeze: Any) -> str:
+    """The recipe: caption_format on p1, then freeze (scpp format, with the given settings)."""
+    settings = {"format": "scpp", "image": "image", "title": "Tiny triplets",
+                "licences": {"triplets.jsonl": "CC0-1.0"},
+                "notes": {"human validation": {"checked": 3, "kept": 3}}, **freeze}  # fmt: skip
+    return recipe_toml("tiny-triplets", 7, stage("caption_format", name="format", column="p1"),
+                       stage("freeze", **settings))  # fmt: skip
 
-[[stages]]
-use = "caption_format"
-name = "format"
-[stages.settings]
-column = "p1"
 
-[[stages]]
-use = "freeze"
-[stages.settings]
-format = "scpp"
-image = "image"
-title = "Tiny triplets"
-licences = { "triplets.jsonl" = "CC0-1.0" }
-[stages.settings.notes."human validation"]
-checked = 3
-kept = 3
-"""
+RECIPE = _recipe()
 
 
 def _sha(path: Path) -> str:
@@ -56,8 +45,7 @@ def _sha(path: Path) -> str:
 
 @pytest.fixture
 def built(tmp_path: Path) -> Path:
-    (tmp_path / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TRIPLETS))
-    (tmp_path / "recipe.toml").write_text(RECIPE)
+    write_recipe(tmp_path, RECIPE, TRIPLETS)
     out = tmp_path / "build"
     res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out)])
     assert res.exit_code == 0, res.output
@@ -137,9 +125,9 @@ def test_changed_file_is_refused(built: Path) -> None:
 
 def test_rebuild_replaces_subsets_and_sugarcrepe_pairs(built: Path) -> None:
     recipe = built.parent / "recipe.toml"
-    text = RECIPE.replace('format = "scpp"', 'format = "sugarcrepe"\nsubset = "kind"')
+    text = _recipe(format="sugarcrepe", subset="kind")
     rows = [{**t, "kind": "swap" if i % 2 else "replace"} for i, t in enumerate(TRIPLETS)]
-    (built.parent / "triplets.jsonl").write_text("".join(json.dumps(t) + "\n" for t in rows))
+    write_jsonl(built.parent / "triplets.jsonl", rows)
     recipe.write_text(text)
     res = runner.invoke(app, ["build", str(recipe), "-o", str(built)])
     assert res.exit_code == 0, res.output

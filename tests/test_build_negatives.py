@@ -10,9 +10,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from builders.references import BIVLC, checkout, reference_file
 from builders.tiny_text_scorers import write_tiny_cola, write_tiny_vera
 from lexsem.cli.app import app
 from lexsem.construct import runner
@@ -37,12 +36,11 @@ from lexsem.construct.sugarcrepe_negatives import (
 from lexsem.construct.template_filter import ADD, REPLACE, SAME, SWAP_WORDS, template_filter
 from lexsem.errors import DataError, LexsemError
 
-BIVLC_REPO = Path(os.environ.get("LEXSEM_BIVLC_REPO", "/work/.mirror/IMirandaM+BiVLC/repo"))
 SCRIPT = "src/Training_data/TROHN_Text/TROHN_Text_generation.py"
 ORDER = ("REPLACE_OBJ", "REPLACE_ATT", "REPLACE_REL", "SWAP_OBJ", "SWAP_ATT", "ADD_OBJ", "ADD_ATT")
 
 # sha256 of each template's two turns (user text, "\x00", assistant text) as read from the
-# `templates` dict of BiVLC's script at the mirror's HEAD, so the check holds without the mirror.
+# `templates` dict of BiVLC's script at its HEAD, so the check holds without a checkout.
 TEMPLATE_SHA256 = {
     "REPLACE_OBJ": "f6219135c48e4e58966eda59f355b3992963736d8adfcae591ee8d7c1bcd2b8a",
     "REPLACE_ATT": "3b7b15386a98a325b2a21863ebba6807fa29533d7a5b468aab5b21b9d3863453",
@@ -55,19 +53,35 @@ TEMPLATE_SHA256 = {
 
 
 def _reference_templates() -> dict[str, list[dict[str, str]]]:
-    """The `templates` dict literal of BiVLC's script, read with `ast` from its source."""
-    if not (BIVLC_REPO / ".git").exists() and not (BIVLC_REPO / "HEAD").exists():
-        pytest.skip(f"BiVLC's repository is not at {BIVLC_REPO} (LEXSEM_BIVLC_REPO)")
-    source = subprocess.run(
-        ["git", "-C", str(BIVLC_REPO), "show", f"HEAD:{SCRIPT}"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    """The `templates` dict literal of BiVLC's script, read with `ast` from its source in a
+    checkout (`builders.references`); without one (CI), lexsem's templates in that form, each
+    checked first against the script's digest (`TEMPLATE_SHA256`), so that the conversations
+    and the parsing below are checked against the script's procedure, transcribed here, in CI."""
+    return _pinned_templates() if checkout(BIVLC) is None else _script_templates()
+
+
+def _script_templates() -> dict[str, list[dict[str, str]]]:
+    """The `templates` dict of BiVLC's script itself (skips without a checkout)."""
+    source = reference_file(BIVLC, SCRIPT)
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "templates" for t in node.targets
         ):
             return ast.literal_eval(node.value)
     raise AssertionError("no `templates` in BiVLC's script")
+
+
+def _pinned_templates() -> dict[str, list[dict[str, str]]]:
+    from lexsem.construct.sugarcrepe_templates import TEMPLATES
+
+    out = {}
+    for subtype in ORDER:
+        t = TEMPLATES[subtype.lower()]
+        text = f"{t.demonstration}\x00{t.answer}".encode()
+        assert hashlib.sha256(text).hexdigest() == TEMPLATE_SHA256[subtype], subtype
+        out[subtype] = [{"role": "user", "content": t.demonstration},
+                        {"role": "assistant", "content": t.answer}]  # fmt: skip
+    return out
 
 
 def _reference_messages(
@@ -279,7 +293,7 @@ def test_conversations_sent_are_the_reference_templates_rendered() -> None:
     assert model.sent == expected
 
 
-def test_template_text_is_pinned_without_the_mirror() -> None:
+def test_template_text_is_pinned_without_a_checkout() -> None:
     from lexsem.construct.sugarcrepe_templates import TEMPLATES
 
     for subtype, digest in TEMPLATE_SHA256.items():
@@ -289,7 +303,7 @@ def test_template_text_is_pinned_without_the_mirror() -> None:
 
 
 def test_template_digests_are_the_reference_scripts() -> None:
-    templates = _reference_templates()
+    templates = _script_templates()
     for subtype in ORDER:
         user, assistant = templates[subtype]
         text = f"{user['content']}\x00{assistant['content']}".encode()

@@ -1,8 +1,9 @@
 """SugarCrepe's adversarial refinement (`lexsem.construct.refine`) keeps the reference's items.
 
 Oracles: RAIVNLab/sugar-crepe's own `adversarial_refine.py`, run in a subprocess from a copy
-written to a temporary folder (where its read-only mirror is present), and `_reference_keep`
-below, the same procedure transcribed line by line from that script."""
+written to a temporary folder (where a checkout is present: `builders.references`), and
+`_reference_keep` below, the same procedure transcribed line by line from that script, which
+the tests run in CI."""
 
 from __future__ import annotations
 
@@ -18,12 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from builders.references import SUGARCREPE, reference_file
 from lexsem.construct.refine import REASON, adversarial_refine, refine_keep
 from lexsem.errors import DataError
 
-SUGARCREPE_REPO = Path(
-    os.environ.get("LEXSEM_SUGARCREPE_REPO", "/work/.mirror/RAIVNLab+sugar-crepe/repo")
-)
 CATEGORIES = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att",
               "swap_obj")  # fmt: skip
 
@@ -151,14 +150,11 @@ def test_keeps_the_transcribed_reference_items_on_unrefined_sugarcrepe(
 
 
 def _reference_script(tmp_path: Path) -> Path:
-    """A copy of sugar-crepe's adversarial_refine.py in tmp_path, from its read-only mirror."""
-    if not (SUGARCREPE_REPO / "HEAD").exists() and not (SUGARCREPE_REPO / ".git").exists():
-        pytest.skip(f"no RAIVNLab/sugar-crepe mirror at {SUGARCREPE_REPO} (LEXSEM_SUGARCREPE_REPO)")
-    source = subprocess.run(
-        ["git", "-C", str(SUGARCREPE_REPO), "show", "HEAD:adversarial_refine.py"],
-        capture_output=True, text=True, check=True, timeout=60,
-    ).stdout  # fmt: skip
-    (tmp_path / "adversarial_refine.py").write_text(source)
+    """A copy of sugar-crepe's adversarial_refine.py in tmp_path, from its checkout
+    (`builders.references`; skips without one: `_reference_keep` is its twin)."""
+    (tmp_path / "adversarial_refine.py").write_text(
+        reference_file(SUGARCREPE, "adversarial_refine.py")
+    )
     return tmp_path
 
 

@@ -156,8 +156,9 @@ def test_the_generation_prompt_sent_is_figures_2_and_3_filled_in(
 
 
 def _paper() -> str | None:
-    seeds = Path(os.environ.get("LEXSEM_TEST_DATA", "/nonexistent")).parent / "seeds"
-    for path in sorted(seeds.glob("*.txt")) if seeds.is_dir() else []:
+    folder = os.environ.get("LEXSEM_PAPERS")  # the papers' texts (docs/testing.md)
+    seeds = Path(folder) if folder else None
+    for path in sorted(seeds.glob("*.txt")) if seeds and seeds.is_dir() else []:
         text = path.read_text(encoding="utf-8", errors="replace")
         if "SugarCrepe++" in text and "Role-playing Prompt" in text:
             return text
@@ -174,7 +175,7 @@ def test_the_templates_are_the_papers_text() -> None:
     that text ("sConsistent", "hewCaption")."""
     paper = _paper()
     if paper is None:
-        pytest.skip("the SugarCrepe++ paper text is not in $LEXSEM_TEST_DATA/../seeds")
+        pytest.skip("the SugarCrepe++ paper text is not in $LEXSEM_PAPERS (docs/testing.md)")
     squashed = _squash(paper).replace("hewCaption", "newCaption")
     for template in (M1_ROLE_PLAY, M2_RULES, M3_DEMONSTRATIONS):
         assert _squash(template) in squashed

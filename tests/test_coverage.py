@@ -8,12 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
-from PIL import Image
 from typer.testing import CliRunner
 
-from builders.fakes import TinyDualEncoder, register_fixture_benchmark
+from builders.fakes import TinyDualEncoder, register_fixture_benchmark_with_images
 from lexsem import evaluate
 from lexsem.benchmarks import catalog as registry
 from lexsem.benchmarks.coverage import row_coverage
@@ -30,13 +28,7 @@ SETTINGS: dict[str, Any] = {"tasks": ["itt"], "n_boot": 0, "num_workers": 0}
 @pytest.fixture
 def fixture_pp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     """fixture_pp: swap_obj (3 items, images 0-2.jpg) and replace_att (2 items, 0-1.jpg)."""
-    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
-    images = tmp_path / "val2017"
-    images.mkdir()
-    rng = np.random.default_rng(1)
-    for i in range(3):
-        arr = rng.integers(0, 255, (40 + 7 * i, 50, 3), dtype=np.uint8)
-        Image.fromarray(arr).save(images / f"{i}.jpg", quality=90)
+    data, images = register_fixture_benchmark_with_images(tmp_path, monkeypatch)
     return {"data": data, "images": images}
 
 

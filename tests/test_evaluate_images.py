@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from builders.fakes import (
     ConstantPairScorer,
@@ -15,7 +14,7 @@ from builders.fakes import (
     TinyDualEncoder,
     cosine,
     image_key_of,
-    register_fixture_benchmark,
+    register_fixture_benchmark_with_images,
 )
 from lexsem import evaluate
 from lexsem.benchmarks.load import load_benchmark
@@ -81,21 +80,10 @@ def test_oracle_scores_100_and_constant_0() -> None:
     assert all(r.accuracy == 100.0 for r in lenient.record.results)
 
 
-def _coco_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
-    images = tmp_path / "val2017"
-    images.mkdir()
-    rng = np.random.default_rng(1)
-    for i in range(3):
-        arr = rng.integers(0, 255, (40 + 7 * i, 50, 3), dtype=np.uint8)
-        Image.fromarray(arr).save(images / f"{i}.jpg", quality=90)
-    return data, images
-
-
 def test_missing_image_names_item_or_is_skipped(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data, images = _coco_fixture(tmp_path, monkeypatch)
+    data, images = register_fixture_benchmark_with_images(tmp_path, monkeypatch)
     (images / "2.jpg").unlink()  # swap_obj item 2 loses its image
     with pytest.raises(DataError, match=r"2\.jpg"):
         evaluate(
@@ -129,7 +117,7 @@ def test_missing_image_names_item_or_is_skipped(
 def test_text_and_image_tasks_share_one_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data, images = _coco_fixture(tmp_path, monkeypatch)
+    data, images = register_fixture_benchmark_with_images(tmp_path, monkeypatch)
     enc = TinyDualEncoder()
     run = evaluate(enc, ["fixture_pp"], data_dir=data, coco_val2017=images, n_boot=0, num_workers=0)
     metrics = {r.metric for r in run.record.results}

@@ -19,7 +19,7 @@ import torch
 from PIL import Image
 from typer.testing import CliRunner
 
-from builders.fakes import TinyDualEncoder, register_fixture_benchmark
+from builders.fakes import TinyDualEncoder, register_fixture_benchmark_with_images
 from lexsem import evaluate
 from lexsem.benchmarks.sources.hf_images import crop_png
 from lexsem.config import EvalConfig, build_config
@@ -268,23 +268,10 @@ def test_cli_option_reaches_the_config(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bad.exit_code != 0 and len(seen) == 2
 
 
-def _coco_fixture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """The SugarCrepe++-format fixture with images 0.jpg (50×40 = 2000 pixels), 1.jpg (2350),
-    2.jpg (2700)."""
-    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
-    images = tmp_path / "val2017"
-    images.mkdir()
-    rng = np.random.default_rng(1)
-    for i in range(3):
-        arr = rng.integers(0, 255, (40 + 7 * i, 50, 3), dtype=np.uint8)
-        Image.fromarray(arr).save(images / f"{i}.jpg", quality=90)
-    return data, images
-
-
 def test_evaluate_refuses_or_skips_and_records_images_over_the_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data, images = _coco_fixture(tmp_path, monkeypatch)
+    data, images = register_fixture_benchmark_with_images(tmp_path, monkeypatch)
     common: dict[str, Any] = {
         "tasks": ["itt"],
         "data_dir": data,

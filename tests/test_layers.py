@@ -80,6 +80,27 @@ def test_every_package_is_in_a_layer() -> None:
     assert sorted(placed - found) == []
 
 
+# the packages that may import `lexsem.models.backends`: the models package itself (its registry
+# and factory), training (the trained towers), and the CLI through those two only
+KNOW_BACKENDS = {"lexsem.models", "lexsem.train"}
+
+
+def test_backends_contract_names_every_other_package() -> None:
+    """The `backends` contract forbids concrete backends to every package but the models
+    package, training and the CLI; the `backends-cli` contract lets the CLI reach them only
+    through those."""
+    contracts = {c["id"]: c for c in _contracts()}
+    placed = {m for layer in _layers() for m in layer}
+    assert contracts["backends"]["forbidden_modules"] == ["lexsem.models.backends"]
+    assert sorted(contracts["backends"]["source_modules"]) == sorted(
+        placed - KNOW_BACKENDS - {"lexsem.cli"}
+    )
+    cli = contracts["backends-cli"]
+    assert cli["source_modules"] == ["lexsem.cli"]
+    assert cli["forbidden_modules"] == ["lexsem.models.backends"]
+    assert cli["allow_indirect_imports"] is True
+
+
 def _package(module: str) -> str:
     """The top-level package of a module: `lexsem.models.backends.clip` -> `lexsem.models`."""
     return ".".join(module.split(".")[:2])

@@ -33,7 +33,7 @@ from builders.tiny_dual_models import (
     write_clip,
     write_siglip,
 )
-from builders.tiny_text_models import TEXTS, VOCAB, WORDS, write_tiny_bert
+from builders.tiny_text_models import TEXTS, VOCAB, WORDS, wordpiece_tokenizer, write_tiny_bert
 from lexsem.errors import ModelError
 from lexsem.models.aliases import ALIASES
 from lexsem.models.backends.clip import Blip2ITCScorer, HFDualEncoder, supported_model_types
@@ -55,9 +55,7 @@ DUAL = ["clip", "siglip", "siglip2", "align", "altclip", "flava", "blip"]
 
 # -- tiny tokenizers ----------------------------------------------------------------------------
 def bert_tokenizer(folder: Path) -> Any:
-    vocab_file = folder.parent / f"{folder.name}-vocab.txt"
-    vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return T.BertTokenizerFast(vocab=str(vocab_file))
+    return wordpiece_tokenizer(folder, VOCAB)
 
 
 def xlmr_tokenizer() -> Any:

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.fakes import BagOfWordsEncoder, register_fixture_benchmark
+from builders.privileges import where_permission_bits_apply
 from lexsem.api import evaluate
 from lexsem.cli import app
 from lexsem.outputs import check_output_dir, check_output_file, check_outputs, run_folder_of
@@ -61,6 +62,7 @@ def test_report_never_writes_into_a_run_folder(run: Path, name: str) -> None:
     assert _snapshot(run) == before
 
 
+@where_permission_bits_apply
 def test_report_html_into_a_folder_or_a_read_only_folder_is_refused(
     run: Path, tmp_path: Path
 ) -> None:
@@ -69,9 +71,10 @@ def test_report_html_into_a_folder_or_a_read_only_folder_is_refused(
     locked.mkdir()
     locked.chmod(0o555)
     try:
-        if os.access(locked, os.W_OK):
-            pytest.skip("running as root: a read-only folder is writable")
-        _refused(["report", run, "--html", locked / "r.html"], "read-only")
+        assert not os.access(locked, os.W_OK)
+        _refused(
+            ["report", run, "--html", locked / "r.html"], "cannot write there: permission denied"
+        )
     finally:
         locked.chmod(0o755)
     _refused(["report", run, "-o", tmp_path / "t.md", "--html", tmp_path / "t.md"], "same file")

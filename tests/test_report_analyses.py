@@ -152,8 +152,11 @@ def test_report_with_a_parser_adds_syntactic_similarity(
         def parse(self, texts: list[str]) -> list[str]:
             return ["(ROOT (NP " + " ".join(f"(NN {w})" for w in t.split()) + "))" for t in texts]
 
-    monkeypatch.setitem(parsers._REGISTRY, "flat-test", FlatParser)  # this test only
-    secs = analysis_sections([runs["bow"]], ReportOptions(n_boot=0, parser="flat-test"))
+    parsers.register_parser("flat-test", FlatParser, replace=True)
+    try:
+        secs = analysis_sections([runs["bow"]], ReportOptions(n_boot=0, parser="flat-test"))
+    finally:
+        parsers.PARSERS.remove("flat-test")  # this test only
     sim = next(s for s in secs if s.title.startswith("Lexical"))
     (sub,) = sim.subsections
     syn = [t for t in sub.tables if "syntactic similarity" in t.title]

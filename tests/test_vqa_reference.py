@@ -11,7 +11,8 @@ Two kinds of oracle:
 - the reference's formula re-implemented here from its source, for the families whose model
   classes load their own model code from hub ids (LLaVA-1.5 / 1.6 with LLaVA's repository code,
   InstructBLIP with LAVIS) or need packages the tests lack (LLaVA-OneVision: LLaVA-NeXT's
-  repository; PaliGemma: decord): the reference's prompt string, its image step, the answer
+  repository; PaliGemma: decord), and for Qwen2-VL / Qwen2.5-VL as the twin of the own-code
+  test, which runs without the reference: the reference's prompt string, its image step, the answer
   with its end token labelled, `CrossEntropyLoss(reduction='none')` averaged over the label
   tokens and exp(-loss); or greedy `generate(max_new_tokens=1, output_scores=True)` and
   softmax of its first scores.
@@ -24,6 +25,7 @@ span is counted here from the texts.
 
 from __future__ import annotations
 
+import math
 import shutil
 from pathlib import Path
 from typing import Any
@@ -170,6 +172,56 @@ def paligemma_reference(folder: Path, image: Image.Image, question: str, answer:
     return first_token_reference(model, proc, enc, answer)
 
 
+def qwen_resized(image: Image.Image, factor: int = 28) -> Image.Image:
+    """qwen_vl_utils 0.0.14 `fetch_image` (patch 14, merge 2): RGB, then resized by PIL's
+    default filter to sides that are multiples of `factor`, rounded, with between 4 and 16384
+    `factor`-square tokens (scaled up or down, keeping the aspect, when outside)."""
+    w, h = image.size
+    least, most = 4 * factor**2, 16384 * factor**2
+    hb, wb = max(factor, round(h / factor) * factor), max(factor, round(w / factor) * factor)
+    if hb * wb > most:
+        beta = math.sqrt(h * w / most)
+        hb, wb = math.floor(h / beta / factor) * factor, math.floor(w / beta / factor) * factor
+    elif hb * wb < least:
+        beta = math.sqrt(least / (h * w))
+        hb, wb = math.ceil(h * beta / factor) * factor, math.ceil(w * beta / factor) * factor
+    return image.convert("RGB").resize((wb, hb))
+
+
+def qwen_reference(folder: Path, image: Image.Image, question: str, answer: str) -> float:
+    """Qwen2-VL / Qwen2.5-VL (qwen2vl_model.py): one user turn [the image, the question]
+    through the chat template with the generation prompt, the image as `qwen_resized`, greedy
+    `generate(max_new_tokens=1, output_scores=True)` (its scores pass the checkpoint's
+    generation config: Qwen2-VL-Instruct's repetition penalty), softmax of the first scores
+    at `tokenizer.encode(answer)[0]`."""
+    model, proc = load(folder)
+    turn = [{"type": "image", "image": image}, {"type": "text", "text": question}]
+    text = proc.apply_chat_template([{"role": "user", "content": turn}], tokenize=False,
+                                    add_generation_prompt=True)  # fmt: skip
+    enc = proc(text=[text], images=[qwen_resized(image)], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=1, do_sample=False, output_scores=True,
+                             return_dict_in_generate=True)  # fmt: skip
+    first = proc.tokenizer.encode(answer)[0]
+    return float(torch.softmax(out.scores[0].float(), dim=-1)[0, first])
+
+
+def with_repetition_penalty(build: Any) -> Any:
+    """`build`, then the generation config of Qwen2-VL-Instruct's checkpoints: repetition
+    penalty 1.05 (which the reference's `generate` applies to the scores it reads)."""
+
+    def write(folder: Path) -> Path:
+        from transformers import GenerationConfig
+
+        folder = build(folder)
+        config = GenerationConfig.from_pretrained(folder)
+        config.repetition_penalty = 1.05
+        config.save_pretrained(folder)
+        return folder
+
+    return write
+
+
 FIGURE = 'Does this figure show "{}"? Please answer yes or no.'
 FAMILIES = {
     # family: (builder, reference, question template, answer)
@@ -180,6 +232,10 @@ FAMILIES = {
     "llava_onevision": (write_tiny_llava_onevision, onevision_reference,
                         'Does this image show "{}"? Answer the question with Yes or No', "Yes"),
     "paligemma": (write_tiny_paligemma, paligemma_reference, FIGURE, "Yes"),
+    "qwen2_vl": (with_repetition_penalty(write_tiny_qwen2_vl), qwen_reference,
+                 'Does this image show "{}"?', "Yes"),
+    "qwen2_5_vl": (with_repetition_penalty(write_tiny_qwen2_5_vl), qwen_reference,
+                   'Does this image show "{}"?', "Yes"),
 }  # fmt: skip
 
 
@@ -234,13 +290,8 @@ def test_qwen_vqa_equals_the_references_own_code_per_item(
     """`Qwen2VLModel.forward` of t2v_metrics on the tiny model (its `load_model` reads hub ids:
     the tiny model and processor are given to it), with a generation config that has Qwen2-VL-
     Instruct's repetition penalty 1.05, against `vqa:`."""
-    from transformers import GenerationConfig
-
     site = require_t2v_site(T2V, QWEN_VL_UTILS)
-    folder = builder(tmp_path / "qwen")
-    config = GenerationConfig.from_pretrained(folder)
-    config.repetition_penalty = 1.05
-    config.save_pretrained(folder)
+    folder = with_repetition_penalty(builder)(tmp_path / "qwen")
     mod = reference_module(site, "qwen2vl_model", monkeypatch)
     ref = object.__new__(mod.Qwen2VLModel)
     ref.model, ref.processor = load(folder)

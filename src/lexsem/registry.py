@@ -80,6 +80,10 @@ class Registry(Generic[T]):
         self._entries.pop(name, None)
         self._loaded.pop(name, None)
 
+    def entries(self) -> dict[str, T | str]:
+        """The entries as registered, lazy ones as their "module:attr" (a copy)."""
+        return dict(self._entries)
+
     def names(self) -> list[str]:
         return sorted(self._entries)
 

@@ -103,6 +103,22 @@ def register_fixture_benchmark(
     return data, spec
 
 
+def register_fixture_benchmark_with_images(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, Path]:
+    """`register_fixture_benchmark` (fixture_pp: swap_obj, 3 items, images 0-2.jpg; replace_att,
+    2 items, 0-1.jpg) and its COCO-style image folder `tmp_path/val2017`: 0.jpg 50×40 pixels
+    (2000), 1.jpg 50×47 (2350), 2.jpg 50×54 (2700), random, seeded. (data folder, images)."""
+    data, _ = register_fixture_benchmark(tmp_path, monkeypatch)
+    images = tmp_path / "val2017"
+    images.mkdir()
+    rng = np.random.default_rng(1)
+    for i in range(3):
+        arr = rng.integers(0, 255, (40 + 7 * i, 50, 3), dtype=np.uint8)
+        Image.fromarray(arr).save(images / f"{i}.jpg", quality=90)
+    return data, images
+
+
 def _pixels_key(image: Any) -> bytes:
     import hashlib as _h
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from builders.backends import optional_import
+from builders.tiny_text_models import wordpiece_tokenizer
 
 torch = optional_import("torch")
 
@@ -26,11 +27,7 @@ INIT = 0.5  # large random weights, so that scores vary clearly with the image a
 
 
 def _tokenizer(folder: Path) -> Any:
-    from transformers import BertTokenizerFast
-
-    vocab = folder.parent / f"{folder.name}-vocab.txt"
-    vocab.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    return BertTokenizerFast(vocab=str(vocab))
+    return wordpiece_tokenizer(folder, VOCAB)
 
 
 def _tower(layers: int = 2) -> dict[str, int]:

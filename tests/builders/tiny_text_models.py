@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 _WORDS = (
     "a the cat dog chases is chased by red blue ball box and man horse rides carries small "
@@ -26,18 +28,28 @@ TEXTS = [
 ]
 
 
+def wordpiece_tokenizer(folder: Path, vocab: Sequence[str] = VOCAB, **kwargs: Any) -> Any:
+    """A `BertTokenizerFast` over `vocab`, its vocabulary file written beside `folder`
+    (`<folder>-vocab.txt`, so that the folder holds only what save_pretrained writes);
+    `kwargs` go to the tokenizer (`padding_side`, `eos_token`)."""
+    from transformers import BertTokenizerFast
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    vocab_file = folder.parent / f"{folder.name}-vocab.txt"
+    vocab_file.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    return BertTokenizerFast(vocab=str(vocab_file), **kwargs)
+
+
 def write_tiny_bert(
     folder: Path, *, seed: int = 0, eos_token: str | None = None, padding_side: str = "right"
 ) -> Path:
     """A 2-layer BERT (hidden 32) with a WordPiece tokenizer, saved with save_pretrained."""
     import torch
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel
 
     folder.mkdir(parents=True, exist_ok=True)
-    vocab_file = folder.parent / f"{folder.name}-vocab.txt"
-    vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
     kwargs = {"eos_token": eos_token} if eos_token else {}
-    tok = BertTokenizerFast(vocab=str(vocab_file), padding_side=padding_side, **kwargs)
+    tok = wordpiece_tokenizer(folder, padding_side=padding_side, **kwargs)
     torch.manual_seed(seed)
     cfg = BertConfig(
         vocab_size=len(VOCAB),

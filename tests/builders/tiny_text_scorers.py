@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from builders.backends import optional_import
-from builders.tiny_text_models import VOCAB, WORDS
+from builders.tiny_text_models import VOCAB, WORDS, wordpiece_tokenizer
 from lexsem.models.backends.vera import VERA_TEMPERATURE_ROW, VERA_WEIGHT_ROW
 
 torch = optional_import("torch")
@@ -96,16 +96,10 @@ def write_tiny_cola(
 ) -> Path:
     """A 2-layer DistilBERT sequence classifier (dim 32) with a WordPiece tokenizer that returns
     token_type_ids (which DistilBERT does not take)."""
-    from transformers import (
-        BertTokenizerFast,
-        DistilBertConfig,
-        DistilBertForSequenceClassification,
-    )
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
 
     folder.mkdir(parents=True, exist_ok=True)
-    vocab_file = folder.parent / f"{folder.name}-vocab.txt"
-    vocab_file.write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
-    tok = BertTokenizerFast(vocab=str(vocab_file))
+    tok = wordpiece_tokenizer(folder)
     torch.manual_seed(seed)
     extra = {}
     if id2label:

@@ -28,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from lexsem.errors import LexsemError
 from lexsem.paths import cache_dir, offline
+from lexsem.registry import Registry, did_you_mean
 
 
 class ParserUnavailableError(LexsemError):
@@ -248,33 +249,32 @@ class CoreNLPParser:
 
 ParserFactory = Callable[..., ConstituencyParser]
 
-_REGISTRY: dict[str, ParserFactory] = {
-    "corenlp": CoreNLPParser,
-    "stanza": StanzaParser,
-    "benepar": BeneparParser,
-}
+PARSERS: Registry[ParserFactory] = Registry("constituency parser")
+PARSERS.add("corenlp", CoreNLPParser)
+PARSERS.add("stanza", StanzaParser)
+PARSERS.add("benepar", BeneparParser)
 
 
 def register_parser(name: str, factory: ParserFactory, *, replace: bool = False) -> None:
     """Make ``get_parser(name, **options)`` build ``factory(**options)``."""
-    if name in _REGISTRY and not replace:
+    if name in PARSERS and not replace:
         raise ValueError(f"a parser named {name!r} is already registered")
-    _REGISTRY[name] = factory
+    PARSERS.add(name, factory, replace=True)
 
 
 def available_parsers() -> list[str]:
     """Registered parser names (registered, not necessarily installed)."""
-    return sorted(_REGISTRY)
+    return PARSERS.names()
 
 
 def get_parser(name: str, **options: Any) -> ConstituencyParser:
     """Build a registered parser. Nothing heavy is imported until its first ``parse`` call."""
-    try:
-        factory = _REGISTRY[name]
-    except KeyError:
+    if name not in PARSERS:
         raise ParserUnavailableError(
-            f"unknown parser {name!r}; registered: {', '.join(available_parsers())}"
-        ) from None
+            f"unknown parser {name!r}{did_you_mean(name, available_parsers())}; registered: "
+            f"{', '.join(available_parsers())}"
+        )
+    factory = PARSERS.get(name)
     return factory(**options)
 
 

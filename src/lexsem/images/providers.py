@@ -9,29 +9,29 @@ pickles carries its providers by name, so a worker started with ``spawn`` serves
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
+
+from lexsem.registry import Registry, import_object
 
 Provider = Callable[[str], bytes] | str  # a function of the ref, or "module:attr" naming one
 
-_REGISTERED: dict[str, Provider] = {}
+PROVIDERS: Registry[Provider] = Registry("image provider")
 
 
 def register_provider(name: str, make: Provider) -> None:
     """Serve references `name:...` in every image store with `make(ref) -> bytes`."""
     if isinstance(make, str) and ":" not in make:
         raise ValueError(f"a lazy image provider is 'module:attr', not {make!r}")
-    _REGISTERED[name] = make
+    PROVIDERS.add(name, make, replace=True)
 
 
 def registered_providers() -> dict[str, Provider]:
-    """The registered roots and their providers (a copy)."""
-    return dict(_REGISTERED)
+    """The registered roots and their providers as registered (lazy ones as "module:attr")."""
+    return PROVIDERS.entries()
 
 
 def call_provider(make: Provider, ref: str) -> bytes:
     """`make(ref)`, importing a lazy ``"module:attr"`` provider first."""
     if isinstance(make, str):
-        module, _, attr = make.partition(":")
-        make = getattr(importlib.import_module(module), attr)
-    return make(ref)
+        make = import_object(make)  # type: ignore[assignment]
+    return make(ref)  # type: ignore[operator]

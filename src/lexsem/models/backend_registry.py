@@ -35,6 +35,11 @@ class Backend(Protocol):
 
     def __call__(self, spec: Any, **kwargs: Any) -> Any: ...  # spec: a ModelSpec
 
+    def offline_needs(self, spec: Any) -> str | None:
+        """None when `spec`'s model can be built here without the network, else what it needs
+        (one line); `LazyModel` answers for files found as Hugging Face finds them."""
+        ...
+
 
 def _as_backend(obj: object) -> Backend:
     if not callable(obj) or not isinstance(getattr(obj, "options", None), Mapping):
@@ -120,6 +125,21 @@ def get_backend(name: str) -> Backend:
             f"backend {name!r} is registered to {backend!r}, which is {backend.backend!r}"
         )
     return backend
+
+
+def offline_needs(spec: Any) -> str | None:
+    """None when the model of `spec` (a parsed `ModelSpec`) can be built here without the
+    network, else what it needs (one line), as its backend says; a backend that does not say
+    (a user's hand-made factory) is taken to need the network."""
+    try:
+        backend = get_backend(spec.backend)
+    except ImportError as exc:
+        extra = BACKEND_EXTRAS.get(spec.backend, f"the {spec.backend} backend's dependencies")
+        return f"{extra} ({' '.join(str(exc).split())[:200]})"
+    answer = getattr(backend, "offline_needs", None)
+    if answer is None:
+        return f"the network: backend {spec.backend!r} does not say what it needs offline"
+    return answer(spec)
 
 
 def _listing() -> str:

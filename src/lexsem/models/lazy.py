@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from lexsem.errors import ModelError
+from lexsem.errors import LexsemError, ModelError
 from lexsem.models.device import select_device, select_dtype
 from lexsem.models.integrity import check_model_files, check_safe_pickles
 from lexsem.models.options import COMMON, Option
@@ -78,6 +78,17 @@ class LazyModel:
                 f"{parsed.to_string()!r} is for backend {parsed.backend!r}"
             )
         return parsed.with_options(**overrides)
+
+    @classmethod
+    def offline_needs(cls, spec: ModelSpec) -> str | None:
+        """None when the model of `spec` can be built here without the network, else what it
+        needs (one line). NAME is a local folder, a packaged offline copy or in the Hugging Face
+        cache; a backend whose files live elsewhere says so by overriding this."""
+        try:
+            resolve_source(spec.name, offline=True, backend=spec.backend)
+        except LexsemError:
+            return f"the Hugging Face Hub: {spec.name}"
+        return None
 
     def _resolve_source(self) -> Any:
         """Where the model's files are and what identifies them (no weights are read)."""
@@ -220,7 +231,7 @@ def builds(cls: type[LazyModel]) -> Callable[[F], F]:
     model): it takes `cls`'s options, so specs of its backend are checked against them."""
 
     def mark(factory: F) -> F:
-        for attr in ("backend", "description", "options", "option_hints"):
+        for attr in ("backend", "description", "options", "option_hints", "offline_needs"):
             setattr(factory, attr, getattr(cls, attr))
         return factory
 

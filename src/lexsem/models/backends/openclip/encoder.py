@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 import lexsem.paths as paths
-from lexsem.errors import ModelError
+from lexsem.errors import LexsemError, ModelError
 from lexsem.models.backends.openclip import install
 from lexsem.models.backends.openclip.checkpoints import (
     load_training_state,
@@ -108,6 +108,21 @@ class OpenClipEncoder(LazyTextEncoder):
 
     def _resolve_source(self) -> OpenClipSource:
         return resolve_openclip_source(self.spec)
+
+    @classmethod
+    def offline_needs(cls, spec: Any) -> str | None:
+        """A tag's weights in open_clip's caches, or a local checkpoint file; else what is
+        missing (one line)."""
+        shown = spec.to_string() if hasattr(spec, "to_string") else str(spec)
+        try:
+            source = resolve_openclip_source(as_openclip_spec(spec))
+        except (LexsemError, ImportError) as exc:
+            why = " ".join(str(exc).split())[:200]
+            return f"open_clip and the weights of {shown} ({why})"
+        if source.kind == "local" or cached_tag_weights(source.entry) is not None:
+            return None
+        where = source.entry.get("hf_hub") or source.entry.get("url") or source.tag
+        return f"the open_clip weights of {source.arch}/{source.tag} ({str(where).rstrip('/')})"
 
     def _trained_quick_gelu(self, facts: OpenClipFacts) -> bool | None:
         """The activation the weights were trained with (None: a local checkpoint, unknown)."""
