@@ -92,11 +92,6 @@ def hand_rolled_registries(src: Path) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="construct stages (construct/stage.py) and input sources (construct/inputs.py) are "
-    "folded onto lexsem.registry by the registries part of issue 27 (item 3)",
-)
 def test_one_registry_mechanism() -> None:
     """Every name -> object registry is a `lexsem.registry.Registry` (did-you-mean, lazy
     entries, declared up front): no module keeps a dict of its own with a `register_*`."""
@@ -119,11 +114,6 @@ def _registry_kinds(src: Path) -> set[str]:
     return kinds
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="registries of stages, input sources, recipes, executors and study kinds are added "
-    "by the registries part of issue 27 (item 3)",
-)
 def test_every_kind_of_plugin_has_a_registry() -> None:
     """Benchmarks, backends, tasks, paper tables, stages, input sources, recipes, executors and
     study kinds are each one `Registry` (docs/extending.md: one file plus one registry line)."""
@@ -175,11 +165,6 @@ def upward_strings(src: Path, layer_of: dict[str, int]) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="construct/catalog.py loads lexsem.annotate.fold_back by name; the fold-back stages "
-    "move beside the other stages in the registries part of issue 27 (item 3)",
-)
 def test_lazy_entries_point_down_the_layers() -> None:
     """A lazy registry entry or module name in a string follows the layer map as an import
     does: no package names a module of a package above it or beside it."""
@@ -205,13 +190,6 @@ def key_recipes(src: Path) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the canonical-JSON keys of construct/runner.py, sweep/grid.py and "
-    "models/protocols.py are folded into one key function by the helpers part of issue 27 "
-    "(item 4); benchmarks/sources/synthetic_text.py and synthetic_images.py hash canonical "
-    "JSON too and must use it",
-)
 def test_one_key_recipe() -> None:
     """Canonical JSON is hashed into a key by one module's function, which every key uses."""
     found = key_recipes(SRC)
@@ -238,11 +216,6 @@ def file_hashers(src: Path) -> dict[str, list[str]]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the file sha256 helpers of construct/inputs.py, benchmarks/frozen.py and "
-    "models/source.py are folded onto one by the helpers part of issue 27 (item 4)",
-)
 def test_one_file_hash_helper() -> None:
     found = file_hashers(SRC)
     assert len(found) <= 1, found
@@ -419,11 +392,6 @@ def run_record_assemblers(src: Path) -> list[str]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="annotate/human_run.py assembles a run itself; a study's answers become a by-item "
-    "model scored by the Evaluator in the human-answers part of issue 27 (item 1)",
-)
 def test_every_run_is_made_by_the_evaluator() -> None:
     """Every run record (models, recorded answers, a human study's answers) is assembled by
     `Evaluator(config).run(model)`: nothing else imports `lexsem.results.build`."""

@@ -66,3 +66,14 @@ def file_sha256(path: str | Path) -> str:
         while block := fh.read(_BLOCK):
             h.update(block)
     return h.hexdigest()
+
+
+def head_tail_sha256(path: str | Path, span: int) -> str:
+    """The sha256 hex digest of the first and the last `span` bytes of the file at `path` (a
+    file of at least `span` bytes: the quick identity of a very large weights file)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        h.update(fh.read(span))
+        fh.seek(-span, 2)
+        h.update(fh.read(span))
+    return h.hexdigest()

@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import lexsem.paths as paths
-from lexsem.digests import file_sha256
+from lexsem.digests import file_sha256, head_tail_sha256
 from lexsem.errors import ModelError
 from lexsem.models.aliases import OFFLINE_COPIES, offline_copy
 
@@ -85,12 +85,7 @@ def _file_digest(p: Path) -> str:
     if st.st_size <= WHOLE_FILE_LIMIT:
         out = f"sha256:{file_sha256(p)}"
     else:
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            h.update(f.read(HEAD_TAIL))
-            f.seek(st.st_size - HEAD_TAIL)
-            h.update(f.read(HEAD_TAIL))
-        out = f"head-tail-16MiB:{h.hexdigest()}"
+        out = f"head-tail-16MiB:{head_tail_sha256(p, HEAD_TAIL)}"
     _file_digests[key] = out
     return out
 
