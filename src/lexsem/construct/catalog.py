@@ -29,6 +29,6 @@ STAGE_MODULES = (
 
 
 def load_stages(extra: tuple[str, ...] = ()) -> None:
-    """Import the built-in stage modules and `extra` (a recipe's `imports`)."""
+    """Import the built-in stage modules and `extra` (a recipe's `plugins`)."""
     for name in (*STAGE_MODULES, *extra):
         importlib.import_module(name)
