@@ -42,9 +42,15 @@ def test_status_export_invite(tmp_path: Path) -> None:
     lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("a0")}
     assert "2/2" in lines["a0001"] and "done" in lines["a0001"]
     assert "0/2" in lines["a0002"] and "FLAGGED" in lines["a0002"]
-    code, out = cli("status", str(made.path), "--json")
-    data = json.loads(out)
+    status_json = tmp_path / "status.json"
+    code, out = cli("status", str(made.path), "--json", str(status_json))
+    assert code == 0 and "agreement tot: 0.0% over 2 pairs" in out  # and printed as before
+    data = json.loads(status_json.read_text())
+    assert data["generator"] == "lexsem" and f"overlap 2; {data['answers']} answers" in out
     assert [a["flagged"] for a in data["annotators"]] == [False, True]
+    assert cli("status", str(made.path), "--json", str(status_json))[0] == 0  # lexsem's own
+    code, out = cli("status", str(made.path), "--json", str(made.path))
+    assert code == 2 and "--json" in out  # never over the study
     code, out = cli("export", str(made.path), "--answers", str(tmp_path / "answers.parquet"))
     assert code == 0 and "8 answers" in out
     table = pq.read_table(tmp_path / "answers.parquet")

@@ -108,3 +108,23 @@ def test_label_studio_commands(app: typer.Typer, tmp_path: Path) -> None:
     res = runner.invoke(app, ["labelstudio-export", str(src), "-o", str(tmp_path / "x"),
                               "--study", "s"])  # fmt: skip
     assert res.exit_code == 2 and "not a JSON list of tasks" in res.output
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--seed", "-1"), ("--confidence", "1.0"), ("--confidence", "0.0"), ("--n-boot", "100001")],
+)
+def test_the_bootstrap_options_are_evaluations_with_its_bounds(
+    app: typer.Typer, tmp_path: Path, option: str, value: str
+) -> None:
+    """`--seed`, `--confidence` and `--n-boot` are `lexsem eval`'s (EvalConfig's fields): the
+    same help and bounds, one line before the answers are read (they do not exist here)."""
+    from lexsem.cli.options import Confidence, NBoot, Seed
+
+    assert "Bootstrap seed." in Seed.__metadata__[0].help
+    assert "Confidence level" in Confidence.__metadata__[0].help
+    assert "Bootstrap resamples" in NBoot.__metadata__[0].help
+    for command in (["agreement"], ["human-run", "-o", str(tmp_path / "run")]):
+        res = runner.invoke(app, [*command, str(tmp_path / "none.parquet"), option, value])
+        assert res.exit_code == 2, res.output
+        assert f"{option} {value}: must be" in res.output and "none.parquet" not in res.output

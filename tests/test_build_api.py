@@ -36,7 +36,7 @@ def _recipe(tmp: Path, url: str, captions: list[str] = CAPTIONS) -> Path:
     )
     path = tmp / "recipe.toml"
     path.write_text(
-        'name = "api"\nimports = ["builders.build_stages"]\n'
+        'name = "api"\nplugins = ["builders.build_stages"]\n'
         f'generator = "openai:tiny-llm?base_url={url}&timeout=1"\nseed = 3\n'
         '[input]\npath = "captions.jsonl"\n[[stages]]\nuse = "caption_format"\n'
         '[[stages]]\nuse = "ask_each"\n'

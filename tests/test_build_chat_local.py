@@ -139,7 +139,7 @@ def test_a_build_with_a_local_generator_stores_its_answers(tiny_chat: Path, tmp_
     (tmp_path / "in.jsonl").write_text("".join(json.dumps({"caption": c}) + "\n" for c in captions))
     recipe = tmp_path / "r.toml"
     recipe.write_text(
-        f'name = "local"\nimports = ["builders.build_stages"]\n'
+        f'name = "local"\nplugins = ["builders.build_stages"]\n'
         f'generator = "chat:{tiny_chat}?max_new_tokens=8&batch_size=4"\nseed = 0\n'
         '[input]\npath = "in.jsonl"\n[[stages]]\nuse = "ask_each"\n'
     )

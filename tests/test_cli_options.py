@@ -1,5 +1,6 @@
 """The CLI's options are made from the config fields they set (`lexsem.cli.options`): every
-option of `eval`, `train` and `annotate create|serve|invite` has its field's default and help,
+option of `eval`, `train`, `sweep`, `reproduce`, `build` and `annotate create|serve|invite` has
+its field's default and help,
 the exceptions are listed here with why, every size is bounded (one line naming the option, before
 any work), and a `--preset` is replaced only by the options given."""
 
@@ -16,6 +17,9 @@ from typer.testing import CliRunner
 from lexsem.annotate.config import CreateConfig, InviteConfig, ServeConfig, StudySettings
 from lexsem.cli import app
 from lexsem.config import EvalConfig
+from lexsem.construct.config import BuildConfig
+from lexsem.reproduce.config import ReproduceConfig
+from lexsem.sweep.config import SweepConfig
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
 
 runner = CliRunner()
@@ -62,6 +66,29 @@ CREATE_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "image_root": None,
 }
 STUDY_ONLY: dict[str, tuple[type[BaseModel], str] | None] = {"study": None, "base_url": None}
+SWEEP_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
+    "grid": None,  # run_sweep's arguments
+    "out": None,
+    "dry_run": None,  # what to do, not how
+    "quiet": None,
+}
+REPRODUCE_SWEEP = ("executor", "address", "max_retries", "spread")
+REPRODUCE_EVAL = ("data_dir", "cache_dir", "coco_val2017", "coco_train2017", "device",
+                  "batch_size", "n_boot")  # fmt: skip
+REPRODUCE_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
+    **{f: (SweepConfig, f) for f in REPRODUCE_SWEEP},  # ReproduceConfig.sweep
+    **{f: (EvalConfig, f) for f in REPRODUCE_EVAL},  # the settings of every job
+    "table": None,
+    "out": None,
+    "quiet": None,
+    "list_tables": None,
+}
+BUILD_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
+    "cache_dir": (EvalConfig, "cache_dir"),  # evaluation's shared option
+    "recipe": None,
+    "out": None,
+    "quiet": None,  # progress, the other way round
+}
 
 
 def _params(command: str) -> dict[str, Any]:
@@ -84,6 +111,9 @@ def _as_config(value: Any) -> Any:
         ("annotate create", StudySettings, CREATE_OTHER, 11),
         ("annotate serve", ServeConfig, STUDY_ONLY, 3),
         ("annotate invite", InviteConfig, STUDY_ONLY, 1),
+        ("sweep", SweepConfig, SWEEP_OTHER, 7),
+        ("reproduce", ReproduceConfig, REPRODUCE_OTHER, 13),
+        ("build", BuildConfig, BUILD_OTHER, 4),
     ],
 )
 def test_every_option_has_its_config_fields_default_and_help(
@@ -104,6 +134,61 @@ def test_every_option_has_its_config_fields_default_and_help(
         assert info.description and info.description in (getattr(param, "help", "") or "")
         checked += 1
     assert checked >= least
+
+
+@pytest.mark.parametrize(
+    ("command", "fields", "other"),
+    [
+        ("sweep", set(SweepConfig.model_fields), SWEEP_OTHER),
+        ("build", set(BuildConfig.model_fields), BUILD_OTHER),
+        ("reproduce", set(ReproduceConfig.model_fields) - {"sweep"} | set(REPRODUCE_SWEEP),
+         {k: v for k, v in REPRODUCE_OTHER.items() if k not in REPRODUCE_SWEEP}),
+    ],
+)  # fmt: skip
+def test_the_options_are_the_config_models_fields(
+    command: str, fields: set[str], other: dict[str, Any]
+) -> None:
+    """No field without its option, no option of its own beside the listed exceptions."""
+    assert set(_params(command)) - set(other) == fields
+
+
+def test_the_configs_are_the_keywords_of_the_functions_they_are_passed_to() -> None:
+    """`run_sweep(grid, out, **SweepConfig().model_dump())`, `build(recipe, out,
+    **BuildConfig().model_dump())`: the same names and defaults."""
+    import inspect
+
+    from lexsem.construct.runner import build
+    from lexsem.sweep.runner import run_sweep
+
+    for config, function in ((SweepConfig, run_sweep), (BuildConfig, build)):
+        params = inspect.signature(function).parameters
+        for name, info in config.model_fields.items():
+            assert name in params and params[name].default == info.default, (function, name)
+    reproduce = ReproduceConfig()
+    assert reproduce.sweep == SweepConfig() and reproduce.rows is None
+
+
+def test_sweep_and_reproduce_options_are_checked_by_their_config(tmp_path: Path) -> None:
+    grid = tmp_path / "g.toml"
+    grid.write_text("[[block]]\nmodels = ['m']\nbenchmarks = ['synthetic']\n")
+    cases = [
+        (["sweep", str(grid), "-o", str(tmp_path / "o"), "--executor", "rey"],
+         "unknown executor 'rey' (did you mean 'ray'?)"),
+        (["sweep", str(grid), "-o", str(tmp_path / "o"), "--max-retries", "101"],
+         "invalid sweep settings: --max-retries 101: must be less than or equal to 100"),
+        (["sweep", str(grid), "-o", str(tmp_path / "o"), "--stores", "each"], "'each' is not one"),
+        (["reproduce", "scpp_table2", "-o", str(tmp_path / "r"), "--spread", "0"],
+         "invalid reproduce settings: --spread 0: must be greater than or equal to 1"),
+        (["reproduce", "scpp_table2", "-o", str(tmp_path / "r"), "--batch-size", "0"],
+         "--batch-size 0: must be at least 1"),
+        (["build", str(tmp_path / "r.toml"), "-o", str(tmp_path / "b"), "--max-requests", "-1"],
+         "invalid build settings: --max-requests -1: must be greater than or equal to 0"),
+    ]  # fmt: skip
+    for args, message in cases:
+        out = runner.invoke(app, args)
+        assert out.exit_code == 2, (args, out.output)
+        assert message in " ".join(out.output.split()), (args, out.output)
+    assert not list(tmp_path.glob("[orb]"))  # nothing written
 
 
 def test_the_exceptions_agree_with_the_config() -> None:

@@ -232,11 +232,6 @@ def config_file_parsers(src: Path) -> list[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="recipes (construct/recipe.py) and grids (sweep/grid.py) are read by one config-file "
-    "loader in the config part of issue 27 (item 4)",
-)
 def test_one_config_file_loader() -> None:
     """Recipes and grids (TOML or YAML) are read by one strict loader."""
     assert len(config_file_parsers(SRC)) <= 1, config_file_parsers(SRC)
@@ -255,11 +250,6 @@ def signature_defaults(cli: Path) -> list[str]:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli/sweep.py and cli/reproduce.py get their options from SweepConfig (config_option) "
-    "in the config part of issue 27 (item 4)",
-)
 def test_no_option_default_from_a_signature() -> None:
     """An option's default is its config field's (`config_option`), never read off a function."""
     assert signature_defaults(SRC / "cli") == []
@@ -293,11 +283,6 @@ def option_kinds(commands: Iterator[tuple[str, object]]) -> dict[str, dict[str, 
     return {flag: kinds for flag, kinds in seen.items() if len(kinds) > 1}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`--json` of `annotate status` (a flag; a path elsewhere) is given one meaning in the "
-    "config part of issue 27 (item 4)",
-)
 def test_an_option_means_one_thing_everywhere() -> None:
     """An option's flag is a switch in every command or takes a value in every command."""
     assert option_kinds(_commands()) == {}
@@ -359,11 +344,6 @@ def hand_bounded_options(cli: Path, fields: set[str]) -> list[str]:
     return sorted(set(out))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="annotate_stats.py's --seed/--confidence, build.py's and sweep.py's bounded options "
-    "are made by config_option in the config part of issue 27 (item 4)",
-)
 def test_options_of_config_fields_are_made_from_the_field() -> None:
     """An option named as a config field is made by `config_option` (type, help, bounds from
     the field), not re-declared with bounds of its own."""

@@ -18,7 +18,15 @@ from lexsem.annotate.config import (
     ServeConfig,
     StudySettings,
 )
-from lexsem.cli.options import CocoVal, DataDir, ImageRoot, config_option, defaults, from_options
+from lexsem.cli.options import (
+    CocoVal,
+    DataDir,
+    ImageRoot,
+    JsonOut,
+    config_option,
+    defaults,
+    from_options,
+)
 from lexsem.errors import LexsemError
 
 if TYPE_CHECKING:
@@ -238,23 +246,24 @@ def serve(
 
 def status(
     study: Study,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    json_out: JsonOut = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a --json file that lexsem did not write.")
+    ] = False,
 ) -> None:
     """Progress per annotator, gold accuracy (flagged annotators) and agreement so far."""
-    import dataclasses
-
     from lexsem.annotate.store import connect
     from lexsem.annotate.study_progress import progress
+    from lexsem.outputs import check_outputs, named_paths
 
+    check_outputs({"--json": json_out}, inputs=named_paths(study), force=force)
     con = connect(study)
     try:
         p = progress(con)
     finally:
         con.close()
-    if as_json:
-        data = dataclasses.asdict(p)
-        typer.echo(json.dumps(data, indent=2))
-        return
+    if json_out is not None:
+        _write_status(p, json_out)
     typer.echo(f"{p.study}: {p.items} items x overlap {p.overlap}; {p.answers} answers")
     for kind, (pct, n, alpha) in p.agreement.items():
         shown = "undefined" if alpha != alpha else f"{alpha:.3f}"  # NaN: one label only
@@ -268,6 +277,28 @@ def status(
         typer.echo(
             f"{a.annotator:<10} {a.answered:>4}/{a.assigned:<4} {gold:<8} {secs:>8}  {state}"
         )
+
+
+def _write_status(p: Any, path: Path) -> None:
+    """The progress as JSON (an undefined agreement as null)."""
+    import dataclasses
+    import math
+
+    from lexsem.atomic import atomic_open
+    from lexsem.outputs import GENERATOR
+
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        json.dump({**GENERATOR, **finite(dataclasses.asdict(p))}, fh, indent=2, allow_nan=False)
+        fh.write("\n")
 
 
 def export(

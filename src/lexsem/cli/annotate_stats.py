@@ -12,20 +12,44 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import CacheDir, DataDir, NBoot
+from lexsem.annotate.config import StudySettings
+from lexsem.cli.options import (
+    EVAL,
+    CacheDir,
+    Confidence,
+    DataDir,
+    JsonOut,
+    NBoot,
+    Seed,
+    check_bounds,
+    config_option,
+    defaults,
+)
+from lexsem.config import EvalConfig
 
 __all__ = ["STATS_COMMANDS", "agreement", "human_run", "labelstudio_export", "labelstudio_import"]
 
 Answers = Annotated[Path, typer.Argument(help="The study's answers table (Parquet).")]
-Seed = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Bootstrap seed.")]
-Confidence = Annotated[
-    float, typer.Option("--confidence", min=0.5, max=0.999, help="CI confidence level.")
-]
+TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
+OrderSeed = config_option(StudySettings, "seed", "--seed")
+STUDY = defaults(StudySettings)
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output.")]
 
 
 def _num(x: float | None) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.3f}"
+
+
+def _check_statistics(n_boot: int, seed: int, confidence: float) -> None:
+    """The bootstrap's options within their `EvalConfig` bounds (one line, before any work)."""
+    check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot), "--seed": ("seed", seed),
+                              "--confidence": ("confidence", confidence)})  # fmt: skip
+
+
+def _print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
+    from lexsem.report.tables import Table, to_markdown
+
+    typer.echo(to_markdown([Table(title=title, headers=headers, rows=rows)]), nl=False)
 
 
 def _finite(row: dict[str, object]) -> dict[str, object]:
@@ -35,12 +59,10 @@ def _finite(row: dict[str, object]) -> dict[str, object]:
 
 def agreement(
     answers: Answers,
-    n_boot: NBoot = 1000,
-    seed: Seed = 0,
-    confidence: Confidence = 0.95,
-    json_out: Annotated[
-        Path | None, typer.Option("--json", help="Also write the rows as JSON here.")
-    ] = None,
+    n_boot: NBoot = EVAL.n_boot,
+    seed: Seed = EVAL.seed,
+    confidence: Confidence = EVAL.confidence,
+    json_out: JsonOut = None,
     force: Force = False,
 ) -> None:
     """Inter-annotator agreement per task kind and subset: Cohen's kappa per annotator pair
@@ -50,16 +72,18 @@ def agreement(
     from lexsem.results.answers_table import read_answers
     from lexsem.stats.agreement import agreement as compute
 
+    _check_statistics(n_boot, seed, confidence)
     check_outputs({"--json": json_out}, inputs=named_paths(answers), force=force)
     table, _, _ = read_answers(answers)
     rows = compute(table, n_boot=n_boot, seed=seed, confidence=confidence, where=str(answers))
-    typer.echo("| kind | subset | statistic | pair | items | annotators | value | CI |")
-    typer.echo("|---|---|---|---|---:|---:|---:|---|")
-    for r in rows:
-        ci = "-" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
-        pair = " / ".join(r.pair) if r.pair else ""
-        typer.echo(f"| {r.kind} | {r.subset} | {r.statistic} | {pair} | {r.items} | "
-                   f"{r.annotators} | {_num(r.value)} | {ci} |")  # fmt: skip
+    _print_table(
+        "Agreement",
+        ["kind", "subset", "statistic", "pair", "items", "annotators", "value", "CI"],
+        [[r.kind, r.subset, r.statistic, " / ".join(r.pair) if r.pair else "", str(r.items),
+          str(r.annotators), _num(r.value),
+          "-" if r.ci_low is None else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"]
+         for r in rows],
+    )  # fmt: skip
     if json_out is not None:
         from lexsem.atomic import atomic_open
         from lexsem.outputs import GENERATOR
@@ -78,12 +102,10 @@ def human_run(
         str | None, typer.Option("--study", help="The study (when the table has several).")
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Shown as (default: human).")] = None,
-    n_boot: NBoot = 1000,
-    seed: Seed = 0,
-    confidence: Confidence = 0.95,
-    tie_policy: Annotated[
-        str, typer.Option("--tie-policy", help="An even split of annotators: strict or lenient.")
-    ] = "strict",
+    n_boot: NBoot = EVAL.n_boot,
+    seed: Seed = EVAL.seed,
+    confidence: Confidence = EVAL.confidence,
+    tie_policy: TiePolicy = EVAL.tie_policy,
     strict_items: Annotated[
         bool, typer.Option("--strict-items", help="An answer about an unknown item: an error.")
     ] = False,
@@ -97,19 +119,19 @@ def human_run(
     from lexsem.annotate.human_run import human_run as make
     from lexsem.outputs import check_output_dir, named_paths
 
-    if tie_policy not in ("strict", "lenient"):
-        raise typer.BadParameter("strict or lenient", param_hint="--tie-policy")
+    _check_statistics(n_boot, seed, confidence)
     check_output_dir(out, kind="run.json", inputs=named_paths(answers), option="--out")
     res = make(answers, study=study, name=name, out=out, force=force, strict_items=strict_items,
                n_boot=n_boot, seed=seed, confidence=confidence, tie_policy=tie_policy,
                data_dir=data_dir, cache_dir=cache_dir)  # fmt: skip
     rec = res.run.record
     typer.echo(f"run folder: {out} ({rec.model.name}; {', '.join(rec.config.tasks)})")
-    typer.echo("| kind | subset | answers | right | annotators | accuracy (over answers) |")
-    typer.echo("|---|---|---:|---:|---:|---:|")
-    for a in [*res.answer_level, *res.gold]:
-        typer.echo(f"| {a.kind} | {a.subset} | {a.answers} | {a.right} | {a.annotators} | "
-                   f"{a.accuracy:.2f} |")  # fmt: skip
+    _print_table(
+        "Answers",
+        ["kind", "subset", "answers", "right", "annotators", "accuracy (over answers)"],
+        [[a.kind, a.subset, str(a.answers), str(a.right), str(a.annotators), f"{a.accuracy:.2f}"]
+         for a in [*res.answer_level, *res.gold]],
+    )  # fmt: skip
     notes = [f"{n} {kind} answers (not a run's task kind)" for kind, n in res.left_out.items()]
     notes += [f"{res.skipped} skipped"] * bool(res.skipped)
     notes += [f"{res.unknown} about items the benchmark lacks (named in run.json)"] * bool(
@@ -123,13 +145,14 @@ def labelstudio_export(
     tasks: Annotated[Path, typer.Argument(help="The tasks: a JSON list of task objects.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The folder to write into.")],
     study: Annotated[str, typer.Option("--study", help="The study's name.")],
-    seed: Seed = 0,
+    seed: OrderSeed = STUDY.seed,
 ) -> None:
     """Write Label Studio tasks (KIND.tasks.json) and labelling configs (KIND.config.xml)."""
     from lexsem.annotate.labelstudio import export_tasks
     from lexsem.errors import DataError
     from lexsem.outputs import check_output_dir, named_paths
 
+    check_bounds(StudySettings, {"--seed": ("seed", seed)})
     check_output_dir(out, kind=None, inputs=named_paths(tasks), option="--out")
     try:
         body = json.loads(tasks.read_text(encoding="utf-8"))

@@ -8,33 +8,35 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import CacheDir
+from lexsem.cli.options import EVAL, CacheDir, config_option, defaults, from_options
+from lexsem.construct.config import BuildConfig
 
 __all__ = ["build"]
 
+BUILD = defaults(BuildConfig)
+
+ReplayOnly = config_option(BuildConfig, "replay_only", "--replay-only")
+MaxRequests = config_option(BuildConfig, "max_requests", "--max-requests")
+Force = config_option(BuildConfig, "force", "--force")
+
 
 def build(
-    recipe: Annotated[Path, typer.Argument(help="The recipe file (TOML).")],
+    recipe: Annotated[Path, typer.Argument(help="The recipe file (TOML, or YAML).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The build folder.")],
-    replay_only: Annotated[
-        bool, typer.Option("--replay-only", help="Send nothing: every answer from the store.")
-    ] = False,
-    max_requests: Annotated[
-        int | None,
-        typer.Option("--max-requests", min=0, help="Refuse a build that would send more."),
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Run every stage again; build in a non-build folder.")
-    ] = False,
-    cache_dir: CacheDir = None,
+    replay_only: ReplayOnly = BUILD.replay_only,
+    max_requests: MaxRequests = BUILD.max_requests,
+    force: Force = BUILD.force,
+    cache_dir: CacheDir = EVAL.cache_dir,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
 ) -> None:
     """Build a benchmark or training data from a recipe: its stages in order, each output kept
     in DIR/stages, resumed where it stopped; acceptance statistics per stage at the end."""
     from lexsem.construct.runner import build as run_build
 
+    config = from_options(BuildConfig, "build", {}, replay_only=replay_only,
+                          max_requests=max_requests, force=force)  # fmt: skip
     res = run_build(
-        recipe, out, replay_only=replay_only, max_requests=max_requests, force=force,
-        cache_dir=cache_dir, progress=not quiet, echo=lambda text: typer.echo(text, err=True),
+        recipe, out, **config.model_dump(), cache_dir=cache_dir, progress=not quiet,
+        echo=lambda text: typer.echo(text, err=True),
     )  # fmt: skip
     typer.echo(f"done: {res.output} ({res.sent} requests sent)")

@@ -20,6 +20,7 @@ from lexsem.cli.options import (
     Device,
     ImageRoot,
     NBoot,
+    Seed,
     config_option,
 )
 from lexsem.config import EvalConfig
@@ -30,7 +31,6 @@ Benchmarks = config_option(EvalConfig, "benchmarks", "--benchmark", "-b", more="
 Tasks = config_option(EvalConfig, "tasks", "--task", "-t")
 Name = config_option(EvalConfig, "name", "--name")
 TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
-Seed = config_option(EvalConfig, "seed", "--seed")
 BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
 Dtype = config_option(EvalConfig, "dtype", "--dtype")
 SkipBad = config_option(EvalConfig, "skip_bad_images", "--skip-bad-images")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import types
 from collections.abc import Mapping
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types
@@ -25,9 +26,10 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "CacheDir", "CocoTrain", "CocoVal", "DataDir",
-           "Device", "ImageRoot", "NBoot", "check_bounds", "config_option", "defaults",
-           "from_options", "one_of"]  # fmt: skip
+__all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "CacheDir", "CocoTrain", "CocoVal",
+           "Confidence", "DataDir", "Device", "ImageRoot", "JsonOut", "NBoot", "Seed",
+           "check_bounds",
+           "config_option", "defaults", "from_options", "one_of"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -185,4 +187,17 @@ CocoTrain = config_option(
 ImageRoot = config_option(EvalConfig, "image_root", "--image-root", envvar="LEXSEM_IMAGE_ROOT")
 Device = config_option(EvalConfig, "device", "--device")
 NBoot = config_option(EvalConfig, "n_boot", "--n-boot")
+Seed = config_option(EvalConfig, "seed", "--seed")
+Confidence = config_option(EvalConfig, "confidence", "--confidence")
 AnswerRule = config_option(EvalConfig, "answer_rule", "--answer-rule")
+
+# -- options several commands share that set no config field ------------------------------------
+# `--json FILE`, everywhere: also write what the command printed as JSON to FILE (a JSON object
+# opening with `"generator": "lexsem"`; a file lexsem did not write is replaced only with
+# `--force`, `lexsem.outputs.check_outputs`)
+JsonOut = Annotated[
+    Path | None,
+    typer.Option(
+        "--json", help="Also write it as JSON here (a file lexsem did not write: --force)."
+    ),
+]

@@ -3,7 +3,6 @@ numbers (`lexsem.reproduce`); `--list` lists the tables."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Annotated
 
@@ -17,17 +16,23 @@ from lexsem.cli.options import (
     DataDir,
     Device,
     NBoot,
+    check_bounds,
     config_option,
+    defaults,
+    from_options,
 )
-from lexsem.cli.sweep import Address, Executor, MaxRetries, Spread
+from lexsem.cli.sweep import SWEEP, Address, Executor, MaxRetries, Spread
 from lexsem.config import EvalConfig
-from lexsem.sweep.runner import run_sweep
+from lexsem.reproduce.config import ReproduceConfig
+from lexsem.sweep.config import SweepConfig
 
 __all__ = ["reproduce"]
 
-SWEEP_DEFAULTS = {k: p.default for k, p in inspect.signature(run_sweep).parameters.items()}
+REPRODUCE = defaults(ReproduceConfig)
 
 BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
+OnlyInstalled = config_option(ReproduceConfig, "only_installed", "--only-installed")
+Rows = config_option(ReproduceConfig, "rows", "--row", more="Repeat it.")
 
 
 def reproduce(
@@ -42,21 +47,12 @@ def reproduce(
             help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
         ),
     ] = None,
-    executor: Executor = SWEEP_DEFAULTS["executor"],
-    address: Address = SWEEP_DEFAULTS["address"],
-    max_retries: MaxRetries = SWEEP_DEFAULTS["max_retries"],
-    spread: Spread = SWEEP_DEFAULTS["spread"],
-    only_installed: Annotated[
-        bool,
-        typer.Option(
-            "--only-installed",
-            help="Run only the rows whose weights are installed (always so offline).",
-        ),
-    ] = False,
-    rows: Annotated[
-        list[str] | None,
-        typer.Option("--row", help="Only this row (the model's name as the paper prints it)."),
-    ] = None,
+    executor: Executor = SWEEP.executor,
+    address: Address = SWEEP.address,
+    max_retries: MaxRetries = SWEEP.max_retries,
+    spread: Spread = SWEEP.spread,
+    only_installed: OnlyInstalled = REPRODUCE.only_installed,
+    rows: Rows = REPRODUCE.rows,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress: the comparison only.")
     ] = False,
@@ -87,6 +83,18 @@ def reproduce(
     from lexsem.reproduce.session import reproduce as run_table
 
     get_table(table)  # an unknown table fails before anything is written
+    option_of = {f"sweep.{k}": "--" + k.replace("_", "-") for k in SweepConfig.model_fields}
+    config = from_options(
+        ReproduceConfig,
+        "reproduce",
+        {"rows": "--row", **option_of},
+        only_installed=only_installed,
+        rows=tuple(rows) if rows else None,
+        sweep={"executor": executor, "address": address, "max_retries": max_retries,
+               "spread": spread},
+    )  # fmt: skip
+    check_bounds(EvalConfig, {"--batch-size": ("batch_size", batch_size),
+                              "--n-boot": ("n_boot", n_boot)})  # fmt: skip
     quiet_libraries(quiet)
     settings = {
         k: v
@@ -105,10 +113,10 @@ def reproduce(
     done = run_table(
         table,
         out or Path("reproduce") / table,
-        executor=executor,
-        sweep_options={"address": address, "max_retries": max_retries, "spread": spread},
-        only_installed=only_installed,
-        rows=rows,
+        executor=config.sweep.executor,
+        sweep_options=config.sweep.model_dump(exclude={"executor"}),
+        only_installed=config.only_installed,
+        rows=config.rows,
         settings=settings,
         echo=(lambda _text: None) if quiet else (lambda text: typer.echo(text, err=True)),
     )

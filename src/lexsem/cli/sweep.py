@@ -3,79 +3,38 @@ folder each (docs/scale.md); the work is `lexsem.sweep.runner.run_sweep`."""
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from lexsem.sweep.grid import MAX_SPREAD
-from lexsem.sweep.runner import run_sweep
+from lexsem.cli.options import config_option, defaults, from_options
+from lexsem.sweep.config import SweepConfig
 
-__all__ = ["Address", "Executor", "MaxRetries", "Spread", "sweep"]
+__all__ = ["SWEEP", "Address", "Executor", "MaxRetries", "Spread", "sweep"]
 
-_DEFAULTS = {k: p.default for k, p in inspect.signature(run_sweep).parameters.items()}
-
-
-def _choice(allowed: tuple[str, ...]) -> Any:
-    def check(value: str | None) -> str | None:
-        if value is not None and value not in allowed:
-            raise typer.BadParameter(f"{value!r}: choose {', '.join(allowed)}")
-        return value
-
-    return check
-
+SWEEP = defaults(SweepConfig)
 
 # the options `lexsem reproduce` shares (it runs a table as a sweep)
-Executor = Annotated[
-    str,
-    typer.Option(
-        help="local (in order, here), shard (this process's slice: torchrun, SLURM array) "
-        "or ray (one task per job).",
-    ),
-]
-Address = Annotated[
-    str | None,
-    typer.Option(help="Ray: the cluster to use (ray://HOST:10001, auto); default: a local one."),
-]
-MaxRetries = Annotated[
-    int,
-    typer.Option(min=0, max=100, help="Ray: times a job is retried when its worker is lost."),
-]
-Spread = Annotated[
-    int | None,
-    typer.Option(
-        min=1,
-        max=MAX_SPREAD,
-        help="Spread each job's text and image encoding over this many Ray actors "
-        "(default: each job's resources.spread; results as one process).",
-    ),
-]
+Executor = config_option(SweepConfig, "executor", "--executor")
+Address = config_option(SweepConfig, "address", "--address")
+MaxRetries = config_option(SweepConfig, "max_retries", "--max-retries")
+Spread = config_option(SweepConfig, "spread", "--spread")
+Stores = config_option(SweepConfig, "stores", "--stores")
+Rank = config_option(SweepConfig, "rank", "--rank")
+WorldSize = config_option(SweepConfig, "world_size", "--world-size")
 
 
 def sweep(
     grid: Annotated[Path, typer.Argument(help="The grid file (TOML, or YAML).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The sweep folder.")],
-    executor: Executor = _DEFAULTS["executor"],
-    address: Address = _DEFAULTS["address"],
-    stores: Annotated[
-        str | None,
-        typer.Option(
-            help="shared (every job writes the main request store) or per-job (a store per job "
-            "on local disk, merged into the main one); default: per-job on Ray, else shared.",
-            callback=_choice(("shared", "per-job")),
-        ),
-    ] = _DEFAULTS["stores"],
-    rank: Annotated[
-        int | None,
-        typer.Option(min=0, help="shard: this process's rank (default: from the environment)."),
-    ] = _DEFAULTS["rank"],
-    world_size: Annotated[
-        int | None,
-        typer.Option(min=1, help="shard: the number of shards (default: from the environment)."),
-    ] = _DEFAULTS["world_size"],
-    max_retries: MaxRetries = _DEFAULTS["max_retries"],
-    spread: Spread = _DEFAULTS["spread"],
+    executor: Executor = SWEEP.executor,
+    address: Address = SWEEP.address,
+    stores: Stores = SWEEP.stores,
+    rank: Rank = SWEEP.rank,
+    world_size: WorldSize = SWEEP.world_size,
+    max_retries: MaxRetries = SWEEP.max_retries,
+    spread: Spread = SWEEP.spread,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,
@@ -84,9 +43,13 @@ def sweep(
     """Run a grid of models × benchmarks × options: one run folder per job in OUT/runs,
     jobs already done skipped, failures reported in OUT/sweep.json (exit status 1) without
     stopping the others. `lexsem report OUT` tabulates every run."""
+    from lexsem.sweep.runner import run_sweep
+
+    config = from_options(SweepConfig, "sweep", {}, executor=executor, address=address,
+                          stores=stores, rank=rank, world_size=world_size,
+                          max_retries=max_retries, spread=spread)  # fmt: skip
     res = run_sweep(
-        grid, out, executor, stores=stores, address=address, rank=rank,  # type: ignore[arg-type]
-        world_size=world_size, max_retries=max_retries, spread=spread, dry_run=dry_run,
+        grid, out, dry_run=dry_run, **config.model_dump(),
         echo=(lambda text: None) if quiet else (lambda text: typer.echo(text, err=True)),
     )  # fmt: skip
     if dry_run:

@@ -129,6 +129,6 @@ def find_recipe(recipe: str | Path) -> Path:
 
 
 def import_modules(names: Sequence[str]) -> None:
-    """Import a recipe's `imports` (the user's modules that register stages or sources)."""
+    """Import a recipe's `plugins` (the user's modules that register stages or sources)."""
     for name in names:
         importlib.import_module(name)

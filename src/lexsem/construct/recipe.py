@@ -1,13 +1,14 @@
-"""A recipe file of `lexsem build` (TOML): a name, an input, an ordered list of stages with
-their settings (docs/building.md has an example). Read and checked whole before any work:
-each error is one line naming the file and, where it is one, the stage.
+"""A recipe file of `lexsem build` (TOML, or YAML with the same keys): a name, an input, an
+ordered list of stages with their settings (docs/building.md has an example). Read by the one
+config-file loader (`lexsem.config_file`: strict, unknown keys with "did you mean") and checked
+whole before any work: each error is one line naming the file and, where it is one, the stage.
 
     name = "bivlc-captions"
     seed = 0                          # optional: ctx.seed, and sent to the generator
     generator = "openai:MODEL?base_url=http://127.0.0.1:8000/v1"   # optional
     send_seed = true                  # optional: the seed as a request parameter
     image_generator = "diffusers:MODEL?steps=50"   # optional: for stages that make images
-    imports = ["my_package.stages"]   # optional: modules that register more stages
+    plugins = ["my_package.stages"]   # optional: modules that register more stages
 
     [input]
     path = "captions.jsonl"           # relative to the recipe; or: source = "NAME"
@@ -23,19 +24,14 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lexsem.config_file import read_config_file, validate_config
 from lexsem.construct.catalog import find_recipe, get_stage, import_modules
 from lexsem.errors import LexsemError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["InputSpec", "Recipe", "StageSpec", "load_recipe"]
 
@@ -73,7 +69,7 @@ class Recipe(_Strict):
     generator: str | None = None
     image_generator: str | None = None
     send_seed: bool = True
-    imports: tuple[str, ...] = ()
+    plugins: tuple[str, ...] = ()
     input: InputSpec
     stages: list[StageSpec] = Field(min_length=1)
     # filled by load_recipe, never read from the file
@@ -90,50 +86,31 @@ class Recipe(_Strict):
 
 
 def load_recipe(path: str | Path) -> Recipe:
-    """The recipe of the TOML file `path`, checked: its fields, each stage registered, each
-    setting one its stage takes, a generator for the stages that ask one, the input there.
-    `path` may name a shipped recipe (`lexsem list recipes`)."""
-    path = find_recipe(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LexsemError(f"{path}: cannot read the recipe ({exc.strerror})") from None
-    try:
-        raw = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise LexsemError(f"{path}: not a TOML file ({exc})") from None
-    for key in ("path", "sha256"):
-        if key in raw:
-            raise LexsemError(f"{path}: unknown field {key!r}")
-    try:
-        recipe = Recipe(**raw, path=path, sha256=hashlib.sha256(data).hexdigest())
-    except ValidationError as exc:
-        raise LexsemError(f"{path}: {_problem(exc.errors()[0], raw)}") from None
-    _check_stages(recipe, path)
+    """The recipe of the TOML (or `.yaml`/`.yml`) file `path`, checked: its keys, each stage
+    registered, each setting one its stage takes, a generator for the stages that ask one, the
+    input there. `path` may name a shipped recipe (`lexsem list recipes`)."""
+    file = read_config_file(find_recipe(path), what="recipe")
+    recipe = validate_config(
+        file,
+        Recipe,
+        numbered={"stages": ("stage", "use")},
+        path=file.path,
+        sha256=hashlib.sha256(file.data).hexdigest(),
+    )
+    _check_stages(recipe, file.path)
     where = recipe.input_path()
     if where is not None and not where.is_file():
-        raise LexsemError(f"{path}: [input] path {recipe.input.path!r}: no such file ({where})")
+        raise LexsemError(
+            f"{file.path}: [input] path {recipe.input.path!r}: no such file ({where})"
+        )
     return recipe
-
-
-def _problem(error: Any, raw: dict[str, Any]) -> str:
-    loc = list(error["loc"])
-    msg = error["msg"].removeprefix("Value error, ")
-    if loc[:1] == ["stages"] and len(loc) > 1 and isinstance(loc[1], int):
-        n = loc[1]
-        stages = raw.get("stages") or []
-        use = stages[n].get("use") if n < len(stages) and isinstance(stages[n], dict) else None
-        rest = ".".join(str(p) for p in loc[2:])
-        return f"stage {n + 1}{f' ({use})' if use else ''}: {rest + ': ' if rest else ''}{msg}"
-    where = ".".join(str(p) for p in loc)
-    return f"{where}: {msg}" if where else msg
 
 
 def _check_stages(recipe: Recipe, path: Path) -> None:
     try:
-        import_modules(recipe.imports)
+        import_modules(recipe.plugins)
     except ImportError as exc:
-        raise LexsemError(f"{path}: imports: {exc}") from None
+        raise LexsemError(f"{path}: plugins: {exc}") from None
     labels: set[str] = set()
     for n, spec in enumerate(recipe.stages, 1):
         where = f"{path}: stage {n} ({spec.use})"

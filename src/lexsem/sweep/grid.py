@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,13 +42,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from lexsem.config import EvalConfig
+from lexsem.config_file import read_config_file, validate_config
 from lexsem.digests import json_sha256
 from lexsem.errors import LexsemError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from lexsem.registry import did_you_mean
 
 __all__ = [
     "EXECUTION_FIELDS",
@@ -109,8 +105,6 @@ def _settings(value: dict[str, Any]) -> dict[str, Any]:
             where = "a block's benchmarks" if key == "benchmarks" else "a model entry's name"
             raise ValueError(f"{key!r} is set by {where}, not as an option")
         if key not in EvalConfig.model_fields:
-            from lexsem.registry import did_you_mean
-
             raise ValueError(
                 f"unknown evaluation setting {key!r}"
                 f"{did_you_mean(key, list(EvalConfig.model_fields))}"
@@ -194,60 +188,12 @@ class Job(_Strict):
 
 
 def load_grid(path: str | Path) -> Grid:
-    """The grid of the TOML (or `.yaml`/`.yml`) file `path`, checked whole: a problem is one
-    `LexsemError` line naming the file and the field."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LexsemError(f"{path}: cannot read the grid file ({exc.strerror or exc})") from None
-    raw = _parse(path, data)
-    if not isinstance(raw, dict):
-        raise LexsemError(f"{path}: a grid file is a table of fields, not {type(raw).__name__}")
-    try:
-        grid = Grid.model_validate(raw)
-    except ValidationError as exc:
-        raise LexsemError(f"{path}: {_problem(exc.errors()[0])}") from None
-    expand(grid, source=path)  # every job's settings checked, the size bounded
+    """The grid of the TOML (or `.yaml`/`.yml`) file `path`, checked whole
+    (`lexsem.config_file`): a problem is one `LexsemError` line naming the file and the key."""
+    file = read_config_file(path, what="grid file")
+    grid = validate_config(file, Grid, numbered={k: ("block", None) for k in ("block", "blocks")})
+    expand(grid, source=file.path)  # every job's settings checked, the size bounded
     return grid
-
-
-def _parse(path: Path, data: bytes) -> Any:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LexsemError(f"{path}: not a text file (not UTF-8)") from None
-    if path.suffix.lower() in (".yaml", ".yml"):
-        try:
-            import yaml
-        except ImportError:
-            raise LexsemError(f"{path}: reading YAML needs PyYAML (or write TOML)") from None
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            line = f":{mark.line + 1}" if mark is not None else ""
-            raise LexsemError(
-                f"{path}{line}: not a YAML file ({' '.join(str(exc).split())})"
-            ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise LexsemError(f"{path}: not a TOML file ({exc})") from None
-
-
-def _problem(error: Any) -> str:
-    """`block 2: options: ...`, `groups.text[1].spec: ...`: where in the file, then what."""
-    loc = [p for p in error["loc"] if p not in ("str", "ModelEntry", "list[str]")]
-    head = ""
-    if len(loc) >= 2 and loc[0] in ("block", "blocks") and isinstance(loc[1], int):
-        head, loc = f"block {loc[1] + 1}", loc[2:]
-    path = ""
-    for p in loc:
-        path += f"[{p + 1}]" if isinstance(p, int) else (f".{p}" if path else str(p))
-    where = ": ".join(w for w in (head, path) if w)
-    msg = error["msg"].removeprefix("Value error, ")
-    return f"{where}: {msg}" if where else msg
 
 
 # -- expansion ----------------------------------------------------------------------------------
@@ -259,8 +205,6 @@ def _models(grid: Grid, block: Block, where: str) -> list[ModelEntry]:
     out: list[ModelEntry] = []
     for g in block.groups:
         if g not in grid.groups:
-            from lexsem.registry import did_you_mean
-
             known = ", ".join(sorted(grid.groups)) or "none"
             raise LexsemError(
                 f"{where}: groups: no model group {g!r}{did_you_mean(g, list(grid.groups))} "
