@@ -23,6 +23,7 @@ from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.sweep.executors import get_executor
 from lexsem.sweep.executors.base import Echo, SweepContext
 from lexsem.sweep.grid import MAX_SPREAD, Grid, Job, expand, load_grid
+from lexsem.sweep.grid_check import check_jobs
 from lexsem.sweep.job_run import StoreMode, done_run, import_plugins
 from lexsem.sweep.record import (
     SWEEP_JSON,
@@ -110,6 +111,7 @@ def run_sweep(
     the executor's, `per-job` on Ray, else `shared`; see `lexsem.sweep.job_run`). `dry_run`:
     say which jobs would run, write nothing. `spread`: the Ray actors every job's encoding is
     spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread`."""
+    source = None if isinstance(grid, Grid) else grid
     if not isinstance(grid, Grid):
         grid = load_grid(grid)
     jobs = expand(grid)
@@ -117,8 +119,9 @@ def run_sweep(
         jobs = with_spread(jobs, spread)
     out = Path(out)
     check_sweep_folder(out)
-    import_plugins(grid.plugins)  # before the executor: a plugin may register one
+    import_plugins(grid.plugins)  # before the executor and the check: a plugin may register
     ex = get_executor(executor)
+    check_jobs(jobs, source)  # every model, benchmark, subset and task, before any work
 
     def report(status: JobStatus) -> None:
         write_status(out, status)
