@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.sweep.grid import MAX_SPREAD
+from lexsem.sweep.record import summary_line
 from lexsem.sweep.runner import run_sweep
 
 __all__ = ["Address", "Executor", "MaxRetries", "Spread", "sweep"]
@@ -80,6 +81,9 @@ def sweep(
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    extend: Annotated[
+        bool, typer.Option("--extend", help="Add this grid's jobs to OUT's sweep of another grid.")
+    ] = False,
 ) -> None:
     """Run a grid of models × benchmarks × options: one run folder per job in OUT/runs,
     jobs already done skipped, failures reported in OUT/sweep.json (exit status 1) without
@@ -87,6 +91,7 @@ def sweep(
     res = run_sweep(
         grid, out, executor, stores=stores, address=address, rank=rank,  # type: ignore[arg-type]
         world_size=world_size, max_retries=max_retries, spread=spread, dry_run=dry_run,
+        extend=extend,
         echo=(lambda text: None) if quiet else (lambda text: typer.echo(text, err=True)),
     )  # fmt: skip
     if dry_run:
@@ -94,7 +99,7 @@ def sweep(
             typer.echo(f"{'done' if job.status == 'skipped' else 'to run':7s} {job.id}")
         typer.echo(f"{res.count('pending')} of {len(res.jobs)} jobs to run")
         return
-    counts = ", ".join(f"{res.count(s)} {s}" for s in ("done", "skipped", "failed", "pending"))
+    counts = summary_line(res)
     mine = f" (this shard: {len(res.own)} jobs)" if res.shard is not None else ""
     typer.echo(f"{counts}{mine}; {out / 'sweep.json'}")
     for job in res.failed:
