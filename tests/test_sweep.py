@@ -66,7 +66,7 @@ def test_a_failing_job_is_reported_and_the_others_run(tmp_path: Path) -> None:
     out = runner.invoke(app, ["sweep", str(grid), "-o", str(tmp_path / "out")])
     assert out.exit_code == 1  # the failures again (the done jobs skipped)
     assert "4 already done, 2 failed" in out.stdout
-    assert "failed: sweepfake-bad-fail-1__synthetic__" in out.stderr
+    assert "failed: sweepfake-bad-fail-1__synthetic-swap-obj__" in out.stderr
     assert "told to fail" in out.stderr
 
 
