@@ -105,8 +105,7 @@ def spread_advice(
 
     - CPU actors that, with the driver, need more cores than the cluster has
       (`workers` × `cpus_per_actor` + 1 > `cluster_cpus`) share them: each gets a slice of what
-      one process uses whole (on one 2-core machine, 2 actors take 2.4× one process's time:
-      docs/scale.md), and start a model each;
+      one process uses whole, and loads a model of its own (docs/scale.md has measurements);
     - a job with fewer than two batches per actor to encode spends more on the actors'
       start-up (each loads the model) than it saves.
     """
@@ -115,7 +114,8 @@ def spread_advice(
         return (
             f"spreading over {workers} actors of {cpus_per_actor:g} CPU each needs "
             f"{workers * max(cpus_per_actor, 1) + 1:g} cores with the driver; the Ray cluster "
-            f"has {cluster_cpus:g}: they share them, and one process (--spread 1) is faster"
+            f"has {cluster_cpus:g}: they share them; expect no speed-up over one process "
+            "(--spread 1) unless other work loads the cores"
         )
     if n_batches < 2 * workers:
         return (
