@@ -196,13 +196,13 @@ def test_the_blind_bars_have_their_chance_line(report: dict[str, Any]) -> None:
 
 
 def test_every_run_has_one_label_in_every_table(report: dict[str, Any]) -> None:
-    a, b = (f"bow ({report['ids'][k]})" for k in ("bow0", "bow1"))
+    a, b = "bow seed=0", "bow seed=1"  # the setting that differs between them
     cells = report["parsed"].first_cells
     assert a in cells and b in cells
     assert "bow" not in cells  # never the bare name for a model with two runs side by side
     text = " ".join(report["parsed"].text)
     assert f"{a} (TOT)" in text and f"{b} (TOT)" in text  # the prior-map captions
-    assert "the first 8 characters of the run id are added" in text  # the rule, said once
+    assert "told apart by the settings that differ between them" in text  # the rule, said once
 
 
 def test_prior_map_ticks_are_distinct_and_grey_is_what_the_caption_says(
@@ -274,6 +274,6 @@ def test_scatter_names_are_in_a_legend_not_on_the_points(monkeypatch: pytest.Mon
 def test_the_report_labels_the_same_run_the_same_in_tables_and_figures(
     report: dict[str, Any],
 ) -> None:
-    a = f"bow ({report['ids']['bow0']})"
+    a = "bow seed=0"
     titles = [t for f in report["figures"] for t in f["titles"]]
     assert any(t.startswith(a) for t in titles)  # the prior map's title

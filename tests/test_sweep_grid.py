@@ -59,10 +59,11 @@ def test_job_ids_are_readable_and_depend_on_results_not_on_where(tmp_path: Path)
     jobs = expand(load_grid(_write(tmp_path, GRID)))
     moved = expand(load_grid(_write(tmp_path, GRID.replace("/tmp/one", "/tmp/two"), "b.toml")))
     assert [j.id for j in jobs] == [j.id for j in moved]  # the cache folder is no part of it
-    assert jobs[0].id.startswith("minilm__synthetic__")
+    assert jobs[0].id.startswith("minilm__synthetic__tie_policy=strict__")  # the varied value
     changed = jobs[0].config.model_copy(update={"seed": 1})
-    assert job_id("minilm", changed) != jobs[0].id
-    assert job_id("minilm", jobs[0].config) == jobs[0].id
+    varied = {"tie_policy": "strict"}
+    assert job_id("minilm", changed, varied) != jobs[0].id
+    assert job_id("minilm", jobs[0].config, varied) == jobs[0].id
 
 
 def test_a_grid_built_in_python_expands_the_same(tmp_path: Path) -> None:

@@ -161,3 +161,11 @@ def test_spread_settings_are_bounded_and_need_the_store(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "resources.spread" in res.stderr, res.output
     res = CliRunner().invoke(app, ["sweep", str(grid), "-o", str(tmp_path / "o"), "--spread", "0"])
     assert res.exit_code == 2 and "--spread" in res.output
+
+
+def test_a_spread_that_will_not_pay_says_why(tmp_path: Path, ray_cluster: None) -> None:
+    """Two CPU actors and the driver on a Ray of 2 CPUs: a warning, and the job still runs."""
+    grid = _grid(tmp_path / "c", "sweepfake:a", 2)
+    cores = r"needs 3 cores with the driver; the Ray cluster has 2: they share them"
+    with pytest.warns(RuntimeWarning, match=f"spread encoding will not pay here: .*{cores}"):
+        assert run_sweep(grid, tmp_path / "out").complete

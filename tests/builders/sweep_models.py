@@ -7,8 +7,11 @@ No torch: a process that runs it starts in a fraction of a second. Options:
 - `work`: milliseconds of pure-Python CPU work per `encode` call (a CPU-bound job);
 - `hang_marker` / `crash_marker`: a path; where it does not exist yet, `encode` creates it and
   then hangs (for a test to kill the sweep) or kills its own process (a Ray worker lost).
-  Where it exists, the model runs normally: the rerun of a killed sweep finishes.
-The markers and `work` are not part of the fingerprint: they change no value.
+  Where it exists, the model runs normally: the rerun of a killed sweep finishes;
+- `calls_log`: a path; each `encode` call appends one line (the model's name, its process id
+  and the number of texts) there, from whichever process makes it (to count the encoder calls
+  of Ray workers).
+The markers, `calls_log` and `work` are not part of the fingerprint: they change no value.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class SweepFake:
         "work": Option(float, 0.0),
         "hang_marker": Option(str, ""),
         "crash_marker": Option(str, ""),
+        "calls_log": Option(str, ""),
     }
 
     def __init__(self, spec: Any, *, name: str | None = None, **_: Any) -> None:
@@ -56,6 +60,10 @@ class SweepFake:
         return v
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 64) -> np.ndarray:
+        log = self.spec.get("calls_log")
+        if log:
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"{self.spec.name} {os.getpid()} {len(texts)}\n")
         _once(self.spec.get("hang_marker"), lambda: time.sleep(600))
         _once(self.spec.get("crash_marker"), lambda: os.kill(os.getpid(), signal.SIGKILL))
         if self.spec.get("fail"):

@@ -76,6 +76,7 @@ def report(
             check_output_file(path, option, example)
     check_outputs({"--out": out, "--html": html}, inputs=runs, force=force)
     trained = [p for p in runs if is_training_run(p)]
+    given = list(runs)
     runs = run_folders(runs, untabulated=html is not None)
     if not runs and html is not None:  # training runs with no evaluation: their curves only
         with atomic_open(html, "w", encoding="utf-8") as fh:
@@ -108,11 +109,27 @@ def report(
             n_boot=n_boot,
             seed=seed,
         )
-        extra = training_sections(trained)  # loss and learning-rate curves, epochs
+        extra = training_sections(trained) + _sweep_sections(given)  # curves; jobs without a run
         page = build_report(loaded, opt, title=title, extra=extra)  # per-item tables
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
+
+
+def _sweep_sections(paths: list[Path]) -> list[Any]:
+    """The section of the jobs without a run of each sweep folder given that has some."""
+    from lexsem.cli.run_paths import sweep_missing
+    from lexsem.report.sweep_jobs import sweep_jobs_section
+    from lexsem.results.folder_swap import RUN_JSON
+    from lexsem.sweep.record import SWEEP_JSON
+
+    out = []
+    for p in paths:
+        if (p / SWEEP_JSON).is_file() and not (p / RUN_JSON).is_file():
+            _, missing, total = sweep_missing(p)
+            if missing:
+                out.append(sweep_jobs_section(str(p), missing, total))
+    return out
 
 
 def _check_items(runs: list[Path]) -> None:

@@ -91,7 +91,7 @@ def reproduce(
         only_installed=only_installed,
         rows=tuple(rows) if rows else None,
         sweep={"executor": executor, "address": address, "max_retries": max_retries,
-               "spread": spread},
+               "spread": spread, "extend": True},  # a table's folder: other rows extend it
     )  # fmt: skip
     check_bounds(EvalConfig, {"--batch-size": ("batch_size", batch_size),
                               "--n-boot": ("n_boot", n_boot)})  # fmt: skip

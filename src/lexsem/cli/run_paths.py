@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -20,7 +21,7 @@ from lexsem.errors import LexsemError
 from lexsem.results.folder_swap import ITEMS_PARQUET, RUN_JSON
 from lexsem.sweep.record import SWEEP_JSON
 
-__all__ = ["check_output_file", "not_a_run", "run_folders"]
+__all__ = ["check_output_file", "not_a_run", "run_folders", "sweep_missing"]
 
 
 def not_a_run(path: Path) -> str | None:
@@ -67,22 +68,32 @@ def run_folders(paths: Sequence[Path], *, untabulated: bool = False) -> list[Pat
 
 
 def _sweep_runs(folder: Path) -> list[Path]:
-    """The run folders of a sweep's finished jobs, in the grid's order; one note line names
-    the jobs without a run (failed, or not run yet)."""
+    """The run folders of a sweep's finished jobs, in the grid's order; a note line counts the
+    jobs without a run, and one line per failed job gives its reason."""
+    from lexsem.report.sweep_jobs import missing_lines
+
+    runs, missing, total = sweep_missing(folder)
+    for line in missing_lines(str(folder), missing, total):
+        typer.echo(line, err=True)
+    return runs
+
+
+def sweep_missing(folder: Path) -> tuple[list[Path], list[Any], int]:
+    """A sweep folder's run folders (finished jobs, in the grid's order), its jobs without a
+    run (`MissingJob`: failed with the reason, or not run yet), and its number of jobs."""
+    from lexsem.report.sweep_jobs import MissingJob
     from lexsem.sweep.record import read_summary, run_dir
 
     summary = read_summary(folder)
     assert summary is not None
-    runs = [run_dir(folder, j.id) for j in summary.jobs if j.status in ("done", "skipped")]
-    runs = [r for r in runs if (r / RUN_JSON).is_file()]
-    missing = len(summary.jobs) - len(runs)
-    if missing:
-        typer.echo(
-            f"note: {folder}: {missing} of {len(summary.jobs)} jobs have no run (failed or "
-            "not run yet; see its sweep.json); reported without them",
-            err=True,
-        )
-    return runs
+    runs, missing = [], []
+    for j in summary.jobs:
+        run = run_dir(folder, j.id)
+        if j.status in ("done", "skipped") and (run / RUN_JSON).is_file():
+            runs.append(run)
+        else:
+            missing.append(MissingJob(j.id, j.status, j.error))
+    return runs, missing, len(summary.jobs)
 
 
 def _evaluations(run: Path, untabulated: bool) -> list[Path]:

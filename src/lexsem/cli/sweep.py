@@ -10,6 +10,7 @@ import typer
 
 from lexsem.cli.options import config_option, defaults, from_options
 from lexsem.sweep.config import SweepConfig
+from lexsem.sweep.record import summary_line
 
 __all__ = ["SWEEP", "Address", "Executor", "MaxRetries", "Spread", "sweep"]
 
@@ -23,6 +24,7 @@ Spread = config_option(SweepConfig, "spread", "--spread")
 Stores = config_option(SweepConfig, "stores", "--stores")
 Rank = config_option(SweepConfig, "rank", "--rank")
 WorldSize = config_option(SweepConfig, "world_size", "--world-size")
+Extend = config_option(SweepConfig, "extend", "--extend")
 
 
 def sweep(
@@ -39,6 +41,7 @@ def sweep(
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    extend: Extend = SWEEP.extend,
 ) -> None:
     """Run a grid of models × benchmarks × options: one run folder per job in OUT/runs,
     jobs already done skipped, failures reported in OUT/sweep.json (exit status 1) without
@@ -47,7 +50,7 @@ def sweep(
 
     config = from_options(SweepConfig, "sweep", {}, executor=executor, address=address,
                           stores=stores, rank=rank, world_size=world_size,
-                          max_retries=max_retries, spread=spread)  # fmt: skip
+                          max_retries=max_retries, spread=spread, extend=extend)  # fmt: skip
     res = run_sweep(
         grid, out, dry_run=dry_run, **config.model_dump(),
         echo=(lambda text: None) if quiet else (lambda text: typer.echo(text, err=True)),
@@ -57,7 +60,7 @@ def sweep(
             typer.echo(f"{'done' if job.status == 'skipped' else 'to run':7s} {job.id}")
         typer.echo(f"{res.count('pending')} of {len(res.jobs)} jobs to run")
         return
-    counts = ", ".join(f"{res.count(s)} {s}" for s in ("done", "skipped", "failed", "pending"))
+    counts = summary_line(res)
     mine = f" (this shard: {len(res.own)} jobs)" if res.shard is not None else ""
     typer.echo(f"{counts}{mine}; {out / 'sweep.json'}")
     for job in res.failed:

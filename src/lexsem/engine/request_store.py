@@ -77,6 +77,7 @@ __all__ = [
     "store_files",
     "store_keys",
     "store_rows",
+    "store_snapshot",
 ]
 
 SCHEMA_VERSION = 2  # 1: vectors only; 2: + scalars, records
@@ -814,6 +815,28 @@ class RequestStore:
                 raise self._error("read from", exc) from exc
             return out
 
+    def snapshot(self) -> bytes:
+        """The store as the bytes of one SQLite file, its committed rows only, read through
+        SQLite's backup API (nothing written here; what another process commits meanwhile is
+        in it or not, never half). Empty bytes where nothing is stored."""
+        import tempfile
+
+        with self._lock:
+            conn = self._require_open()
+            if conn is None:
+                return b""
+            with tempfile.TemporaryDirectory(prefix="lexsem-snapshot-") as tmp:
+                copy = Path(tmp) / self.path.name
+                dest = sqlite3.connect(str(copy))
+                try:
+                    conn.backup(dest)
+                    dest.execute("PRAGMA journal_mode = DELETE")
+                except sqlite3.Error as exc:
+                    raise self._error("copy", exc) from exc
+                finally:
+                    dest.close()
+                return copy.read_bytes()
+
     # ------------------------------------------------------------------ lifetime
 
     def _error(self, doing: str, exc: sqlite3.Error) -> CacheError:
@@ -874,6 +897,13 @@ def store_files(root: str | Path) -> dict[str, bytes]:
             conn.close()
         out[path.name] = path.read_bytes()
     return out
+
+
+def store_snapshot(root: str | Path, model_key: str) -> bytes:
+    """The store of `model_key` under the cache root `root` as one file's bytes
+    (`RequestStore.snapshot`), read-only; empty bytes where there is none."""
+    with RequestStore(Path(root), model_key, readonly=True) as store:
+        return store.snapshot()
 
 
 def remove_store(root: str | Path, model_key: str) -> None:

@@ -10,18 +10,32 @@ must to tell runs apart:
   apart (`clip [clip:/models/a]`), else the first 8 characters of the model fingerprint
   (`clip [66ef0d3b]`);
 - runs of one model (one label after the step above) that share a benchmark — two of them
-  would stand side by side in one table — all get the first 8 characters of their run id in
-  parentheses (`minilm (27a63f05)`). Runs of one model on different benchmarks keep the plain
-  label: each table has one row of that model.
+  would stand side by side in one table — are named by the evaluation settings that differ
+  between them, as Hydra names runs (`minilm tie_policy=lenient`, `minilm seed=1 n_boot=0`;
+  where the runs were kept, which folders they read and how fast they ran are no such
+  setting); runs whose settings are all the same get the first 8 characters of their run id
+  in parentheses (`minilm (27a63f05)`). Runs of one model on different benchmarks keep the
+  plain label: each table has one row of that model.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from typing import Any
 
 from lexsem.results.schema import RunRecord
 
 LONG_SPEC = 40  # characters: a spec longer than this that is a path is shown shortened
+# evaluation settings that say where a run read and kept things or how fast it ran, never what
+# it measured: never part of a label
+NOT_SHOWN = frozenset(
+    {
+        "benchmarks", "name", "cache_dir", "data_dir", "image_root", "coco_val2017",
+        "coco_train2017", "use_cache", "progress", "num_workers", "keep_decoded_mb",
+        "concurrency", "offline",
+    }
+)  # fmt: skip
 
 
 def short_spec(spec: str) -> str:
@@ -93,10 +107,34 @@ def run_labels(runs: Sequence[RunRecord]) -> dict[str, str]:
         by_label.setdefault(model[r.run_id], []).append(r)
     out: dict[str, str] = {}
     for lab, group in by_label.items():
-        apart = len(group) > 1 and _overlap(group)
+        if len(group) < 2 or not _overlap(group):
+            out |= {r.run_id: lab for r in group}
+            continue
+        named = {r.run_id: " ".join([lab, *_varied(group)[r.run_id]]) for r in group}
+        taken = [named[r.run_id] for r in group]
         for r in group:
-            out[r.run_id] = f"{lab} ({r.run_id[:8]})" if apart else lab
+            same = taken.count(named[r.run_id]) > 1
+            out[r.run_id] = f"{named[r.run_id]} ({r.run_id[:8]})" if same else named[r.run_id]
     return out
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(_value(v) for v in value)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return str(value)
+
+
+def _varied(group: Sequence[RunRecord]) -> dict[str, list[str]]:
+    """run id -> `key=value` of each evaluation setting whose value differs in `group`."""
+    settings = [r.config.evaluation for r in group]
+    keys = sorted({k for s in settings for k in s} - NOT_SHOWN)
+    varied = [k for k in keys if len({json.dumps(s.get(k), sort_keys=True) for s in settings}) > 1]
+    return {
+        r.run_id: [f"{k}={_value(s.get(k))}" for k in varied]
+        for r, s in zip(group, settings, strict=True)
+    }
 
 
 def labels_for(runs: Sequence[RunRecord]) -> list[str]:
@@ -107,8 +145,8 @@ def labels_for(runs: Sequence[RunRecord]) -> list[str]:
 
 LABEL_RULE = (
     "Each run is shown under its model's name (--name, else the model spec; a long local path "
-    "by its backend and last two folders); the first 8 "
-    "characters of the run id are added in parentheses only to tell apart two runs of one "
-    "model on the same benchmark, and the spec or fingerprint in brackets only to tell apart "
-    "two models of one name."
+    "by its backend and last two folders); two runs of one model on the same benchmark are "
+    "told apart by the settings that differ between them (tie_policy=lenient), and where none "
+    "differs the first 8 characters of the run id are added in parentheses; the spec or "
+    "fingerprint in brackets tells apart two models of one name."
 )

@@ -103,8 +103,8 @@ def reproduce(
 ) -> Reproduction:
     """Run paper table `name` into `out` and compare it with the published numbers.
     `settings`: EvalConfig fields for every job (data_dir, cache_dir, device, n_boot, ...);
-    `executor` and `sweep_options` (address, rank, world_size, max_retries): how the sweep
-    runs (`lexsem.sweep.runner.run_sweep`)."""
+    `executor` and `sweep_options` (address, rank, world_size, max_retries; `extend` is True
+    unless given): how the sweep runs (`lexsem.sweep.runner.run_sweep`)."""
     table = get_table(name)
     chosen = select_rows(table, rows)
     out = Path(out)
@@ -117,7 +117,9 @@ def reproduce(
     outcomes: list[JobOutcome] = []
     if runnable:
         grid = table_grid(table, runnable, settings)
-        result = run_sweep(grid, out, executor, echo=echo, **(sweep_options or {}))
+        # the folder holds one table: a run of other rows adds them to its sweep
+        options = {"extend": True, **(sweep_options or {})}
+        result = run_sweep(grid, out, executor, echo=echo, **options)
         outcomes = _outcomes(expand(grid), result.jobs, out)
     records: dict[str, list[RunRecord]] = {}
     failed: dict[str, str] = {}

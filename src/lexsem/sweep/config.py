@@ -45,6 +45,11 @@ class SweepConfig(BaseModel):
     max_retries: int = Field(
         3, ge=0, le=100, description="Ray: times a job is retried when its worker is lost."
     )
+    extend: bool = Field(
+        False,
+        description="Add this grid's jobs to the sweep of another grid that the folder holds "
+        "(without it, a folder holds one grid).",
+    )
     spread: int | None = Field(
         None,
         ge=1,

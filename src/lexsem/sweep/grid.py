@@ -229,13 +229,16 @@ def _slug(text: str, limit: int = 40) -> str:
     return slug[:limit].strip("-") or "x"
 
 
-def job_id(model: str, config: EvalConfig) -> str:
-    """`<model>__<benchmarks>__<digest>`: the digest of the spec and the settings that decide
-    the results (`EXECUTION_FIELDS` left out)."""
+def job_id(model: str, config: EvalConfig, varied: dict[str, Any] | None = None) -> str:
+    """`<model>__<benchmarks and subsets>[__<key>=<value>,...]__<digest>`: readable parts (the
+    values of the block's `vary` fields) and the digest of the spec and the settings that
+    decide the results (`EXECUTION_FIELDS` left out), which alone makes it unique."""
     settings = config.model_dump(mode="json", exclude=set(EXECUTION_FIELDS))
     digest = json_sha256({"model": model, "config": settings}, nan=True, layout="python")[:12]
-    benches = "+".join(_slug(b.partition("/")[0], 20) for b in config.benchmarks)
-    return f"{_slug(config.name or model)}__{benches[:60]}__{digest}"
+    benches = "+".join(_slug(b, 30) for b in config.benchmarks)
+    values = ",".join(f"{k}={_slug(str(v), 20)}" for k, v in (varied or {}).items())
+    parts = [_slug(config.name or model), benches[:60]] + ([values[:60]] if values else [])
+    return "__".join([*parts, digest])
 
 
 def _size(grid: Grid) -> int:
@@ -270,7 +273,7 @@ def expand(grid: Grid, *, source: str | Path | None = None) -> list[Job]:
                     settings = {**grid.defaults, **block.options, **entry.options, **combo}
                     config = _config(where, entry, selection, settings)
                     job = Job(
-                        id=job_id(entry.spec, config),
+                        id=job_id(entry.spec, config, combo),
                         model=entry.spec,
                         config=config,
                         resources=entry.resources or block.resources or grid.resources,

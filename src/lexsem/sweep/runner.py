@@ -13,6 +13,7 @@ killed at any moment leaves complete run folders only; running it again runs wha
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,19 +22,31 @@ from lexsem.engine.request_store import MergeStats, merge_store, store_keys
 from lexsem.errors import CacheError, LexsemError
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.sweep.executors import get_executor
-from lexsem.sweep.executors.base import Echo, SweepContext
+from lexsem.sweep.executors.base import Echo, Executor, SweepContext
 from lexsem.sweep.grid import MAX_SPREAD, Grid, Job, expand, load_grid
+from lexsem.sweep.grid_check import check_jobs
 from lexsem.sweep.job_run import StoreMode, done_run, import_plugins
 from lexsem.sweep.record import (
     SWEEP_JSON,
     JobStatus,
     SweepResult,
+    folder_jobs,
     pending,
+    summary_line,
+    sweep_lock,
+    update_summary,
     write_status,
     write_summary,
 )
 
-__all__ = ["check_sweep_folder", "merge_job_stores", "run_sweep", "with_spread"]
+__all__ = [
+    "check_sweep_folder",
+    "interrupted_message",
+    "merge_job_stores",
+    "resume_command",
+    "run_sweep",
+    "with_spread",
+]
 
 
 def _quiet(text: str) -> None:
@@ -48,7 +61,7 @@ def check_sweep_folder(out: Path) -> None:
         # a sweep's files, also those of another process (a shard) writing its first summary
         marks = (SWEEP_JSON, f"{SWEEP_JSON}.lock", "jobs", "runs")
         names = [p.name for p in out.iterdir()]
-        if not any(n in marks or n.startswith(f".{SWEEP_JSON}.") for n in names):
+        if not any(n in marks or n.startswith((f".{SWEEP_JSON}.", ".sweep.")) for n in names):
             raise LexsemError(
                 f"{out}: the folder holds files but no sweep ({SWEEP_JSON}); give a new or "
                 "empty folder, or the folder of this sweep"
@@ -102,6 +115,7 @@ def run_sweep(
     max_retries: int = 3,
     spread: int | None = None,
     dry_run: bool = False,
+    extend: bool = False,
     echo: Echo = _quiet,
 ) -> SweepResult:
     """Run the jobs of `grid` (a `Grid` or a grid file) not yet done into `out` on the
@@ -109,7 +123,10 @@ def run_sweep(
     folder afterwards (also in `OUT/sweep.json`). `stores`: `shared` or `per-job` (default:
     the executor's, `per-job` on Ray, else `shared`; see `lexsem.sweep.job_run`). `dry_run`:
     say which jobs would run, write nothing. `spread`: the Ray actors every job's encoding is
-    spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread`."""
+    spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread`. `extend`:
+    add the grid's jobs to a folder holding another grid's sweep (else refused). Ctrl-C
+    stops it, keeping every job's run that ended, and says how to resume."""
+    source = None if isinstance(grid, Grid) else grid
     if not isinstance(grid, Grid):
         grid = load_grid(grid)
     jobs = expand(grid)
@@ -117,11 +134,13 @@ def run_sweep(
         jobs = with_spread(jobs, spread)
     out = Path(out)
     check_sweep_folder(out)
-    import_plugins(grid.plugins)  # before the executor: a plugin may register one
+    import_plugins(grid.plugins)  # before the executor and the check: a plugin may register
     ex = get_executor(executor)
+    check_jobs(jobs, source)  # every model, benchmark, subset and task, before any work
 
     def report(status: JobStatus) -> None:
         write_status(out, status)
+        update_summary(out, status)  # sweep.json true at every moment
         tail = f": {status.error}" if status.error else f" ({status.seconds:.1f} s)"
         echo(f"{status.status} {status.id}{tail}")
 
@@ -132,12 +151,29 @@ def run_sweep(
     )  # fmt: skip
     mine, ctx = ex.select(jobs, ctx)
     if dry_run:
-        return _plan(grid, jobs, mine, out, executor)
+        if out.is_dir():
+            folder_jobs(out, grid, jobs, extend=extend)  # another grid's folder: refused
+        return _plan(grid, mine, out, executor)
     out.mkdir(parents=True, exist_ok=True)
+    with sweep_lock(out, ctx.rank if ex.partial else None):
+        listed = folder_jobs(out, grid, jobs, extend=extend)
+        command = resume_command(source, out, executor, stores=stores, address=address,
+                                 rank=rank, world_size=world_size, spread=spread,
+                                 extend=extend)  # fmt: skip
+        return _run(grid, jobs, listed, mine, ex, ctx, command)
+
+
+def _run(
+    grid: Grid, jobs: list[Job], listed: list[Job | JobStatus], mine: list[Job], ex: Executor,
+    ctx: SweepContext, command: str,
+) -> SweepResult:  # fmt: skip
+    """Run the jobs of this process (`mine`) not yet done; the folder lists `listed`."""
+    out, executor, echo = ctx.out, ctx.executor, ctx.echo
     todo = _skip_done(mine, ctx)
-    write_summary(out, grid, jobs, executor)
+    write_summary(out, grid, listed, executor)
     echo(f"{len(todo)} of {len(jobs)} jobs to run ({executor})")
     merge: dict[str, Any] | None = None
+    stopped: KeyboardInterrupt | None = None
     try:
         spread_jobs = [job for job in todo if job.resources.spread > 1]
         if spread_jobs:
@@ -145,13 +181,49 @@ def run_sweep(
         rest = [job for job in todo if job.resources.spread == 1]
         if rest:
             ex.run(rest, ctx)
+    except KeyboardInterrupt as exc:  # Ctrl-C: what ended is kept; say how to resume
+        stopped = exc
     finally:
         if not ex.partial:
             merge = merge_job_stores(out, jobs, echo)
-        result = write_summary(out, grid, jobs, executor, merge)
+        result = write_summary(out, grid, listed, executor, merge)
+    ids = [job.id for job in jobs] if len(listed) != len(jobs) else None
+    result = result.model_copy(update={"grid_ids": ids})
     if ex.partial:  # answers for its own jobs; the merge is a later whole run's
         result = result.model_copy(update={"shard": [job.id for job in mine], "merge": {}})
+    if stopped is not None:
+        text = interrupted_message(result, command)
+        stopped.message = lambda: text  # type: ignore[attr-defined]  (the CLI prints it)
+        raise stopped
     return result
+
+
+def interrupted_message(result: SweepResult, command: str) -> str:
+    """What Ctrl-C kept, and the command that resumes the sweep."""
+    own = result.own
+    kept = sum(j.status in ("done", "skipped") for j in own)
+    left = len(own) - kept
+    return (
+        f"interrupted: the runs of {kept} of {len(own)} jobs are kept in {result.out}/runs "
+        f"({summary_line(result)}); {left} job{'s' * (left != 1)} left, pending in "
+        f"{Path(result.out) / SWEEP_JSON}. To resume (the jobs done are skipped): {command}"
+    )
+
+
+def resume_command(source: str | Path | None, out: Path, executor: str, **options: object) -> str:
+    """The `lexsem sweep` command that runs this sweep again (the options given, not their
+    defaults)."""
+    grid = shlex.quote(str(source)) if source is not None else "GRID.toml"
+    parts = ["lexsem", "sweep", grid, "-o", shlex.quote(str(out))]
+    if executor != "local":
+        parts += ["--executor", shlex.quote(executor)]
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            parts.append(flag)
+        elif value is not None and value is not False:
+            parts += [flag, shlex.quote(str(value))]
+    return " ".join(parts)
 
 
 def with_spread(jobs: list[Job], spread: int) -> list[Job]:
@@ -208,8 +280,9 @@ def _skip_done(jobs: list[Job], ctx: SweepContext) -> list[Job]:
     return todo
 
 
-def _plan(grid: Grid, jobs: list[Job], mine: list[Job], out: Path, executor: str) -> SweepResult:
-    """What a run would do: each job of this process `skipped` (done) or `pending`."""
+def _plan(grid: Grid, mine: list[Job], out: Path, executor: str) -> SweepResult:
+    """What a run would do: each job of this process `skipped` (done) or `pending`. The
+    folder's check (another grid's sweep there) is made as a run makes it."""
     statuses = []
     for job in mine:
         run_id = done_run(job, out) if out.is_dir() else None

@@ -15,12 +15,15 @@ What is spread: the text embeddings of a text encoder and the image (and caption
 of a dual encoder. Other requests (pair scorers, blind scorers, chat models) are made by the
 job's own run, in one process. An actor lost mid-unit (a node gone, a process killed) is
 restarted and its unit retried, up to `max_retries` times. An image that cannot be read or
-decoded is left to the job's run, which raises or skips it as in one process.
+decoded is left to the job's run, which raises or skips it as in one process. Where the spread
+will not pay (`lexsem.sweep.spread_plan.spread_advice`: CPU actors that need more cores than
+the Ray cluster has, or under two batches per actor), a warning says so as the actors start.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +44,7 @@ from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.sweep.grid import Job, Resources
 from lexsem.sweep.job_run import evaluate, job_status, one_line, save_results
 from lexsem.sweep.record import JobStatus, worker_name
-from lexsem.sweep.spread_plan import image_units, text_chunks
+from lexsem.sweep.spread_plan import image_units, spread_advice, text_chunks
 from lexsem.sweep.spread_worker import SpreadWorker, Unreadable
 
 __all__ = ["IN_FLIGHT", "SpreadStats", "run_spread_job", "spread_encode"]
@@ -61,6 +64,8 @@ class SpreadStats:
     n_texts_encoded: int = 0
     n_images_encoded: int = 0
     n_images_failed: int = 0  # left to the job's run (raised or skipped there)
+    n_texts_missing: int = 0  # what the store lacked when the units were planned
+    n_images_missing: int = 0
     seconds: float = 0.0
 
 
@@ -184,10 +189,13 @@ def spread_encode(
     store = RequestStore(default_cache_dir(config.cache_dir), key)
     pool: _Pool | None = None
 
+    res = resources or Resources()
+
     def started() -> _Pool:
         nonlocal pool
         if pool is None:
-            pool = _Pool(model, config, workers, resources or Resources(), plugins, max_retries)
+            _advise(stats, config, workers, res)
+            pool = _Pool(model, config, workers, res, plugins, max_retries)
             pool.check(key)
         return pool
 
@@ -205,6 +213,19 @@ def spread_encode(
             pool.close()
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _advise(stats: SpreadStats, config: EvalConfig, workers: int, res: Resources) -> None:
+    """A warning where the spread will not pay (`spread_advice`), as the actors start."""
+    import ray
+
+    why = spread_advice(
+        stats.n_texts_missing + stats.n_images_missing, batch_size=config.batch_size,
+        workers=workers, cpus_per_actor=res.num_cpus, gpus_per_actor=res.num_gpus,
+        cluster_cpus=float(ray.cluster_resources().get("CPU", 0.0)),
+    )  # fmt: skip
+    if why is not None:
+        warnings.warn(f"spread encoding will not pay here: {why}", RuntimeWarning, stacklevel=2)
 
 
 def _run_lazily(pool: Callable[[], _Pool], units: Iterator[Unit]) -> int:
@@ -242,7 +263,8 @@ def _text_units(
     found = store.get_vectors(keys)
     if found:
         dim.append(len(next(iter(found.values()))))
-    _, chunks = text_chunks(texts, keys, found, batch_size=config.batch_size, workers=workers)
+    n, chunks = text_chunks(texts, keys, found, batch_size=config.batch_size, workers=workers)
+    stats.n_texts_missing += n
     del found
     name, bs = planned.spec, config.batch_size
     for chunk in chunks:
@@ -304,6 +326,7 @@ def _image_units(
         if found and not dim:
             dim.append(len(next(iter(found.values()))))
         missing = [k for k in keys if k not in found]
+        stats.n_images_missing += len(missing)
         del found
         for unit in image_units(missing, batch_size=bs, workers=workers):
             if failed:

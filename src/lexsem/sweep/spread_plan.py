@@ -20,7 +20,15 @@ from dataclasses import dataclass
 
 from lexsem.engine.embed import CHUNK, missing_chunks
 
-__all__ = ["UNIT_BATCHES", "ImageUnit", "TextChunk", "batch_ranges", "image_units", "text_chunks"]
+__all__ = [
+    "UNIT_BATCHES",
+    "ImageUnit",
+    "TextChunk",
+    "batch_ranges",
+    "image_units",
+    "spread_advice",
+    "text_chunks",
+]
 
 UNIT_BATCHES = 8  # batches per unit at most: small enough to share the work, big enough to pay
 
@@ -87,3 +95,32 @@ def image_units(missing: Sequence[str], *, batch_size: int, workers: int) -> lis
         ImageUnit(list(missing[r.start * batch_size : r.stop * batch_size]))
         for r in batch_ranges(n_batches, workers)
     ]
+
+
+def spread_advice(
+    n_missing: int, *, batch_size: int, workers: int, cpus_per_actor: float, gpus_per_actor: float,
+    cluster_cpus: float,
+) -> str | None:  # fmt: skip
+    """Why spreading a job's encoding will not pay, or None where it may. The rule:
+
+    - CPU actors that, with the driver, need more cores than the cluster has
+      (`workers` × `cpus_per_actor` + 1 > `cluster_cpus`) share them: each gets a slice of what
+      one process uses whole, and loads a model of its own (docs/scale.md has measurements);
+    - a job with fewer than two batches per actor to encode spends more on the actors'
+      start-up (each loads the model) than it saves.
+    """
+    n_batches = math.ceil(n_missing / batch_size) if batch_size > 0 else 0
+    if gpus_per_actor == 0 and workers * max(cpus_per_actor, 1) + 1 > cluster_cpus:
+        return (
+            f"spreading over {workers} actors of {cpus_per_actor:g} CPU each needs "
+            f"{workers * max(cpus_per_actor, 1) + 1:g} cores with the driver; the Ray cluster "
+            f"has {cluster_cpus:g}: they share them; expect no speed-up over one process "
+            "(--spread 1) unless other work loads the cores"
+        )
+    if n_batches < 2 * workers:
+        return (
+            f"only {n_missing} to encode ({n_batches} batches of {batch_size}) over {workers} "
+            "actors: each loads the model for under two batches; one process (--spread 1) is "
+            f"faster below {2 * workers * batch_size}"
+        )
+    return None
