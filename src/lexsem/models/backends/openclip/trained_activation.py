@@ -147,16 +147,11 @@ def fact(arch: str, tag: str) -> ActivationFact | None:
     return FACTS.get((base_arch(arch), tag))
 
 
-def trained_activation(
-    arch: str, tag: str, entry: dict[str, Any], registered_quick_gelu: bool, registered_arch: str
+def registry_activation(
+    entry: dict[str, Any], registered_quick_gelu: bool, registered_arch: str
 ) -> TrainedActivation:
-    """What the weights of `tag` were trained with: the table's fact, else the registry's
-    answer (module doc). entry: the tag's registry entry; registered_arch and
-    registered_quick_gelu: the arch the registry lists the tag under and whether it builds
-    QuickGELU."""
-    known = fact(arch, tag)
-    if known is not None:
-        return TrainedActivation(known.quick_gelu, f"{known.source}: {known.evidence}", True)
+    """open_clip's answer for a tag (module doc): its registry entry's `quick_gelu`, else the
+    activation of `registered_arch`, the arch the registry lists it under."""
     if entry.get("quick_gelu") is not None:
         flag = bool(entry["quick_gelu"])
         return TrainedActivation(
@@ -168,3 +163,14 @@ def trained_activation(
         f"({registered_arch}) builds {activation_name(registered_quick_gelu)}",
         False,
     )
+
+
+def trained_activation(
+    arch: str, tag: str, entry: dict[str, Any], registered_quick_gelu: bool, registered_arch: str
+) -> TrainedActivation:
+    """What the weights of `tag` were trained with: the table's fact, else open_clip's answer
+    (`registry_activation`)."""
+    known = fact(arch, tag)
+    if known is not None:
+        return TrainedActivation(known.quick_gelu, f"{known.source}: {known.evidence}", True)
+    return registry_activation(entry, registered_quick_gelu, registered_arch)
