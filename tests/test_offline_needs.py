@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from lexsem.reproduce.facts import ModelRow
 
 from builders.hf_cache import empty_hub_cache
 from lexsem.models import backend_registry
 from lexsem.models.lazy import LazyModel, builds
 from lexsem.models.spec import ModelSpec, parse_model_spec
+from lexsem.report.paper.facts import ModelRow
 from lexsem.reproduce.availability import missing
 
 

@@ -48,7 +48,7 @@ class DetectorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(
-        "openclip:ViT-B-32/openai",
+        "openclip:ViT-B-32-quickgelu/openai",
         description="The frozen dual encoder: openclip:ARCH/TAG, openclip:ARCH@CKPT or "
         "clip:FOLDER.",
     )

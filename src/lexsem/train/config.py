@@ -159,21 +159,26 @@ class TrainConfig(BaseModel):
         return self.negative_draw or REGIME_DRAW[self.regime]
 
 
+#: OpenAI's CLIP ViT-B/32 under the arch that builds its activation (QuickGELU)
+OPENAI_B32 = "openclip:ViT-B-32-quickgelu/openai"
+
 PRESETS: dict[str, dict[str, Any]] = {
     # BiVLC, §5 and App. E: open_clip ViT-B/32 from OpenAI's weights, 10 epochs, batch 400;
     # its fine-tuning script (src/CLIP_fine_tuning/CLIP_fine_tuning.py) never clamps the
-    # logit scale
-    "bivlc-clip-coco": {"model": "openclip:ViT-B-32/openai", "regime": "clip_coco",
+    # logit scale. OpenAI's weights run QuickGELU, as they were trained and as open_clip builds
+    # its `openai` tag (BiVLC, App. E, Evaluation: "using QuickGELU as in the base pretrained
+    # model")
+    "bivlc-clip-coco": {"model": OPENAI_B32, "regime": "clip_coco",
                         "batch_size": 400, "clamp_logit_scale": False},
-    "bivlc-trohn-text": {"model": "openclip:ViT-B-32/openai", "regime": "trohn_text",
+    "bivlc-trohn-text": {"model": OPENAI_B32, "regime": "trohn_text",
                          "batch_size": 200, "clamp_logit_scale": False},
-    "bivlc-trohn-img": {"model": "openclip:ViT-B-32/openai", "regime": "trohn_img",
+    "bivlc-trohn-img": {"model": OPENAI_B32, "regime": "trohn_img",
                         "batch_size": 200, "clamp_logit_scale": False},
     # NegCLIP's loss (ARO paper, §4) with BiVLC's optimiser settings (the ARO paper's own
     # optimisation settings are not among this project's sources: docs/training.md); the
     # logit scale clamped to ln 100 and a negative drawn per epoch, as NegCLIP's code
     # (src/training/train.py, src/training/data.py)
-    "negclip": {"model": "openclip:ViT-B-32/openai", "regime": "negclip", "batch_size": 200,
+    "negclip": {"model": OPENAI_B32, "regime": "negclip", "batch_size": 200,
                 "clamp_logit_scale": True, "negative_draw": "per_epoch"},
 }  # fmt: skip
 

@@ -12,7 +12,8 @@ an option.
 
 Building reads open_clip's registry and arch configs (`pretrained.py`; from their memo on disk,
 `facts.py`, in a process that has not imported open_clip, so that a rerun served from the store
-imports neither open_clip nor torch) and resolves the activation (`quickgelu.py`), but loads no
+imports neither open_clip nor torch), looks up the activation the weights were trained with
+(`trained_activation.py`) and resolves the one to run (`quickgelu.py`), but loads no
 weights; they are loaded on the first `encode`/`encode_images`. The fingerprint holds the arch,
 the tag or the checkpoint's digest (`source.py`) and the activation actually run. `preprocess`
 needs no weights either: it is open_clip's eval transform built from the same preprocessing
@@ -53,6 +54,10 @@ from lexsem.models.backends.openclip.source import (
     resolve_openclip_source,
 )
 from lexsem.models.backends.openclip.spec import OpenClipSpec, as_openclip_spec
+from lexsem.models.backends.openclip.trained_activation import (
+    TrainedActivation,
+    trained_activation,
+)
 from lexsem.models.backends.openclip.trim import CausalTextTower, causal_text_tower
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, TEXT_INPUT, Option, flag
@@ -94,7 +99,10 @@ class OpenClipEncoder(LazyTextEncoder):
         self.arch = self.source.arch
         self.pretrained = self.source.tag
         self.arch_quick_gelu = facts.arch_quick_gelu
-        self.trained_quick_gelu = self._trained_quick_gelu(facts)
+        self.trained_activation = self._trained_activation(facts)
+        self.trained_quick_gelu = (
+            self.trained_activation.quick_gelu if self.trained_activation else None
+        )
         self.quick_gelu = self._resolve_quick_gelu(facts)
         self.context_length = context
         self.image_config = dict(facts.image_config)
@@ -124,27 +132,40 @@ class OpenClipEncoder(LazyTextEncoder):
         where = source.entry.get("hf_hub") or source.entry.get("url") or source.tag
         return f"the open_clip weights of {source.arch}/{source.tag} ({str(where).rstrip('/')})"
 
-    def _trained_quick_gelu(self, facts: OpenClipFacts) -> bool | None:
-        """The activation the weights were trained with (None: a local checkpoint, unknown)."""
-        if self.source.kind == "local":
+    def _trained_activation(self, facts: OpenClipFacts) -> TrainedActivation | None:
+        """What the weights were trained with (`trained_activation.py`; None: a local
+        checkpoint, unknown)."""
+        if self.source.kind == "local" or self.pretrained is None:
             return None
-        if not facts.registry_knows_activations and self.spec.quick_gelu is None:
+        found = trained_activation(
+            self.arch,
+            self.pretrained,
+            self.source.entry,
+            bool(facts.registered_quick_gelu),
+            facts.registered_arch or self.arch,
+        )
+        if (
+            not found.from_table
+            and not facts.registry_knows_activations
+            and self.spec.quick_gelu is None
+        ):
             raise ModelError(
                 f"{self.name}: open_clip {facts.version} does not record which "
                 f"activation its pretrained weights were trained with; upgrade it "
                 f"(open_clip_torch>={MIN_OPEN_CLIP}) or add quick_gelu=true|false"
             )
-        return bool(self.source.entry.get("quick_gelu", False))
+        return found
 
     def _resolve_quick_gelu(self, facts: OpenClipFacts) -> bool:
         trained = self.trained_quick_gelu
+        right = facts.variants.get(activation_name(trained)) if trained is not None else None
         return resolve_quick_gelu(
             label=self.name,
             arch=self.arch,
             arch_quick_gelu=self.arch_quick_gelu,
             trained_quick_gelu=trained,
             option=self.spec.quick_gelu,
-            right_arch=facts.right_arch if trained is not None else None,
+            right_arch=right if right != self.arch else None,
             tag=self.pretrained,
         )
 
@@ -166,6 +187,9 @@ class OpenClipEncoder(LazyTextEncoder):
             pretrained=self.pretrained,
             quick_gelu=self.quick_gelu,
             trained_quick_gelu=self.trained_quick_gelu,
+            trained_activation_basis=(
+                self.trained_activation.basis if self.trained_activation else None
+            ),
             context_length=self.context_length,
         )
         return out

@@ -29,7 +29,7 @@ from typing import Any
 import lexsem.paths as paths
 from lexsem.atomic import atomic_open
 
-MEMO_VERSION = 1
+MEMO_VERSION = 2
 DISTRIBUTION = "open_clip_torch"
 
 
@@ -38,8 +38,10 @@ class OpenClipFacts:
     """The registry facts of one arch (and tag). `config` is the arch's open_clip config;
     `entry` the tag's registry entry ({} for a local checkpoint); `image_config` the eval
     preprocessing config (open_clip's defaults, the arch's image size, the tag's overrides);
-    `right_arch` the arch that builds the tag's training activation (None: no such arch, or a
-    local checkpoint)."""
+    `registered_arch` the arch the registry lists the tag under (`arch`, or its plain name for
+    an ARCH-quickgelu name) and `registered_quick_gelu` whether that builds QuickGELU (None: a
+    local checkpoint); `variants` the arch names with this config otherwise that build each
+    activation, by activation name (`QuickGELU`, `GELU`; the registered ones only)."""
 
     version: str
     arch: str
@@ -48,7 +50,9 @@ class OpenClipFacts:
     image_config: dict[str, Any]
     registry_knows_activations: bool
     entry: dict[str, Any] = field(default_factory=dict)
-    right_arch: str | None = None
+    registered_arch: str | None = None
+    registered_quick_gelu: bool | None = None
+    variants: dict[str, str] = field(default_factory=dict)
 
     @property
     def context_length(self) -> int:

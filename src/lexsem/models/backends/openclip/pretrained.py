@@ -1,7 +1,9 @@
 """What open_clip's pretrained registry says about an arch and a tag: the arch's config, the
-tag's registry entry, the activation the tag was trained with and the arch that builds it, the
-eval preprocessing config — all without weights. `openclip_facts` reads them from open_clip, or
-from their memo on disk (`facts.py`) in a process that has not imported open_clip."""
+tag's registry entry and the arch it is listed under, the arch names building each activation,
+the eval preprocessing config — all without weights. `openclip_facts` reads them from
+open_clip, or from their memo on disk (`facts.py`) in a process that has not imported
+open_clip. What the weights were trained with is decided from them in
+`trained_activation.py`."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from typing import Any
 from lexsem.errors import ModelError
 from lexsem.models.backends.openclip import install
 from lexsem.models.backends.openclip.facts import OpenClipFacts, normalized, read_memo, write_memo
-from lexsem.models.backends.openclip.quickgelu import QUICKGELU_SUFFIX
+from lexsem.models.backends.openclip.quickgelu import QUICKGELU_SUFFIX, activation_name
+from lexsem.models.backends.openclip.trained_activation import base_arch
 
 # the preprocessing keys a pretrained tag may set (open_clip's PreprocessCfg minus the size)
 _TAG_PREPROCESS_KEYS = ("mean", "std", "interpolation", "resize_mode", "fill_color")
@@ -32,14 +35,17 @@ def _arch_config(oc: Any, arch: str) -> dict[str, Any]:
     return dict(cfg)
 
 
-def _tag_entry(oc: Any, arch: str, tag: str) -> dict[str, Any]:
-    """The registry entry of `tag` for `arch`; for an ARCH-quickgelu name, the plain arch's
-    entry when only that has the tag (so the activation check can name the right arch)."""
+def _tag_entry(oc: Any, arch: str, tag: str) -> tuple[str, dict[str, Any]]:
+    """The arch the registry lists `tag` under and its entry: `arch`'s, or for an
+    ARCH-quickgelu name the plain arch's when only that has the tag (so the activation check
+    can name the right arch)."""
     entry = oc.get_pretrained_cfg(arch, tag)
-    if not entry and arch.endswith(QUICKGELU_SUFFIX):
-        entry = oc.get_pretrained_cfg(arch[: -len(QUICKGELU_SUFFIX)], tag)
     if entry:
-        return dict(entry)
+        return arch, dict(entry)
+    base = base_arch(arch)
+    entry = oc.get_pretrained_cfg(base, tag) if base != arch else None
+    if entry:
+        return base, dict(entry)
     tags = oc.list_pretrained_tags_by_model(arch)
     others = oc.list_pretrained_models_by_tag(tag)
     msg = f"open_clip has no pretrained tag {tag!r} for {arch}"
@@ -54,11 +60,16 @@ def _registry_knows_activations(oc: Any) -> bool:
     return bool(oc.get_pretrained_cfg("RN50", "openai").get("quick_gelu"))
 
 
-def _right_arch(oc: Any, arch: str, quick_gelu: bool) -> str | None:
-    """The arch name building `quick_gelu`'s activation that has the same config otherwise."""
-    base = arch[: -len(QUICKGELU_SUFFIX)] if arch.endswith(QUICKGELU_SUFFIX) else arch
-    name = base + QUICKGELU_SUFFIX if quick_gelu else base
-    return name if name != arch and oc.get_model_config(name) is not None else None
+def _variants(oc: Any, arch: str) -> dict[str, str]:
+    """The registered arch names with `arch`'s config otherwise, by the activation they build:
+    the plain name and its ARCH-quickgelu variant."""
+    out: dict[str, str] = {}
+    base = base_arch(arch)
+    for name in (base, base + QUICKGELU_SUFFIX):
+        config = oc.get_model_config(name)
+        if config is not None:
+            out.setdefault(activation_name(bool(config.get("quick_gelu", False))), name)
+    return out
 
 
 def openclip_facts(arch: str, tag: str | None, oc: Any | None = None) -> OpenClipFacts:
@@ -77,8 +88,8 @@ def openclip_facts(arch: str, tag: str | None, oc: Any | None = None) -> OpenCli
 def registry_facts(oc: Any, arch: str, tag: str | None) -> OpenClipFacts:
     """The facts read from open_clip's registry; ModelError for an unknown arch or tag."""
     config = _arch_config(oc, arch)
-    entry = _tag_entry(oc, arch, tag) if tag is not None else {}
-    trained = bool(entry.get("quick_gelu", False))
+    registered, entry = _tag_entry(oc, arch, tag) if tag is not None else (None, {})
+    registered_config = oc.get_model_config(registered) if registered is not None else None
     facts = OpenClipFacts(
         version=str(getattr(oc, "__version__", "?")),
         arch=arch,
@@ -87,7 +98,11 @@ def registry_facts(oc: Any, arch: str, tag: str | None) -> OpenClipFacts:
         image_config=_image_config(config, entry),
         registry_knows_activations=_registry_knows_activations(oc) if tag else True,
         entry=entry,
-        right_arch=_right_arch(oc, arch, trained) if tag else None,
+        registered_arch=registered,
+        registered_quick_gelu=bool((registered_config or {}).get("quick_gelu", False))
+        if registered is not None
+        else None,
+        variants=_variants(oc, arch) if tag else {},
     )
     return normalized(facts)
 
