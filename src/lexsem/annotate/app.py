@@ -6,15 +6,22 @@ annotator's current page: consent, instructions, the next question, the completi
 ``POST /a/{token}/consent|start|answer``, ``/a/{token}/feedback/{unit}`` (practice feedback),
 ``/a/{token}/img/{sha256}`` (the study's own images only), ``/admin/{token}`` (progress,
 agreement, flagged annotators) and ``POST /admin/{token}/invite`` (new annotator links).
-Trust (`lexsem.annotate.security`): tokens looked up by hash, a CSRF token on every form, a
-rate limit per token, no-referrer (a link's token never leaks to another site) and a content
+Trust (`lexsem.annotate.security`): tokens looked up by hash, a CSRF token on every form,
+rate limits per link and per client address (an unknown token stores nothing but a count
+against its address), no-referrer (a link's token never leaks to another site) and a content
 security policy that allows only the page's own script and the server's own files.
+
+Faults are pages: a number out of range is a 400, a study file that cannot take a write (a full
+disk, a read-only file, a lock held too long) a 503 page saying that nothing was saved; the
+study file is checked before the app is made (`lexsem.annotate.study_check`).
 """
 
 from __future__ import annotations
 
 import secrets
+import sqlite3
 import threading
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +33,9 @@ from lexsem.annotate import assign, store
 from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
 from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
-from lexsem.annotate.security import RateLimiter, csrf_ok, csrf_token, hash_token
+from lexsem.annotate.security import RateLimiter, client_key, csrf_ok, csrf_token, hash_token
 from lexsem.annotate.study import add_annotators, load_settings
+from lexsem.annotate.study_check import check_study
 from lexsem.annotate.study_progress import progress
 
 __all__ = ["create_app"]
@@ -36,6 +44,18 @@ HERE = Path(__file__).parent
 KEYS = {"none": "n", "both": "b", "accept": "a", "edit": "e", "reject": "r", "skip": "s"}
 LABELS = {"none": "None", "both": "Both", "accept": "Accept", "edit": "Save edit",
           "reject": "Reject", "skip": "Skip"}  # fmt: skip
+#: The rate-limit key of the request being served (`security.client_key` of its address).
+_CLIENT: ContextVar[str] = ContextVar("lexsem_annotate_client", default="?")
+#: SQLite's result codes (the primary code, the low byte) of a write the file cannot take now.
+_CANNOT_WRITE = {
+    13: "the server's disk is full",  # SQLITE_FULL
+    8: "the study file cannot be written",  # SQLITE_READONLY
+    10: "the study file cannot be written (I/O error)",  # SQLITE_IOERR
+    5: "the study is busy",  # SQLITE_BUSY
+    6: "the study is busy",  # SQLITE_LOCKED
+    11: "the study file is damaged",  # SQLITE_CORRUPT
+    26: "the study file is damaged",  # SQLITE_NOTADB
+}
 
 
 class _Study:
@@ -57,39 +77,73 @@ class _Study:
         return con
 
 
+class _Limits:
+    """The server's rate limits (`security.RateLimiter`, each bounded in memory): per link
+    token, per client address, the join link per client address, and the requests with an
+    unknown token per client address (the only thing such a request leaves behind)."""
+
+    def __init__(self, rate_limit: int, window: float, address_limit: int, miss_limit: int):
+        self.token = RateLimiter(rate_limit, window)
+        self.address = RateLimiter(address_limit, window)
+        self.join = RateLimiter(rate_limit, window)
+        self.miss = RateLimiter(miss_limit, window)
+
+    def __len__(self) -> int:
+        return len(self.token) + len(self.address) + len(self.join) + len(self.miss)
+
+
 class _Site:
-    """What every page shares: the study, the rate limit, the templates, and the checks of a
+    """What every page shares: the study, the rate limits, the templates, and the checks of a
     link's token and a form's CSRF token."""
 
-    def __init__(self, st: _Study, limiter: RateLimiter, templates: Jinja2Templates) -> None:
+    def __init__(self, st: _Study, limits: _Limits, templates: Jinja2Templates) -> None:
         self.st = st
-        self.limiter = limiter
+        self.limits = limits
         self.templates = templates
 
     def page(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         ctx = {"study": self.st.settings.name, "nonce": request.state.nonce, **ctx}
         return self.templates.TemplateResponse(request, name, ctx, status_code=status)
 
-    def limited(self, key: str) -> None:
-        if not self.limiter.allow(key):
-            raise HTTPException(429, "too many requests; wait a minute")
+    @staticmethod
+    def limited(limiter: RateLimiter, key: str) -> None:
+        if not limiter.allow(key):
+            raise HTTPException(429, "too many requests; wait a minute",
+                                headers={"Retry-After": "60"})  # fmt: skip
+
+    def _unknown(self) -> HTTPException:
+        """A request with a token that is no link: counted against its address only."""
+        self.limited(self.limits.miss, _CLIENT.get())
+        return HTTPException(404, "no such link")
 
     def annotator(self, token: str) -> store.Annotator:
-        """The annotator of a personal link (404 where there is none)."""
+        """The annotator of a personal link (404 where there is none, 429 over a limit)."""
+        address = _CLIENT.get()
+        if self.limits.miss.blocked(address):
+            raise HTTPException(429, "too many requests; wait a minute")
         th = hash_token(token)
-        self.limited(th)
         who = store.annotator_by_token(self.st.con(), th)
         if who is None:
-            raise HTTPException(404, "no such link")
+            raise self._unknown()
+        self.limited(self.limits.address, address)
+        self.limited(self.limits.token, th)
         return who
 
     def shared_link(self, token: str, want_hash: str) -> str:
         """The hash of a study-wide link's token (the crowd link, the admin link) that must
-        hash to `want_hash` (404 where it does not)."""
+        hash to `want_hash` (404 where it does not). The crowd link is limited per client
+        address, so one client cannot use it up for everyone; the admin link per token."""
+        address = _CLIENT.get()
+        if self.limits.miss.blocked(address):
+            raise HTTPException(429, "too many requests; wait a minute")
         th = hash_token(token)
-        self.limited(th)
         if not secrets.compare_digest(th, want_hash):
-            raise HTTPException(404, "no such link")
+            raise self._unknown()
+        self.limited(self.limits.address, address)
+        if want_hash == self.st.join_hash:
+            self.limited(self.limits.join, address)
+        else:
+            self.limited(self.limits.token, th)
         return th
 
     def check_csrf(self, token_hash: str, given: str | None) -> None:
@@ -107,16 +161,21 @@ def create_app(
     *,
     rate_limit: int = ServeConfig.model_fields["rate_limit"].default,
     rate_window: float = 60.0,
+    address_limit: int | None = None,
+    miss_limit: int = 60,
 ) -> FastAPI:
-    """The web app serving the study file `study` (`rate_limit` requests per token per
-    `rate_window` seconds)."""
-    site = _Site(
-        _Study(Path(study)),
-        RateLimiter(rate_limit, rate_window),
-        Jinja2Templates(directory=str(HERE / "templates")),
-    )
+    """The web app serving the study file `study`, checked first (`study_check.check_study`:
+    a `LexsemError` where it cannot be served). `rate_limit` requests per link per
+    `rate_window` seconds (the crowd link: per client address), `address_limit` per client
+    address (default 20 × `rate_limit`: a lab behind one address), `miss_limit` requests with
+    an unknown token per client address."""
+    check_study(Path(study), writable=True)
+    limits = _Limits(rate_limit, rate_window, address_limit or 20 * rate_limit, miss_limit)
+    site = _Site(_Study(Path(study)), limits, Jinja2Templates(directory=str(HERE / "templates")))
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.limits = limits
     _add_headers(app)
+    _add_client(app)
     _add_error_page(app, site)
     _add_site_routes(app)
     _add_join_routes(app, site)
@@ -145,14 +204,44 @@ def _add_headers(app: FastAPI) -> None:
         return response
 
 
+def _add_client(app: FastAPI) -> None:
+    """Note the client's rate-limit key for the request (`_CLIENT`), which the sync routes
+    see in their worker thread (the context is copied there)."""
+
+    @app.middleware("http")
+    async def client(request: Request, call_next: Any) -> Response:
+        _CLIENT.set(client_key(request.client.host if request.client else None))
+        return await call_next(request)
+
+
 def _add_error_page(app: FastAPI, site: _Site) -> None:
-    """Every HTTP error as the study's error page."""
+    """Every HTTP error as the study's error page; a number out of range (an id beyond
+    SQLite's integers) a 400; a write the study file cannot take now a 503 that says nothing
+    was saved."""
+
+    def error(request: Request, status: int, message: str, **headers: str) -> Response:
+        if not hasattr(request.state, "nonce"):
+            request.state.nonce = ""
+        res = site.page(request, "error.html", status, message=message)
+        res.headers.update(headers)
+        return res
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        if not hasattr(request.state, "nonce"):
-            request.state.nonce = ""
-        return site.page(request, "error.html", exc.status_code, message=exc.detail)
+        return error(request, exc.status_code, exc.detail, **(exc.headers or {}))
+
+    @app.exception_handler(OverflowError)
+    async def out_of_range(request: Request, exc: OverflowError) -> Response:
+        return error(request, 400, "a number in the request is out of range")
+
+    @app.exception_handler(sqlite3.DatabaseError)
+    async def cannot_write(request: Request, exc: sqlite3.DatabaseError) -> Response:
+        why = _CANNOT_WRITE.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
+        if why is None:
+            raise exc
+        said = "your answer was not saved" if request.method == "POST" else "nothing was saved"
+        return error(request, 503, f"{why}: {said}; try again in a few minutes",
+                     **{"Retry-After": "120"})  # fmt: skip
 
 
 def _add_site_routes(app: FastAPI) -> None:

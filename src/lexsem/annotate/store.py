@@ -65,6 +65,7 @@ __all__ = [
     "file_path",
     "get_meta",
     "image",
+    "integrity_problem",
     "items_held",
     "main_item_count",
     "mark_reserved",
@@ -573,3 +574,16 @@ def answers(con: Connection) -> list[GivenAnswer]:
                     int(r["seed"]))
         for r in rows
     ]  # fmt: skip
+
+
+# --- checks of the file ---------------------------------------------------------------------
+
+
+def integrity_problem(con: Connection) -> str | None:
+    """SQLite's ``quick_check`` of the study file: None where it is sound, else its first
+    finding."""
+    try:
+        rows = [r[0] for r in con.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return None if rows == ["ok"] else str(rows[0])

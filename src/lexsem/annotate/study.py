@@ -11,6 +11,7 @@ everyone, mixed into their items; main units go to `overlap` annotators each.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,13 +69,14 @@ def create_study(
     *,
     annotators: int = 0,
 ) -> StudyLinks:
-    """Write the study file at `path` (refused if it exists): `make_units(sink)` gives the
-    queries, naming images through `sink(ref) -> sha256`, which stores them in the study."""
+    """Write the study file at `path` (refused if it exists; mode 0600 whatever the umask: it
+    holds the study's secret): `make_units(sink)` gives the queries, naming images through
+    `sink(ref) -> sha256`, which stores them in the study."""
     path = Path(path)
     if path.exists():
         raise LexsemError(f"{path}: exists; a study holds answers and is never overwritten")
     with atomic_path(path) as tmp:
-        tmp.unlink()
+        os.chmod(tmp, 0o600)  # it holds the study's secret; SQLite gives its -wal/-shm the same
         con = store.connect(tmp, create=True)
         try:
             store.create_schema(con)
