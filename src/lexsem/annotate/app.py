@@ -112,15 +112,14 @@ class _Site:
                                 headers={"Retry-After": "60"})  # fmt: skip
 
     def _unknown(self) -> HTTPException:
-        """A request with a token that is no link: counted against its address only."""
+        """A request with a token that is no link: counted against its address only (a 429
+        beyond `miss_limit`; a known link from the same address is not held back by it)."""
         self.limited(self.limits.miss, _CLIENT.get())
         return HTTPException(404, "no such link")
 
     def annotator(self, token: str) -> store.Annotator:
         """The annotator of a personal link (404 where there is none, 429 over a limit)."""
         address = _CLIENT.get()
-        if self.limits.miss.blocked(address):
-            raise HTTPException(429, "too many requests; wait a minute")
         th = hash_token(token)
         who = store.annotator_by_token(self.st.con(), th)
         if who is None:
@@ -134,8 +133,6 @@ class _Site:
         hash to `want_hash` (404 where it does not). The crowd link is limited per client
         address, so one client cannot use it up for everyone; the admin link per token."""
         address = _CLIENT.get()
-        if self.limits.miss.blocked(address):
-            raise HTTPException(429, "too many requests; wait a minute")
         th = hash_token(token)
         if not secrets.compare_digest(th, want_hash):
             raise self._unknown()

@@ -105,11 +105,6 @@ class RateLimiter:
                 self._shrink(now)
             return True
 
-    def blocked(self, key: str) -> bool:
-        """Whether `key`'s bucket is empty now (nothing counted, nothing stored)."""
-        with self._lock:
-            return key in self._buckets and self._tokens(key, time.monotonic()) < 1.0
-
     def _shrink(self, now: float) -> None:
         """Drop full buckets (they hold nothing), then the least recently used, to `max_keys`
         (less a tenth, so that a stream of new keys does not sweep the table every time)."""
