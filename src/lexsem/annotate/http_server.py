@@ -12,11 +12,13 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import re
 from typing import Any
 
 import uvicorn
+import uvicorn.config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = ["HEADER_TIMEOUT", "KEEP_ALIVE", "MAX_CONNECTIONS", "redact", "run"]
@@ -79,6 +81,8 @@ def run(
     header_timeout: float = HEADER_TIMEOUT,
 ) -> None:
     """Serve `app` until interrupted (see the module doc)."""
+    logs = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    logs["handlers"]["access"]["stream"] = "ext://sys.stderr"  # beside uvicorn's other lines
     config = uvicorn.Config(
         app,
         host=host,
@@ -87,6 +91,7 @@ def run(
         timeout_keep_alive=KEEP_ALIVE,
         limit_concurrency=MAX_CONNECTIONS,
         access_log=access_log,
+        log_config=logs,
         log_level="info" if access_log else "warning",
     )
     logging.getLogger("uvicorn.access").addFilter(_RedactLinks())

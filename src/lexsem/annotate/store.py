@@ -586,4 +586,7 @@ def integrity_problem(con: Connection) -> str | None:
         rows = [r[0] for r in con.execute("PRAGMA quick_check")]
     except sqlite3.DatabaseError as exc:
         return str(exc)
-    return None if rows == ["ok"] else str(rows[0])
+    if rows == ["ok"]:
+        return None
+    found = str(rows[0]).replace("*** in database main ***", "")
+    return " ".join(found.split())  # one line

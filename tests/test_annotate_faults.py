@@ -1,0 +1,319 @@
+"""Faults of the study server and its study file are pages and one-line errors, never a 500 or
+a traceback: numbers out of range, a full disk, a read-only or damaged study file, a
+hand-edited setting; files holding secrets are 0600; the access log holds no token; slow
+clients are closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra
+from lexsem.cli import app as cli_app
+
+need_annotate_extra()
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from lexsem.annotate import store  # noqa: E402
+from lexsem.annotate.app import create_app  # noqa: E402
+from lexsem.annotate.local_server import LocalServer  # noqa: E402
+from lexsem.annotate.simulate import parse_page  # noqa: E402
+from lexsem.errors import LexsemError  # noqa: E402
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+NOBODY = 65534
+
+
+@pytest.fixture
+def study(tmp_path: Path) -> MadeStudy:
+    return make_study(tmp_path, "-b", "synthetic", "--sample", "2", "-k", "tot",
+                      "--practice", "1", "--overlap", "2", "-n", "2")  # fmt: skip
+
+
+def cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(cli_app, ["annotate", *args])
+    return res.exit_code, res.output
+
+
+def at_question(c: TestClient, link: str) -> str:
+    """Consent and start `link`'s annotator; the first question's page."""
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    html = c.get(link).text
+    assert parse_page(html).unit is not None
+    return html
+
+
+def damage(path: Path) -> None:
+    """Overwrite one b-tree page of the study (an index of the meta table) with garbage."""
+    data = bytearray(path.read_bytes())
+    page = 4096
+    data[4 * page : 5 * page] = b"\x07" * page
+    path.write_bytes(bytes(data))
+
+
+def one_line(out: str) -> str:
+    lines = [ln for ln in out.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), out
+    assert "Traceback" not in out
+    return lines[0]
+
+
+# --- pages, not 500s ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("unit", ["9223372036854775808", "-9223372036854775809", "1" + "0" * 40])
+def test_ids_out_of_range_are_a_400_page(study: MadeStudy, unit: str) -> None:
+    c = TestClient(create_app(study.path), follow_redirects=False)
+    link = next(iter(study.annotators.values()))
+    page = parse_page(at_question(c, link))
+    res = c.post(page.action, data={"csrf": page.csrf, "unit": unit, "answer": "skip"})
+    assert res.status_code == 400 and "out of range" in res.text
+    res = c.get(f"{link}/feedback/{unit}")
+    assert res.status_code == 400 and "out of range" in res.text
+
+
+def _full(*args: object, **kw: object) -> None:
+    exc = sqlite3.OperationalError("database or disk is full")
+    exc.sqlite_errorcode = 13  # type: ignore[attr-defined]
+    raise exc
+
+
+def test_a_full_disk_is_a_503_page_saying_the_answer_was_not_saved(
+    study: MadeStudy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = TestClient(create_app(study.path), follow_redirects=False)
+    link = next(iter(study.annotators.values()))
+    page = parse_page(at_question(c, link))
+    monkeypatch.setattr(store, "record_answer", _full)
+    res = c.post(page.action, data={"csrf": page.csrf, "unit": str(page.unit),
+                                    "answer": page.answers[0]})  # fmt: skip
+    assert res.status_code == 503 and "disk is full" in res.text
+    assert "your answer was not saved" in res.text and res.headers["Retry-After"]
+    con = store.connect(study.path)
+    assert [a for a in store.answers(con)] == []
+    con.close()
+    monkeypatch.undo()  # space again: the same form is taken
+    res = c.post(page.action, data={"csrf": page.csrf, "unit": str(page.unit),
+                                    "answer": page.answers[0]})  # fmt: skip
+    assert res.status_code == 303
+
+
+def test_a_full_disk_on_a_page_that_writes_is_a_503_page(
+    study: MadeStudy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    c = TestClient(create_app(study.path), follow_redirects=False)
+    link = next(iter(study.annotators.values()))
+    for _ in range(2):
+        page = parse_page(c.get(link).text)
+        c.post(page.action, data={"csrf": page.csrf})
+    monkeypatch.setattr(store, "next_unit", _full)
+    res = c.get(link)
+    assert res.status_code == 503 and "nothing was saved" in res.text
+
+
+def test_pages_that_show_no_question_do_not_write(
+    study: MadeStudy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Consent, instructions, admin and the crowd link's page are served by a study file that
+    refuses every write (a full disk is one)."""
+    real_connect = store.connect
+
+    def read_only(path: str | Path, **kw: bool) -> sqlite3.Connection:
+        con = real_connect(path, **kw)
+        writes = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+        con.set_authorizer(lambda op, *a: sqlite3.SQLITE_DENY if op in writes else 0)
+        return con
+
+    app = create_app(study.path)
+    monkeypatch.setattr(store, "connect", read_only)
+    c = TestClient(app, follow_redirects=False)
+    link = next(iter(study.annotators.values()))
+    assert c.get(link).status_code == 200  # consent
+    assert c.get(study.join).status_code == 200
+    assert c.get(study.admin).status_code == 200
+
+
+def test_a_hand_edited_setting_is_one_line_naming_it(study: MadeStudy) -> None:
+    con = sqlite3.connect(study.path)
+    settings = json.loads(con.execute("SELECT value FROM meta WHERE key='settings'").fetchone()[0])
+    settings["overlap"] = "x"
+    con.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps(settings),))
+    con.commit()
+    con.close()
+    for args in (["status", str(study.path)], ["serve", str(study.path), "--port", "1"]):
+        code, out = cli(*args)
+        line = one_line(out)
+        assert code == 2 and "setting overlap is 'x'" in line and "integer" in line
+    with pytest.raises(LexsemError, match="setting overlap"):
+        create_app(study.path)
+
+
+# --- the study file checked before use ------------------------------------------------------
+
+
+def test_a_damaged_study_is_one_line_for_status_export_and_serve(
+    study: MadeStudy, tmp_path: Path
+) -> None:
+    damage(study.path)
+    for args in (
+        ["status", str(study.path)],
+        ["export", str(study.path), "--answers", str(tmp_path / "a.parquet")],
+        ["serve", str(study.path), "--port", "1"],
+    ):
+        code, out = cli(*args)
+        line = one_line(out)
+        assert code == 2 and "the study file is damaged" in line and "integrity check" in line
+    assert not (tmp_path / "a.parquet").exists()
+
+
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder outside pytest's root-only temporary folder, owned by the unprivileged user
+    the read-only tests run as."""
+    folder = Path(tempfile.mkdtemp(prefix="lexsem-ro-"))
+    folder.chmod(0o755)
+    if os.geteuid() == 0:
+        os.chown(folder, NOBODY, NOBODY)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def unprivileged(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`lexsem ARGS` run by a user that file modes apply to (root ignores them: it is run as
+    `nobody` through `setpriv`)."""
+    cmd = [sys.executable, "-c", "import sys; from lexsem.cli import app; sys.exit(app())", *args]
+    if os.geteuid() == 0:
+        cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *cmd]
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": str(cwd),
+           "PYTHONDONTWRITEBYTECODE": "1"}  # fmt: skip
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_serve_refuses_a_read_only_study_file_at_start(
+    study: MadeStudy, shared_folder: Path
+) -> None:
+    ro = shared_folder / "study.sqlite"
+    shutil.copy(study.path, ro)
+    if os.geteuid() == 0:
+        os.chown(ro, NOBODY, NOBODY)
+    ro.chmod(0o444)
+    res = unprivileged(["annotate", "serve", str(ro), "--port", "1"], shared_folder)
+    line = one_line(res.stderr)
+    assert res.returncode == 2 and "cannot be served" in line and "read-only (mode 0444)" in line
+    # status and export still read it
+    res = unprivileged(["annotate", "status", str(ro)], shared_folder)
+    assert res.returncode == 0, res.stderr
+
+
+def test_serve_refuses_a_study_in_a_read_only_folder(study: MadeStudy, shared_folder: Path) -> None:
+    inner = shared_folder / "inner"
+    inner.mkdir()
+    ro = inner / "study.sqlite"
+    shutil.copy(study.path, ro)
+    if os.geteuid() == 0:
+        os.chown(ro, NOBODY, NOBODY)  # the file is the user's, its folder is not
+    res = unprivileged(["annotate", "serve", str(ro), "--port", "1"], shared_folder)
+    line = one_line(res.stderr)
+    assert res.returncode == 2 and "its folder" in line and "-wal and -shm" in line
+
+
+def test_serve_refuses_a_study_on_a_read_only_file_system(
+    study: MadeStudy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = os.statvfs
+
+    class ReadOnly:
+        def __init__(self, st: os.statvfs_result) -> None:
+            self.f_flag = st.f_flag | os.ST_RDONLY
+
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly(real(p)))
+    code, out = cli("serve", str(study.path), "--port", "1")
+    assert code == 2 and "read-only file system" in one_line(out)
+
+
+# --- secrets on disk and in logs ------------------------------------------------------------
+
+
+def test_the_study_and_links_files_are_0600_whatever_the_umask(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        made = make_study(tmp_path, "-b", "synthetic", "--sample", "1", "-k", "tot")
+    finally:
+        os.umask(old)
+    for path in (made.path, tmp_path / "study.links.json"):
+        assert (path.stat().st_mode & 0o777) == 0o600, path
+    with LocalServer(made.path) as srv:  # serving makes the -wal and -shm files
+        import httpx
+
+        assert httpx.get(srv.url + made.join).status_code == 200
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{made.path}{suffix}")
+            assert (side.stat().st_mode & 0o777) == 0o600, side
+
+
+def test_serve_warns_about_a_study_file_others_can_read(
+    study: MadeStudy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study.path.chmod(0o644)
+    ran: list[object] = []
+    monkeypatch.setattr("lexsem.annotate.http_server.run", lambda *a, **k: ran.append(a))
+    code, out = cli("serve", str(study.path))
+    assert code == 0 and ran and "mode 0644" in out and "chmod 600" in out
+
+
+def test_the_access_log_holds_no_token(study: MadeStudy) -> None:
+    import httpx
+
+    srv = LocalServer(study.path, extra=["--access-log"])
+    with srv:
+        for path in (study.admin, study.join, next(iter(study.annotators.values()))):
+            assert httpx.get(srv.url + path).status_code == 200
+        time.sleep(0.3)
+    log = srv.log()
+    tokens = [p.rsplit("/", 1)[1] for p in (study.admin, study.join, *study.annotators.values())]
+    assert "GET /admin/… " in log and "GET /join/… " in log and "GET /a/… " in log
+    assert not any(t in log for t in tokens)
+
+
+# --- slow clients ---------------------------------------------------------------------------
+
+
+def test_slow_header_connections_are_closed(study: MadeStudy) -> None:
+    import httpx
+
+    from lexsem.annotate.http_server import HEADER_TIMEOUT
+
+    with LocalServer(study.path) as srv:
+        socks = []
+        for _ in range(20):
+            s = socket.create_connection(("127.0.0.1", srv.port))
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # and never the end of the headers
+            socks.append(s)
+        time.sleep(HEADER_TIMEOUT + 1.5)
+        closed = 0
+        for s in socks:
+            s.settimeout(2.0)
+            try:
+                closed += s.recv(1024) == b""
+            except (ConnectionResetError, TimeoutError):
+                closed += 0
+            s.close()
+        assert closed == 20
+        assert httpx.get(srv.url + study.join).status_code == 200  # served meanwhile
