@@ -317,3 +317,81 @@ def test_slow_header_connections_are_closed(study: MadeStudy) -> None:
             s.close()
         assert closed == 20
         assert httpx.get(srv.url + study.join).status_code == 200  # served meanwhile
+
+
+# --- launch bursts --------------------------------------------------------------------------
+
+
+def test_writers_of_one_server_take_turns_instead_of_polling_sqlite(study: MadeStudy) -> None:
+    """With SQLite's busy wait off, concurrent write transactions of one process still all
+    commit: they queue on the store's lock, never on SQLite's busy handler."""
+    import threading
+
+    cons = [store.connect(study.path) for _ in range(8)]
+    for con in cons:
+        con.execute("PRAGMA busy_timeout = 0")
+    errors: list[BaseException] = []
+    gate = threading.Barrier(len(cons))
+
+    def work(k: int, con: sqlite3.Connection) -> None:
+        gate.wait()
+        try:
+            for i in range(40):
+                with store.write(con):
+                    store.set_meta(con, f"probe{k}", i)
+        except sqlite3.OperationalError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(k, c)) for k, c in enumerate(cons)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert [store.get_meta(cons[0], f"probe{k}") for k in range(8)] == [39] * 8
+    for con in cons:
+        con.close()
+
+
+def test_a_launch_burst_through_the_join_link_loses_and_duplicates_nothing(
+    study: MadeStudy,
+) -> None:
+    import threading
+
+    import httpx
+
+    from lexsem.annotate.simulate import ScriptedAnnotator
+
+    n = 30
+    bots: list[ScriptedAnnotator] = []
+    errors: list[BaseException] = []
+    gate = threading.Barrier(n)
+    with LocalServer(study.path) as srv:
+
+        def work(i: int) -> None:
+            try:
+                with httpx.Client(base_url=srv.url, timeout=60) as c:
+                    bot = ScriptedAnnotator(c, study.join, seed=i)
+                    bots.append(bot)
+                    gate.wait(timeout=60)
+                    bot.link = bot.join()
+                    assert bot.run(max_steps=100)
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=240)
+    assert errors == []
+    con = store.connect(study.path)
+    try:
+        rows = store.answers(con)
+        joined = len(store.annotators(con)) - len(study.annotators)
+    finally:
+        con.close()
+    assert joined == n and len({b.link for b in bots}) == n
+    sent = sorted((b.link, u) for b in bots for u, _ in b.answered)
+    keys = [(r.annotator, r.kind, r.item_id, r.practice) for r in rows]
+    assert len(rows) == len(sent) and len(set(keys)) == len(keys)

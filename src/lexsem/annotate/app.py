@@ -19,15 +19,19 @@ study file is checked before the app is made (`lexsem.annotate.study_check`).
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lexsem.annotate import assign, store
 from lexsem.annotate.config import ServeConfig
@@ -46,16 +50,6 @@ LABELS = {"none": "None", "both": "Both", "accept": "Accept", "edit": "Save edit
           "reject": "Reject", "skip": "Skip"}  # fmt: skip
 #: The rate-limit key of the request being served (`security.client_key` of its address).
 _CLIENT: ContextVar[str] = ContextVar("lexsem_annotate_client", default="?")
-#: SQLite's result codes (the primary code, the low byte) of a write the file cannot take now.
-_CANNOT_WRITE = {
-    13: "the server's disk is full",  # SQLITE_FULL
-    8: "the study file cannot be written",  # SQLITE_READONLY
-    10: "the study file cannot be written (I/O error)",  # SQLITE_IOERR
-    5: "the study is busy",  # SQLITE_BUSY
-    6: "the study is busy",  # SQLITE_LOCKED
-    11: "the study file is damaged",  # SQLITE_CORRUPT
-    26: "the study file is damaged",  # SQLITE_NOTADB
-}
 
 
 class _Study:
@@ -169,10 +163,9 @@ def create_app(
     check_study(Path(study), writable=True)
     limits = _Limits(rate_limit, rate_window, address_limit or 20 * rate_limit, miss_limit)
     site = _Site(_Study(Path(study)), limits, Jinja2Templates(directory=str(HERE / "templates")))
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
     app.state.limits = limits
-    _add_headers(app)
-    _add_client(app)
+    app.add_middleware(_Headers)
     _add_error_page(app, site)
     _add_site_routes(app)
     _add_join_routes(app, site)
@@ -181,34 +174,53 @@ def create_app(
     return app
 
 
-def _add_headers(app: FastAPI) -> None:
+#: Requests served at once, each in a worker thread (more wait their turn, in order): a few
+#: threads keep a launch burst from thrashing the interpreter's lock (`make bench`'s burst
+#: of 50 on 2 loaded cores: p95 and maximum lower than with anyio's default of 40).
+THREADS = 8
+
+
+@asynccontextmanager
+async def _threads(app: FastAPI) -> AsyncIterator[None]:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
+    yield
+
+
+class _Headers:
     """Every response's security headers: the content security policy with the page's script
-    nonce, no referrer, no sniffing, no framing, no caching unless a route says otherwise."""
+    nonce (``request.state.nonce``), no referrer, no sniffing, no framing, no caching unless a
+    route says otherwise; and the client's rate-limit key for the request (`_CLIENT`, which
+    the sync routes see in their worker thread: the context is copied there). A plain ASGI
+    middleware: it adds nothing to a request's cost but the headers."""
 
-    @app.middleware("http")
-    async def headers(request: Request, call_next: Any) -> Response:
-        request.state.nonce = secrets.token_urlsafe(16)
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = (
-            f"default-src 'none'; img-src 'self'; style-src 'self'; "
-            f"script-src 'nonce-{request.state.nonce}'; form-action 'self'; "
-            "frame-ancestors 'none'; base-uri 'none'"
-        )
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers.setdefault("Cache-Control", "no-store")
-        return response
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
 
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        nonce = secrets.token_urlsafe(16)
+        scope.setdefault("state", {})["nonce"] = nonce
+        client = scope.get("client")
+        _CLIENT.set(client_key(client[0] if client else None))
 
-def _add_client(app: FastAPI) -> None:
-    """Note the client's rate-limit key for the request (`_CLIENT`), which the sync routes
-    see in their worker thread (the context is copied there)."""
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["Content-Security-Policy"] = (
+                    f"default-src 'none'; img-src 'self'; style-src 'self'; "
+                    f"script-src 'nonce-{nonce}'; form-action 'self'; "
+                    "frame-ancestors 'none'; base-uri 'none'"
+                )
+                headers["Referrer-Policy"] = "no-referrer"
+                headers["X-Content-Type-Options"] = "nosniff"
+                headers["X-Frame-Options"] = "DENY"
+                if "cache-control" not in headers:
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
 
-    @app.middleware("http")
-    async def client(request: Request, call_next: Any) -> Response:
-        _CLIENT.set(client_key(request.client.host if request.client else None))
-        return await call_next(request)
+        await self.app(scope, receive, send_with_headers)
 
 
 def _add_error_page(app: FastAPI, site: _Site) -> None:
@@ -231,9 +243,9 @@ def _add_error_page(app: FastAPI, site: _Site) -> None:
     async def out_of_range(request: Request, exc: OverflowError) -> Response:
         return error(request, 400, "a number in the request is out of range")
 
-    @app.exception_handler(sqlite3.DatabaseError)
-    async def cannot_write(request: Request, exc: sqlite3.DatabaseError) -> Response:
-        why = _CANNOT_WRITE.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
+    @app.exception_handler(store.StudyFileError)
+    async def cannot_write(request: Request, exc: Exception) -> Response:
+        why = store.write_failure(exc)
         if why is None:
             raise exc
         said = "your answer was not saved" if request.method == "POST" else "nothing was saved"

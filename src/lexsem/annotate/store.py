@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -46,6 +47,7 @@ __all__ = [
     "Connection",
     "GivenAnswer",
     "StoredUnit",
+    "StudyFileError",
     "Unit",
     "add_annotator",
     "add_assignment",
@@ -79,6 +81,7 @@ __all__ = [
     "set_meta",
     "units",
     "write",
+    "write_failure",
 ]
 
 Connection = sqlite3.Connection
@@ -226,16 +229,24 @@ def file_path(con: Connection) -> str:
     return str(path)
 
 
+#: One writer at a time in this process, in turn: threads queue on this lock instead of on
+#: SQLite's busy handler, which polls with sleeps (up to 100 ms) and leaves the file's write
+#: lock idle between a commit and the next poll (a launch burst's tail). Other processes still
+#: wait on SQLite's lock (`connect`'s timeout).
+_WRITER = threading.Lock()
+
+
 @contextmanager
 def write(con: Connection) -> Iterator[Connection]:
     """One write transaction holding the write lock from its start; committed on exit."""
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+    with _WRITER:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
 
 
 @contextmanager
@@ -590,3 +601,26 @@ def integrity_problem(con: Connection) -> str | None:
         return None
     found = str(rows[0]).replace("*** in database main ***", "")
     return " ".join(found.split())  # one line
+
+
+#: The error of a study file that SQLite could not read or write.
+StudyFileError = sqlite3.DatabaseError
+
+# SQLite's primary result codes (the low byte) of a file that cannot take a write now.
+_WRITE_FAILURES = {
+    13: "the server's disk is full",  # SQLITE_FULL
+    8: "the study file cannot be written",  # SQLITE_READONLY
+    10: "the study file cannot be written (I/O error)",  # SQLITE_IOERR
+    5: "the study is busy",  # SQLITE_BUSY
+    6: "the study is busy",  # SQLITE_LOCKED
+    11: "the study file is damaged",  # SQLITE_CORRUPT
+    26: "the study file is damaged",  # SQLITE_NOTADB
+}
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """Why the study file could not take a request (a full disk, a read-only file, busy,
+    damaged) when `exc` is SQLite's error saying so, else None."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    return _WRITE_FAILURES.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
