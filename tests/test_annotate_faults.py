@@ -268,6 +268,22 @@ def test_the_study_and_links_files_are_0600_whatever_the_umask(tmp_path: Path) -
             assert (side.stat().st_mode & 0o777) == 0o600, side
 
 
+def test_the_copy_kept_by_a_migration_is_0600(study: MadeStudy) -> None:
+    raw = sqlite3.connect(study.path)
+    raw.execute("DROP TABLE schema_history")  # a schema-1 study
+    raw.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    raw.commit()
+    raw.close()
+    old = os.umask(0o022)
+    try:
+        with pytest.warns(RuntimeWarning, match="migrated"):
+            store.connect(study.path).close()
+    finally:
+        os.umask(old)
+    backup = study.path.with_name(f"{study.path.name}.schema1.bak")
+    assert (backup.stat().st_mode & 0o777) == 0o600
+
+
 def test_serve_warns_about_a_study_file_others_can_read(
     study: MadeStudy, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -24,6 +24,7 @@ than this lexsem's is refused.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -143,6 +144,7 @@ def _migrate(con: Connection, path: Path, version: int) -> None:
     failed = f"{path}: cannot migrate the study from schema {version} to {SCHEMA_VERSION}"
     try:
         with atomic_path(backup) as tmp:
+            os.chmod(tmp, 0o600)  # the copy holds the study's secret too
             copy = sqlite3.connect(tmp)
             try:
                 con.backup(copy)
