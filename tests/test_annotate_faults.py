@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -48,14 +49,17 @@ def cli(*args: str) -> tuple[int, str]:
     return res.exit_code, res.output
 
 
-def at_question(c: TestClient, link: str) -> str:
-    """Consent and start `link`'s annotator; the first question's page."""
+def at_question(c: TestClient, link: str) -> dict[str, str]:
+    """Consent and start `link`'s annotator; the first question's form: its hidden fields and
+    its first answer."""
     for _ in range(2):
         page = parse_page(c.get(link).text)
         c.post(page.action, data={"csrf": page.csrf})
     html = c.get(link).text
-    assert parse_page(html).unit is not None
-    return html
+    page = parse_page(html)
+    assert page.answers and page.action is not None
+    form = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', html))
+    return {**form, "answer": page.answers[0], "action": page.action}
 
 
 def damage(path: Path) -> None:
@@ -76,14 +80,30 @@ def one_line(out: str) -> str:
 # --- pages, not 500s ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("unit", ["9223372036854775808", "-9223372036854775809", "1" + "0" * 40])
-def test_ids_out_of_range_are_a_400_page(study: MadeStudy, unit: str) -> None:
+@pytest.mark.parametrize("n", ["9223372036854775808", "-9223372036854775809", "1" + "0" * 40])
+def test_ids_out_of_range_are_a_400_or_404_page(study: MadeStudy, n: str) -> None:
     c = TestClient(create_app(study.path), follow_redirects=False)
     link = next(iter(study.annotators.values()))
-    page = parse_page(at_question(c, link))
-    res = c.post(page.action, data={"csrf": page.csrf, "unit": unit, "answer": "skip"})
-    assert res.status_code == 400 and "out of range" in res.text
-    res = c.get(f"{link}/feedback/{unit}")
+    form = at_question(c, link)
+    action = form.pop("action")
+    res = c.post(action, data={**form, "unit": n, "page": n})  # whichever the form names
+    assert res.status_code in (400, 404) and "<html" in res.text.lower()
+    res = c.get(f"{link}/feedback/{n}")
+    assert res.status_code in (400, 404) and "<html" in res.text.lower()
+
+
+def test_an_overflow_anywhere_is_a_400_page(study: MadeStudy) -> None:
+    app = create_app(study.path)
+
+    @app.get("/probe/{n}")
+    def probe(n: int) -> None:
+        con = store.connect(study.path)
+        try:
+            con.execute("SELECT ?", (n,))  # SQLite's integers are 64-bit
+        finally:
+            con.close()
+
+    res = TestClient(app).get("/probe/9223372036854775808")
     assert res.status_code == 400 and "out of range" in res.text
 
 
@@ -98,19 +118,17 @@ def test_a_full_disk_is_a_503_page_saying_the_answer_was_not_saved(
 ) -> None:
     c = TestClient(create_app(study.path), follow_redirects=False)
     link = next(iter(study.annotators.values()))
-    page = parse_page(at_question(c, link))
+    form = at_question(c, link)
+    action = form.pop("action")
     monkeypatch.setattr(store, "record_answer", _full)
-    res = c.post(page.action, data={"csrf": page.csrf, "unit": str(page.unit),
-                                    "answer": page.answers[0]})  # fmt: skip
+    res = c.post(action, data=form)
     assert res.status_code == 503 and "disk is full" in res.text
     assert "your answer was not saved" in res.text and res.headers["Retry-After"]
     con = store.connect(study.path)
     assert [a for a in store.answers(con)] == []
     con.close()
     monkeypatch.undo()  # space again: the same form is taken
-    res = c.post(page.action, data={"csrf": page.csrf, "unit": str(page.unit),
-                                    "answer": page.answers[0]})  # fmt: skip
-    assert res.status_code == 303
+    assert c.post(action, data=form).status_code == 303
 
 
 def test_a_full_disk_on_a_page_that_writes_is_a_503_page(

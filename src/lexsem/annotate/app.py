@@ -122,16 +122,17 @@ class _Site:
         self.limited(self.limits.token, th)
         return who
 
-    def shared_link(self, token: str, want_hash: str) -> str:
-        """The hash of a study-wide link's token (the crowd link, the admin link) that must
-        hash to `want_hash` (404 where it does not). The crowd link is limited per client
-        address, so one client cannot use it up for everyone; the admin link per token."""
+    def shared_link(self, token: str, which: str) -> str:
+        """The hash of a study-wide link's token (`which`: the "join" link, the "admin" link)
+        (404 where it is not that link's). The crowd link is limited per client address, so
+        that one client cannot use it up for everyone; the admin link per token."""
         address = _CLIENT.get()
         th = hash_token(token)
-        if not secrets.compare_digest(th, want_hash):
+        want = self.st.join_hash if which == "join" else self.st.admin_hash
+        if not secrets.compare_digest(th, want):
             raise self._unknown()
         self.limited(self.limits.address, address)
-        if want_hash == self.st.join_hash:
+        if which == "join":
             self.limited(self.limits.join, address)
         else:
             self.limited(self.limits.token, th)
@@ -276,14 +277,14 @@ def _add_join_routes(app: FastAPI, site: _Site) -> None:
 
     @app.get("/join/{token}", response_class=HTMLResponse)
     def join_page(request: Request, token: str) -> Response:
-        th = site.shared_link(token, st.join_hash)
+        th = site.shared_link(token, "join")
         consent = st.settings.consent or CONSENT
         return site.page(request, "consent.html", consent=consent,
                          csrf=csrf_token(st.secret, th), action=f"/join/{token}")  # fmt: skip
 
     @app.post("/join/{token}")
     def join(token: str, csrf: str | None = Form(None)) -> Response:
-        th = site.shared_link(token, st.join_hash)
+        th = site.shared_link(token, "join")
         site.check_csrf(th, csrf)
         ((_, personal),) = add_annotators(st.con(), 1, consented=True)
         return RedirectResponse(f"/a/{personal}", 303)
@@ -385,7 +386,7 @@ def _add_admin_routes(app: FastAPI, site: _Site) -> None:
 
     @app.get("/admin/{token}", response_class=HTMLResponse)
     def admin(request: Request, token: str) -> Response:
-        th = site.shared_link(token, st.admin_hash)
+        th = site.shared_link(token, "admin")
         return site.page(request, "admin.html", p=progress(st.con()), settings=st.settings,
                          csrf=csrf_token(st.secret, th), base=f"/admin/{token}")  # fmt: skip
 
@@ -393,7 +394,7 @@ def _add_admin_routes(app: FastAPI, site: _Site) -> None:
     def invite(
         request: Request, token: str, n: int = Form(...), csrf: str | None = Form(None)
     ) -> Response:
-        th = site.shared_link(token, st.admin_hash)
+        th = site.shared_link(token, "admin")
         site.check_csrf(th, csrf)
         if not 1 <= n <= 500:
             raise HTTPException(422, "invite between 1 and 500 annotators at a time")

@@ -235,7 +235,7 @@ def file_path(con: Connection) -> str:
 #: SQLite's busy handler, which polls with sleeps (up to 100 ms) and leaves the file's write
 #: lock idle between a commit and the next poll (a launch burst's tail). Other processes still
 #: wait on SQLite's lock (`connect`'s timeout).
-_WRITER = threading.Lock()
+_WRITER = threading.RLock()
 
 
 @contextmanager
