@@ -286,19 +286,19 @@ def test_the_study_and_links_files_are_0600_whatever_the_umask(tmp_path: Path) -
             assert (side.stat().st_mode & 0o777) == 0o600, side
 
 
-def test_the_copy_kept_by_a_migration_is_0600(study: MadeStudy) -> None:
-    raw = sqlite3.connect(study.path)
-    raw.execute("DROP TABLE schema_history")  # a schema-1 study
-    raw.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    raw.commit()
-    raw.close()
+def test_the_copy_kept_by_a_migration_is_0600(
+    study: MadeStudy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = store.SCHEMA_VERSION  # a lexsem one schema newer opens the study
+    monkeypatch.setattr(store, "SCHEMA_VERSION", now + 1)
+    monkeypatch.setattr(store, "MIGRATIONS", [*store.MIGRATIONS, (now + 1, lambda con: None)])
     old = os.umask(0o022)
     try:
         with pytest.warns(RuntimeWarning, match="migrated"):
             store.connect(study.path).close()
     finally:
         os.umask(old)
-    backup = study.path.with_name(f"{study.path.name}.schema1.bak")
+    backup = study.path.with_name(f"{study.path.name}.schema{now}.bak")
     assert (backup.stat().st_mode & 0o777) == 0o600
 
 
@@ -388,7 +388,7 @@ def test_writers_of_one_server_take_turns_instead_of_polling_sqlite(study: MadeS
 
 
 def test_a_launch_burst_through_the_join_link_loses_and_duplicates_nothing(
-    study: MadeStudy,
+    tmp_path: Path,
 ) -> None:
     import threading
 
@@ -396,7 +396,9 @@ def test_a_launch_burst_through_the_join_link_loses_and_duplicates_nothing(
 
     from lexsem.annotate.simulate import ScriptedAnnotator
 
-    n = 30
+    n = 30  # 30 participants x 1 item x overlap 2: 15 of the study's items
+    study = make_study(tmp_path, "-b", "synthetic", "--sample", "10", "-k", "tot",
+                       "--overlap", "2", "--quota", "1")  # fmt: skip
     bots: list[ScriptedAnnotator] = []
     errors: list[BaseException] = []
     gate = threading.Barrier(n)
