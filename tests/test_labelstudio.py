@@ -114,13 +114,14 @@ def test_a_label_studio_export_becomes_the_answers_table(tmp_path: Path) -> None
     assert [(r["kind"], r["annotator"], r["answer"], r["correct"]) for r in rows] == [
         ("tot", "ls-10", "n", True),
         ("tot", "ls-11", "p1", False),  # the e-mail is never read
+        ("tot", "ls-12", "skip", False),  # a cancelled annotation is Label Studio's skip
         ("bivlc_t2i", "ls-10", "image1", False),
         ("validate", "ls-10", "edit", None),
         ("validate", "ls-11", "accept", None),
     ]
-    assert rows[3]["edit"] == "A horse is ridden by a man." and rows[4]["edit"] is None
+    assert rows[4]["edit"] == "A horse is ridden by a man." and rows[5]["edit"] is None
     assert rows[0]["seconds"] == 4.288 and rows[0]["study"] == "pilot"
-    assert rows[0]["options"] == tot["data"]["options"] and rows[2]["item_id"] == "3#caption0"
+    assert rows[0]["options"] == tot["data"]["options"] and rows[3]["item_id"] == "3#caption0"
     assert "x@y.z" not in json.dumps(rows)
     assert import_export(path, study="renamed").column("study").to_pylist()[0] == "renamed"
 

@@ -16,9 +16,14 @@ question with its page token, and timed from when the server first served it. A 
 who has not started learns that the study is closed, paused or full before the consent page
 (`lexsem.annotate.lifecycle`); a completion code is the participant's own, shown once earned
 (`lexsem.annotate.codes`).
-Trust (`lexsem.annotate.security`): tokens looked up by hash, a CSRF token on every form, a
-rate limit per token, no-referrer (a link's token never leaks to another site) and a content
+Trust (`lexsem.annotate.security`): tokens looked up by hash, a CSRF token on every form,
+rate limits per link and per client address (an unknown token stores nothing but a count
+against its address), no-referrer (a link's token never leaks to another site) and a content
 security policy that allows only the page's own script and the server's own files.
+
+Faults are pages: a number out of range is a 400, a study file that cannot take a write (a full
+disk, a read-only file, a lock held too long) a 503 page saying that nothing was saved; the
+study file is checked before the app is made (`lexsem.annotate.study_check`).
 """
 
 from __future__ import annotations
@@ -27,12 +32,18 @@ import io
 import secrets
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lexsem.annotate import assign, lifecycle, store
 from lexsem.annotate.codes import earned, participant_code, participant_rows, participants_csv
@@ -41,8 +52,16 @@ from lexsem.annotate.images import SHA_RE
 from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
 from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.annotate.order import option_of, posted_values
-from lexsem.annotate.security import RateLimiter, csrf_ok, csrf_token, hash_token, new_token
+from lexsem.annotate.security import (
+    RateLimiter,
+    client_key,
+    csrf_ok,
+    csrf_token,
+    hash_token,
+    new_token,
+)
 from lexsem.annotate.study import add_annotators, join_annotator, load_settings
+from lexsem.annotate.study_check import check_study
 from lexsem.annotate.study_progress import progress
 
 __all__ = ["create_app"]
@@ -51,6 +70,8 @@ HERE = Path(__file__).parent
 KEYS = {"none": "n", "both": "b", "accept": "a", "edit": "e", "reject": "r", "skip": "s"}
 LABELS = {"none": "None", "both": "Both", "accept": "Accept", "edit": "Save edit",
           "reject": "Reject", "skip": "Skip"}  # fmt: skip
+#: The rate-limit key of the request being served (`security.client_key` of its address).
+_CLIENT: ContextVar[str] = ContextVar("lexsem_annotate_client", default="?")
 
 
 class _Study:
@@ -80,31 +101,56 @@ class _Study:
         return con
 
 
+class _Limits:
+    """The server's rate limits (`security.RateLimiter`, each bounded in memory): per link
+    token, per client address, the join link per client address, and the requests with an
+    unknown token per client address (the only thing such a request leaves behind)."""
+
+    def __init__(self, rate_limit: int, window: float, address_limit: int, miss_limit: int):
+        self.token = RateLimiter(rate_limit, window)
+        self.address = RateLimiter(address_limit, window)
+        self.join = RateLimiter(rate_limit, window)
+        self.miss = RateLimiter(miss_limit, window)
+
+    def __len__(self) -> int:
+        return len(self.token) + len(self.address) + len(self.join) + len(self.miss)
+
+
 class _Site:
-    """What every page shares: the study, the rate limit, the templates, and the checks of a
+    """What every page shares: the study, the rate limits, the templates, and the checks of a
     link's token and a form's CSRF token."""
 
-    def __init__(self, st: _Study, limiter: RateLimiter, templates: Jinja2Templates) -> None:
+    def __init__(self, st: _Study, limits: _Limits, templates: Jinja2Templates) -> None:
         self.st = st
-        self.limiter = limiter
+        self.limits = limits
         self.templates = templates
 
     def page(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         ctx = {"study": self.st.settings.name, "nonce": request.state.nonce, **ctx}
         return self.templates.TemplateResponse(request, name, ctx, status_code=status)
 
-    def limited(self, key: str) -> None:
-        if not self.limiter.allow(key):
-            raise HTTPException(429, "too many requests; wait a minute")
+    @staticmethod
+    def limited(limiter: RateLimiter, key: str) -> None:
+        if not limiter.allow(key):
+            raise HTTPException(429, "too many requests; wait a minute",
+                                headers={"Retry-After": "60"})  # fmt: skip
+
+    def _unknown(self) -> HTTPException:
+        """A request with a token that is no link: counted against its address only (a 429
+        beyond `miss_limit`; a known link from the same address is not held back by it)."""
+        self.limited(self.limits.miss, _CLIENT.get())
+        return HTTPException(404, "no such link")
 
     def annotator(self, token: str) -> store.Annotator:
         """The annotator of a personal link (404 where there is none, 410 where it was
-        revoked or expired before its participant started)."""
+        revoked or expired before its participant started, 429 over a limit)."""
+        address = _CLIENT.get()
         th = hash_token(token)
-        self.limited(th)
         who = store.annotator_by_token(self.st.con(), th)
         if who is None:
-            raise HTTPException(404, "no such link")
+            raise self._unknown()
+        self.limited(self.limits.address, address)
+        self.limited(self.limits.token, th)
         if who.revoked_at is not None:
             raise HTTPException(410, "This link was revoked.")
         if who.started_at is None and who.expires_at is not None and who.expires_at < time.time():
@@ -113,12 +159,18 @@ class _Site:
 
     def shared_link(self, token: str, which: str) -> str:
         """The hash of a study-wide link's token (`which`: the "join" link, the "admin" link)
-        (404 where it is not that link's)."""
+        (404 where it is not that link's). The crowd link is limited per client address, so
+        that one client cannot use it up for everyone; the admin link per token."""
+        address = _CLIENT.get()
         th = hash_token(token)
-        self.limited(th)
         want = self.st.link_hash(which)
         if want is None or not secrets.compare_digest(th, want):
-            raise HTTPException(404, "no such link")
+            raise self._unknown()
+        self.limited(self.limits.address, address)
+        if which == "join":
+            self.limited(self.limits.join, address)
+        else:
+            self.limited(self.limits.token, th)
         return th
 
     def why_not(self, *, joining: bool = False) -> str | None:
@@ -145,16 +197,25 @@ def create_app(
     rate_limit: int = ServeConfig.model_fields["rate_limit"].default,
     rate_window: float = 60.0,
     reservation_minutes: float | None = None,
+    address_limit: int | None = None,
+    miss_limit: int = 60,
 ) -> FastAPI:
-    """The web app serving the study file `study` (`rate_limit` requests per token per
-    `rate_window` seconds; `reservation_minutes` replaces the study's idle time)."""
+    """The web app serving the study file `study`, checked first (`study_check.check_study`:
+    a `LexsemError` where it cannot be served). `rate_limit` requests per link per
+    `rate_window` seconds (the crowd link: per client address), `address_limit` per client
+    address (default 20 × `rate_limit`: a lab behind one address), `miss_limit` requests with
+    an unknown token per client address; `reservation_minutes` replaces the study's idle
+    time."""
+    check_study(Path(study), writable=True)
+    limits = _Limits(rate_limit, rate_window, address_limit or 20 * rate_limit, miss_limit)
     site = _Site(
         _Study(Path(study), reservation_minutes),
-        RateLimiter(rate_limit, rate_window),
+        limits,
         Jinja2Templates(directory=str(HERE / "templates")),
     )
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    _add_headers(app)
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
+    app.state.limits = limits
+    app.add_middleware(_Headers)
     _add_error_page(app, site)
     _add_site_routes(app)
     _add_join_routes(app, site)
@@ -163,34 +224,83 @@ def create_app(
     return app
 
 
-def _add_headers(app: FastAPI) -> None:
-    """Every response's security headers: the content security policy with the page's script
-    nonce, no referrer, no sniffing, no framing, no caching unless a route says otherwise."""
+#: Requests served at once, each in a worker thread (more wait their turn, in order): a few
+#: threads keep a launch burst from thrashing the interpreter's lock (`make bench`'s burst
+#: of 50 on 2 loaded cores: p95 and maximum lower than with anyio's default of 40).
+THREADS = 8
 
-    @app.middleware("http")
-    async def headers(request: Request, call_next: Any) -> Response:
-        request.state.nonce = secrets.token_urlsafe(16)
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = (
-            f"default-src 'none'; img-src 'self'; style-src 'self'; "
-            f"script-src 'nonce-{request.state.nonce}'; form-action 'self'; "
-            "frame-ancestors 'none'; base-uri 'none'"
-        )
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["X-Frame-Options"] = "DENY"
-        response.headers.setdefault("Cache-Control", "no-store")
-        return response
+
+@asynccontextmanager
+async def _threads(app: FastAPI) -> AsyncIterator[None]:
+    anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
+    yield
+
+
+class _Headers:
+    """Every response's security headers: the content security policy with the page's script
+    nonce (``request.state.nonce``), no referrer, no sniffing, no framing, no caching unless a
+    route says otherwise; and the client's rate-limit key for the request (`_CLIENT`, which
+    the sync routes see in their worker thread: the context is copied there). A plain ASGI
+    middleware: it adds nothing to a request's cost but the headers."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        nonce = secrets.token_urlsafe(16)
+        scope.setdefault("state", {})["nonce"] = nonce
+        client = scope.get("client")
+        _CLIENT.set(client_key(client[0] if client else None))
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["Content-Security-Policy"] = (
+                    f"default-src 'none'; img-src 'self'; style-src 'self'; "
+                    f"script-src 'nonce-{nonce}'; form-action 'self'; "
+                    "frame-ancestors 'none'; base-uri 'none'"
+                )
+                headers["Referrer-Policy"] = "no-referrer"
+                headers["X-Content-Type-Options"] = "nosniff"
+                headers["X-Frame-Options"] = "DENY"
+                if "cache-control" not in headers:
+                    headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def _add_error_page(app: FastAPI, site: _Site) -> None:
-    """Every HTTP error as the study's error page."""
+    """Every HTTP error as the study's error page; a number out of range (an id beyond
+    SQLite's integers) a 400; a write the study file cannot take now a 503 that says nothing
+    was saved."""
+
+    def error(request: Request, status: int, message: str, **headers: str) -> Response:
+        if not hasattr(request.state, "nonce"):
+            request.state.nonce = ""
+        res = site.page(request, "error.html", status, message=message)
+        res.headers.update(headers)
+        return res
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
-        if not hasattr(request.state, "nonce"):
-            request.state.nonce = ""
-        return site.page(request, "error.html", exc.status_code, message=exc.detail)
+        return error(request, exc.status_code, exc.detail, **(exc.headers or {}))
+
+    @app.exception_handler(OverflowError)
+    async def out_of_range(request: Request, exc: OverflowError) -> Response:
+        return error(request, 400, "a number in the request is out of range")
+
+    @app.exception_handler(store.StudyFileError)
+    async def cannot_write(request: Request, exc: Exception) -> Response:
+        why = store.write_failure(exc)
+        if why is None:
+            raise exc
+        said = "your answer was not saved" if request.method == "POST" else "nothing was saved"
+        return error(request, 503, f"{why}: {said}; try again in a few minutes",
+                     **{"Retry-After": "120"})  # fmt: skip
 
 
 def _add_site_routes(app: FastAPI) -> None:

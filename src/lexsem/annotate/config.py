@@ -120,6 +120,9 @@ class ServeConfig(BaseModel):
     rate_limit: int = Field(
         300, ge=1, le=100_000, description="Requests per token per minute (images included)."
     )
+    access_log: bool = Field(
+        False, description="Log each request to stderr (links' tokens redacted)."
+    )
     reservation_minutes: float | None = Field(
         None,
         gt=0.0,

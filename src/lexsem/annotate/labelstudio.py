@@ -15,9 +15,12 @@ positions (``1``, ``2``, ...) and the kind's fixed choices (``none``, ``both``, 
 "type": "choices", "value": {"choices": [...]}}`` and, for an edit, ``{"from_name": "edit",
 "type": "textarea", "value": {"text": [...]}}``; ``completed_by``, ``lead_time``,
 ``created_at``, ``was_cancelled``) into the answers table of docs/human-studies.md: one row
-per annotation not cancelled, the chosen position mapped back to its option id, the
-annotator as ``ls-<user id>`` (an opaque id; Label Studio's e-mail, where an export holds one,
-is never read).
+per annotation, the chosen position mapped back to its option id, a cancelled annotation
+(Label Studio's skip) as ``skip``, the annotator as ``ls-<user id>`` (an opaque id; Label
+Studio's e-mail, where an export holds one, is never read). Every field lexsem reads is
+type-checked (an error names the task and the field); two annotations of one task by one
+annotator, and Label Studio's JSON_MIN and CSV exports (which lack who answered what), are
+errors saying so.
 """
 
 from __future__ import annotations
@@ -25,12 +28,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from xml.sax.saxutils import quoteattr
 
 import numpy as np
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.atomic import atomic_open
@@ -207,22 +218,111 @@ def _annotator(who: Any) -> str | None:
     return f"ls-{who}"
 
 
-def import_export(path: str | Path, *, study: str | None = None) -> pa.Table:
-    """The answers table of a Label Studio JSON export of tasks `export_tasks` wrote (see the
-    module doc); a task or annotation lexsem cannot read is an error naming it."""
-    path = Path(path)
+_Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+
+
+class _ExportModel(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class _TaskData(_ExportModel):
+    """The lexsem fields of a task's ``data`` (the ones `_task_data` writes)."""
+
+    kind: Kind
+    item_id: StrictStr | StrictInt
+    lexsem_study: StrictStr = ""
+    subset: StrictStr = ""
+    benchmark: StrictStr = ""
+    options: list[StrictStr] = Field(default_factory=list)
+    correct: StrictStr | None = None
+    practice: StrictBool = False
+    gold: StrictBool = False
+    seed: _Int64 = 0
+
+
+class _Annotation(_ExportModel):
+    """The fields of one annotation lexsem reads."""
+
+    id: StrictInt | StrictStr | None = None
+    completed_by: Any = None
+    result: list[Any] = Field(default_factory=list)
+    lead_time: Annotated[float, Field(ge=0.0, allow_inf_nan=False)] | None = None
+    created_at: StrictStr | None = None
+    was_cancelled: StrictBool = False
+
+
+class _Task(_ExportModel):
+    id: StrictInt | StrictStr | None = None
+    data: dict[str, Any]
+    annotations: list[Any] = Field(default_factory=list)
+
+
+def _checked(model: type[_ExportModel], value: Any, where: str, prefix: str, path: Path) -> Any:
+    """`value` read as `model`, or a `DataError` naming where and the field."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
+        got = first.get("input")
+        shown = repr(got) if not isinstance(got, (dict, list)) else type(got).__name__
+        raise DataError(f"{where}: {at} is {shown}: {first['msg']}", file=path) from None
+
+
+def _read_json(path: Path) -> Any:
+    """The export's JSON, or a `DataError` saying what the file is when it is not JSON (a
+    CSV or TSV export)."""
+    try:
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataError("no such Label Studio export", file=path) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise DataError(f"not a Label Studio JSON export ({exc})", file=path) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        head = text.lstrip()[:2000].splitlines()[:1]
+        if head and any(sep in head[0] for sep in (",", "\t")) and "item_id" in head[0]:
+            raise DataError(
+                "this is Label Studio's CSV/TSV export, which lexsem cannot read (it has no "
+                'annotation results per annotator): export the project as "JSON" instead',
+                file=path,
+            ) from None
+        raise DataError(f"not a Label Studio JSON export ({exc})", file=path) from None
+
+
+def _min_export(task: Any) -> bool:
+    """Whether `task` is a row of Label Studio's JSON_MIN export: the task's data flattened
+    with the annotation's choices, and no ``data`` / ``annotations``."""
+    return (
+        isinstance(task, dict)
+        and "data" not in task
+        and "annotations" not in task
+        and ("item_id" in task or "kind" in task or "annotator" in task)
+    )
+
+
+def import_export(path: str | Path, *, study: str | None = None) -> pa.Table:
+    """The answers table of a Label Studio JSON export of tasks `export_tasks` wrote (see the
+    module doc); a task or annotation lexsem cannot read is an error naming it and its field.
+    A cancelled annotation (Label Studio's skip) is the answer ``skip``; two annotations of one
+    task by one annotator are an error naming both."""
+    path = Path(path)
+    raw = _read_json(path)
+    if isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+        raw = [raw]  # one task exported alone
     if not isinstance(raw, list):
         raise DataError("a Label Studio JSON export is a list of tasks", file=path)
+    if raw and _min_export(raw[0]):
+        raise DataError(
+            "this is Label Studio's JSON_MIN export, which keeps one choice per task and not "
+            'who gave it: export the project as "JSON" instead',
+            file=path,
+        )
     rows: list[dict[str, Any]] = []
-    for n, task in enumerate(raw, 1):
-        where = f"task {n}" + (f" (id {task.get('id')})" if isinstance(task, dict) else "")
-        data = task.get("data") if isinstance(task, dict) else None
+    for n, item in enumerate(raw, 1):
+        where = f"task {n}" + (f" (id {item.get('id')})" if isinstance(item, dict) else "")
+        data = item.get("data") if isinstance(item, dict) else None
         if (
             not isinstance(data, dict)
             or "item_id" not in data
@@ -230,44 +330,64 @@ def import_export(path: str | Path, *, study: str | None = None) -> pa.Table:
         ):
             raise DataError(f"{where}: no lexsem task data (kind, item_id): exported by "
                             "lexsem?", file=path)  # fmt: skip
-        options = [str(o) for o in data.get("options") or []]
-        for a in task.get("annotations") or []:
-            if not isinstance(a, dict) or a.get("was_cancelled"):
-                continue
-            who = _annotator(a.get("completed_by"))
-            picked = _choice(a.get("result") or [], "choice", "choices")
-            if who is None or picked is None:
-                raise DataError(f"{where}: an annotation without its annotator or choice",
-                                file=path)  # fmt: skip
-            picked = str(picked)
-            if picked.isdigit() and 1 <= int(picked) <= len(options):
-                answer = options[int(picked) - 1]
-            elif picked in FIXED_CHOICES[data["kind"]]:
-                answer = picked
-            else:
-                raise DataError(f"{where}: choice {picked!r} is not one of the task's",
-                                file=path)  # fmt: skip
-            edit = _choice(a.get("result") or [], "edit", "textarea")
-            if answer == "edit" and not (isinstance(edit, str) and edit.strip()):
-                raise DataError(f"{where}: an edit without the edited text", file=path)
-            right = data.get("correct")
-            rows.append(
-                {
-                    "study": study if study is not None else str(data.get("lexsem_study", "")),
-                    "kind": data["kind"],
-                    "item_id": str(data["item_id"]),
-                    "subset": str(data.get("subset", "")),
-                    "benchmark": str(data.get("benchmark", "")),
-                    "annotator": who,
-                    "practice": bool(data.get("practice", False)),
-                    "gold": bool(data.get("gold", False)),
-                    "options": options,
-                    "answer": answer,
-                    "correct": None if right is None else answer == right,
-                    "edit": str(edit) if answer == "edit" and edit is not None else None,
-                    "seconds": float(a.get("lead_time") or 0.0),
-                    "answered_at": str(a.get("created_at") or ""),
-                    "seed": int(data.get("seed", 0)),
-                }
-            )
+        task = _checked(_Task, item, where, "", path)
+        rows += _task_rows(task, _checked(_TaskData, data, where, "data", path), where, path,
+                           study)  # fmt: skip
     return pa.Table.from_pylist(rows, schema=ANSWERS_SCHEMA)
+
+
+def _task_rows(
+    task: _Task, data: _TaskData, where: str, path: Path, study: str | None
+) -> list[dict[str, Any]]:
+    """The answers of one task of the export."""
+    rows: list[dict[str, Any]] = []
+    by: dict[str, Any] = {}
+    for k, raw in enumerate(task.annotations, 1):
+        a = _checked(_Annotation, raw, where, f"annotations.{k}", path)
+        who = _annotator(a.completed_by)
+        if who is None:
+            raise DataError(f"{where}: an annotation without its annotator", file=path)
+        if who in by:
+            raise DataError(
+                f"{where}: annotated twice by {who} (annotations {by[who]} and "
+                f"{a.id if a.id is not None else k}): delete one in Label Studio and export "
+                "again",
+                file=path,
+            )
+        by[who] = a.id if a.id is not None else k
+        picked = None if a.was_cancelled else _choice(a.result, "choice", "choices")
+        if a.was_cancelled:
+            answer = "skip"
+        elif picked is None:
+            raise DataError(f"{where}: an annotation without its annotator or choice",
+                            file=path)  # fmt: skip
+        elif str(picked).isdigit() and 1 <= int(str(picked)) <= len(data.options):
+            answer = data.options[int(str(picked)) - 1]
+        elif str(picked) in FIXED_CHOICES[data.kind]:
+            answer = str(picked)
+        else:
+            raise DataError(f"{where}: choice {picked!r} is not one of the task's",
+                            file=path)  # fmt: skip
+        edit = _choice(a.result, "edit", "textarea")
+        if answer == "edit" and not (isinstance(edit, str) and edit.strip()):
+            raise DataError(f"{where}: an edit without the edited text", file=path)
+        rows.append(
+            {
+                "study": study if study is not None else data.lexsem_study,
+                "kind": data.kind,
+                "item_id": str(data.item_id),
+                "subset": data.subset,
+                "benchmark": data.benchmark,
+                "annotator": who,
+                "practice": data.practice,
+                "gold": data.gold,
+                "options": list(data.options),
+                "answer": answer,
+                "correct": None if data.correct is None else answer == data.correct,
+                "edit": str(edit) if answer == "edit" and edit is not None else None,
+                "seconds": float(a.lead_time or 0.0),
+                "answered_at": a.created_at or "",
+                "seed": data.seed,
+            }
+        )
+    return rows

@@ -5,20 +5,34 @@
   file lets no one act as an annotator. Links are printed once, at creation or invitation.
 - A form's CSRF token is an HMAC of the page's token hash under the study's secret (kept in
   the study file): it cannot be made without the secret and is checked on every POST.
-- `RateLimiter`: at most `limit` requests per token in any `window` seconds (a sliding
-  window in memory), beyond which the server answers 429.
+- `RateLimiter`: a token bucket per key (`limit` requests, refilled over `window` seconds),
+  beyond which the server answers 429. Its table is bounded (`max_keys`): a full bucket holds
+  nothing worth keeping and is dropped first, then the least recently used; so no stream of
+  distinct keys grows the server's memory. The server keys it by a known link's token, by
+  client address (`client_key`: an IPv6 client by its /64, which one machine gets whole),
+  and by address for the join link and for requests with an unknown token (which create no
+  other state), so that no one client can use up another's requests.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import secrets
 import threading
 import time
-from collections import deque
+from collections import OrderedDict
 
-__all__ = ["RateLimiter", "csrf_ok", "csrf_token", "hash_token", "new_secret", "new_token"]
+__all__ = [
+    "RateLimiter",
+    "client_key",
+    "csrf_ok",
+    "csrf_token",
+    "hash_token",
+    "new_secret",
+    "new_token",
+]
 
 
 def new_token() -> str:
@@ -41,21 +55,61 @@ def csrf_ok(secret: str, token_hash: str, given: str | None) -> bool:
     return given is not None and hmac.compare_digest(csrf_token(secret, token_hash), given)
 
 
-class RateLimiter:
-    """At most `limit` requests per key in any `window` seconds."""
+def client_key(host: str | None) -> str:
+    """The rate-limit key of a client address: an IPv4 address, an IPv6 address's /64 network
+    (one host gets a whole /64), anything else as given."""
+    if not host:
+        return "?"
+    try:
+        addr = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(addr, ipaddress.IPv6Address):
+        if addr.ipv4_mapped is not None:
+            return str(addr.ipv4_mapped)
+        return str(ipaddress.IPv6Network((addr, 64), strict=False))
+    return str(addr)
 
-    def __init__(self, limit: int = 120, window: float = 60.0) -> None:
-        self.limit, self.window = limit, window
-        self._hits: dict[str, deque[float]] = {}
+
+class RateLimiter:
+    """At most `limit` requests per key in `window` seconds (a token bucket: `limit` at once,
+    then one more every `window / limit` seconds), keeping at most `max_keys` keys."""
+
+    def __init__(self, limit: int = 120, window: float = 60.0, max_keys: int = 10_000) -> None:
+        if limit < 1 or window <= 0 or max_keys < 1:
+            raise ValueError("a rate limit needs limit >= 1, window > 0 and max_keys >= 1")
+        self.limit, self.window, self.max_keys = limit, window, max_keys
+        self._rate = limit / window
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # key -> (tokens, t)
         self._lock = threading.Lock()
 
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def _tokens(self, key: str, now: float) -> float:
+        tokens, then = self._buckets.get(key, (float(self.limit), now))
+        return min(float(self.limit), tokens + (now - then) * self._rate)
+
     def allow(self, key: str) -> bool:
+        """Count one request of `key`; False when its bucket is empty (nothing counted)."""
         now = time.monotonic()
         with self._lock:
-            hits = self._hits.setdefault(key, deque())
-            while hits and hits[0] <= now - self.window:
-                hits.popleft()
-            if len(hits) >= self.limit:
+            tokens = self._tokens(key, now)
+            if tokens < 1.0:
+                self._buckets[key] = (tokens, now)
+                self._buckets.move_to_end(key)
                 return False
-            hits.append(now)
+            self._buckets[key] = (tokens - 1.0, now)
+            self._buckets.move_to_end(key)
+            if len(self._buckets) > self.max_keys:
+                self._shrink(now)
             return True
+
+    def _shrink(self, now: float) -> None:
+        """Drop full buckets (they hold nothing), then the least recently used, to `max_keys`
+        (less a tenth, so that a stream of new keys does not sweep the table every time)."""
+        keep = self.max_keys - self.max_keys // 10
+        for key in [k for k in self._buckets if self._tokens(k, now) >= self.limit]:
+            del self._buckets[key]
+        while len(self._buckets) > keep:
+            self._buckets.popitem(last=False)

@@ -79,6 +79,16 @@ class ScriptedAnnotator:
             raise RuntimeError(f"{method} {url}: HTTP {res.status_code}")
         return res
 
+    def join(self) -> str:
+        """Consent on the crowd join page at `link`; the new personal link it leads to."""
+        page = parse_page(self._timed("GET", self.link).text)
+        if page.action is None or page.csrf is None:
+            raise RuntimeError(f"{self.link}: a join page without a form")
+        res = self._timed("POST", page.action, data={"csrf": page.csrf}, follow_redirects=False)
+        if res.status_code != 303:
+            raise RuntimeError(f"{page.action}: HTTP {res.status_code}")
+        return res.headers["location"]
+
     def run(self, max_steps: int = 10_000, deadline: float | None = None) -> bool:
         """Answer until the study says done (True) or the steps or time run out (False)."""
         rng = random.Random(self.seed)

@@ -27,7 +27,9 @@ than this lexsem's is refused.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -49,6 +51,7 @@ __all__ = [
     "Connection",
     "GivenAnswer",
     "StoredUnit",
+    "StudyFileError",
     "Unit",
     "Work",
     "add_annotator",
@@ -72,6 +75,7 @@ __all__ = [
     "get_meta",
     "holders",
     "image",
+    "integrity_problem",
     "items_held",
     "join_count",
     "main_item_count",
@@ -94,6 +98,7 @@ __all__ = [
     "units",
     "work",
     "write",
+    "write_failure",
 ]
 
 Connection = sqlite3.Connection
@@ -176,6 +181,7 @@ def _migrate(con: Connection, path: Path, version: int) -> None:
     failed = f"{path}: cannot migrate the study from schema {version} to {SCHEMA_VERSION}"
     try:
         with atomic_path(backup) as tmp:
+            os.chmod(tmp, 0o600)  # the copy holds the study's secret too
             copy = sqlite3.connect(tmp)
             try:
                 con.backup(copy)
@@ -264,16 +270,24 @@ def file_path(con: Connection) -> str:
     return str(path)
 
 
+#: One writer at a time in this process, in turn: threads queue on this lock instead of on
+#: SQLite's busy handler, which polls with sleeps (up to 100 ms) and leaves the file's write
+#: lock idle between a commit and the next poll (a launch burst's tail). Other processes still
+#: wait on SQLite's lock (`connect`'s timeout).
+_WRITER = threading.RLock()
+
+
 @contextmanager
 def write(con: Connection) -> Iterator[Connection]:
     """One write transaction holding the write lock from its start; committed on exit."""
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        yield con
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
+    with _WRITER:
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
 
 
 @contextmanager
@@ -795,3 +809,42 @@ def answers(con: Connection) -> list[GivenAnswer]:
                     int(r["seed"]))
         for r in rows
     ]  # fmt: skip
+
+
+# --- checks of the file ---------------------------------------------------------------------
+
+
+def integrity_problem(con: Connection) -> str | None:
+    """SQLite's ``quick_check`` of the study file: None where it is sound, else its first
+    finding."""
+    try:
+        rows = [r[0] for r in con.execute("PRAGMA quick_check")]
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    if rows == ["ok"]:
+        return None
+    found = str(rows[0]).replace("*** in database main ***", "")
+    return " ".join(found.split())  # one line
+
+
+#: The error of a study file that SQLite could not read or write.
+StudyFileError = sqlite3.DatabaseError
+
+# SQLite's primary result codes (the low byte) of a file that cannot take a write now.
+_WRITE_FAILURES = {
+    13: "the server's disk is full",  # SQLITE_FULL
+    8: "the study file cannot be written",  # SQLITE_READONLY
+    10: "the study file cannot be written (I/O error)",  # SQLITE_IOERR
+    5: "the study is busy",  # SQLITE_BUSY
+    6: "the study is busy",  # SQLITE_LOCKED
+    11: "the study file is damaged",  # SQLITE_CORRUPT
+    26: "the study file is damaged",  # SQLITE_NOTADB
+}
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """Why the study file could not take a request (a full disk, a read-only file, busy,
+    damaged) when `exc` is SQLite's error saying so, else None."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    return _WRITE_FAILURES.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)

@@ -11,11 +11,15 @@ everyone, mixed into their items; main units go to `overlap` annotators each.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from lexsem.annotate import store
 from lexsem.annotate.config import StudySettings
@@ -72,13 +76,14 @@ def create_study(
     *,
     annotators: int = 0,
 ) -> StudyLinks:
-    """Write the study file at `path` (refused if it exists): `make_units(sink)` gives the
-    queries, naming images through `sink(ref) -> sha256`, which stores them in the study."""
+    """Write the study file at `path` (refused if it exists; mode 0600 whatever the umask: it
+    holds the study's secret): `make_units(sink)` gives the queries, naming images through
+    `sink(ref) -> sha256`, which stores them in the study."""
     path = Path(path)
     if path.exists():
         raise LexsemError(f"{path}: exists; a study holds answers and is never overwritten")
     with atomic_path(path) as tmp:
-        tmp.unlink()
+        os.chmod(tmp, 0o600)  # it holds the study's secret; SQLite gives its -wal/-shm the same
         con = store.connect(tmp, create=True)
         try:
             store.create_schema(con)
@@ -185,9 +190,16 @@ def rotate_admin(con: store.Connection) -> str:
     return token
 
 
+@functools.cache
+def _adapter(key: str) -> TypeAdapter[Any]:
+    """A validator of the type of `StudySettings`' field `key` (without its bounds)."""
+    return TypeAdapter(StudySettings.model_fields[key].annotation)
+
+
 def load_settings(con: store.Connection) -> StudySettings:
-    """The study's settings as stored, read without the bounds that the values a user gives
-    are checked against, so that a study file opens whatever its settings were made with."""
+    """The study's settings as stored, their types checked (a hand-edited setting of the wrong
+    type is a one-line error naming it) but not the bounds that the values a user gives are
+    checked against, so that a study file opens whatever its settings were made with."""
     raw = dict(store.get_meta(con, "settings"))
     fields = StudySettings.model_fields
     unknown = sorted(set(raw) - set(fields))
@@ -200,6 +212,13 @@ def load_settings(con: store.Connection) -> StudySettings:
             if keys
         )
         raise LexsemError(f"{path}: the study's stored settings are not lexsem's ({said})")
-    for key in ("kinds", "benchmarks"):
-        raw[key] = tuple(raw[key])
+    path = store.file_path(con)
+    for key, value in raw.items():  # the types, without the bounds
+        try:
+            raw[key] = _adapter(key).validate_python(value)
+        except ValidationError as exc:
+            why = exc.errors()[0]["msg"]
+            raise LexsemError(
+                f"{path}: the study's setting {key} is {value!r}, not usable ({why})"
+            ) from None
     return StudySettings.model_construct(**raw)

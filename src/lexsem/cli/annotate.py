@@ -93,6 +93,7 @@ BaseUrl = Annotated[
 Host = config_option(ServeConfig, "host", "--host")
 Port = config_option(ServeConfig, "port", "--port")
 RateLimit = config_option(ServeConfig, "rate_limit", "--rate-limit")
+AccessLog = config_option(ServeConfig, "access_log", "--access-log")
 NewLinks = config_option(InviteConfig, "n", "-n")
 #: The options of the fields whose option is not `--` and the field's name with dashes.
 OPTION_OF = {"kinds": "--kind", "annotators": "-n"}
@@ -212,11 +213,14 @@ def _print_links(
     study: Path, kinds: tuple[str, ...], urls: dict[str, Any], links: Path | None
 ) -> None:
     """Print the study's links (and write them to `links`, a new file, when given)."""
-    if links is not None:
-        from lexsem.atomic import atomic_open
+    if links is not None:  # the admin link is a secret: mode 0600 whatever the umask
+        import os
 
-        with atomic_open(links) as fh:
-            json.dump(urls, fh, indent=2)
+        from lexsem.atomic import atomic_path
+
+        with atomic_path(links) as tmp:
+            os.chmod(tmp, 0o600)
+            tmp.write_text(json.dumps(urls, indent=2), encoding="utf-8")
     typer.echo(f"study: {study} ({', '.join(kinds)})")
     typer.echo(f"admin: {urls['admin']}")
     typer.echo(f"join (crowd link): {urls['join']}")
@@ -231,17 +235,25 @@ def serve(
     port: Port = SERVE.port,
     rate_limit: RateLimit = SERVE.rate_limit,
     reservation_minutes: ServeReservation = SERVE.reservation_minutes,
+    access_log: AccessLog = SERVE.access_log,
 ) -> None:
-    """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise)."""
+    """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise). A study file that
+    cannot take writes or fails SQLite's integrity check is refused before serving."""
     cfg = from_options(ServeConfig, "serving", {}, host=host, port=port, rate_limit=rate_limit,
-                       reservation_minutes=reservation_minutes)  # fmt: skip
-    import uvicorn
-
+                       reservation_minutes=reservation_minutes,
+                       access_log=access_log)  # fmt: skip
     from lexsem.annotate.app import create_app
+    from lexsem.annotate.http_server import run
+    from lexsem.annotate.study_check import loose_mode
 
-    app = create_app(study, rate_limit=cfg.rate_limit, reservation_minutes=cfg.reservation_minutes)
+    app = create_app(
+        study, rate_limit=cfg.rate_limit, reservation_minutes=cfg.reservation_minutes
+    )  # checks the study file first
+    note = loose_mode(study)
+    if note is not None:
+        typer.echo(f"warning: {note}", err=True)
     typer.echo(f"serving {study} on http://{cfg.host}:{cfg.port} (Ctrl-C stops)", err=True)
-    uvicorn.run(app, host=cfg.host, port=cfg.port, access_log=False, log_level="warning")
+    run(app, cfg.host, cfg.port, access_log=cfg.access_log)
 
 
 def status(
@@ -253,10 +265,12 @@ def status(
 ) -> None:
     """Progress per annotator, gold accuracy (flagged annotators) and agreement so far."""
     from lexsem.annotate.store import connect
+    from lexsem.annotate.study_check import check_study
     from lexsem.annotate.study_progress import progress
     from lexsem.outputs import check_outputs, named_paths
 
     check_outputs({"--json": json_out}, inputs=named_paths(study), force=force)
+    check_study(study, writable=False)
     con = connect(study)
     try:
         p = progress(con)
@@ -321,11 +335,13 @@ def export(
     from lexsem.annotate.codes import participant_rows, participants_csv
     from lexsem.annotate.store import connect, get_meta
     from lexsem.annotate.study import load_settings
+    from lexsem.annotate.study_check import check_study
     from lexsem.atomic import atomic_open, atomic_path
 
     for option, path in (("--answers", answers), ("--participants", participants)):
         if path is not None and path.resolve() == study.resolve():
             raise LexsemError(f"{option} {path}: that is the study file")
+    check_study(study, writable=False)
     con = connect(study)
     try:
         table = answers_table(con)
