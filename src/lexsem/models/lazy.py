@@ -198,6 +198,17 @@ class LazyModel:
 
             torch.cuda.empty_cache()
 
+    def _from_pretrained(self, cls: Any, *, remote_code: bool = True, **kwargs: Any) -> Any:
+        """`cls.from_pretrained` on the model's files, local files only, with the spec's
+        `trust_remote_code` (unless `remote_code` is False) and `kwargs`; a file that cannot be
+        loaded is the ModelError of `_load_error`."""
+        if remote_code:
+            kwargs["trust_remote_code"] = self.trust_remote_code
+        try:
+            return cls.from_pretrained(str(self.source.path), local_files_only=True, **kwargs)
+        except (OSError, ValueError, KeyError, ImportError) as exc:
+            raise self._load_error(exc) from exc
+
     def _load_error(self, exc: Exception) -> ModelError:
         msg = f"could not load model {self.name!r} from {self.source.path}: {exc}"
         if "trust_remote_code" in str(exc) and not self.trust_remote_code:

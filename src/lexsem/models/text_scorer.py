@@ -58,14 +58,7 @@ class LazyTextScorer(LazyModel):
     def _load_tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                str(self.source.path),
-                trust_remote_code=self.trust_remote_code,
-                local_files_only=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        tokenizer = self._from_pretrained(AutoTokenizer)
         tokenizer.padding_side = "right"  # our own instance
         return tokenizer
 

@@ -293,26 +293,16 @@ class _DualBase(LazyTextEncoder):
         from transformers import AutoTokenizer
 
         path = str(self.source.path)
-        trust = self.trust_remote_code
         model_cls = getattr(transformers, self.family.model_class, None)
         if model_cls is None:
             raise ModelError(
                 f"{self.name}: transformers {transformers.__version__} has no "
                 f"{self.family.model_class}; upgrade transformers to load {self.family.name} models"
             )
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=trust, local_files_only=True
-            )
-            model, info = model_cls.from_pretrained(
-                path,
-                dtype=torch_dtype(self.dtype),
-                trust_remote_code=trust,
-                local_files_only=True,
-                output_loading_info=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        tokenizer = self._from_pretrained(AutoTokenizer)
+        model, info = self._from_pretrained(
+            model_cls, dtype=torch_dtype(self.dtype), output_loading_info=True
+        )
         # projections first: they are what a non-retrieval checkpoint of the family lacks
         missing = sorted((info or {}).get("missing_keys") or [], key=lambda k: ("proj" not in k, k))
         if missing:

@@ -92,21 +92,9 @@ class HFTextEncoder(LazyTextEncoder):
     def _load(self) -> Any:
         from transformers import AutoModel, AutoTokenizer
 
-        path = str(self.source.path)
-        trust = self.trust_remote_code
         device = self.device
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=trust, local_files_only=True
-            )
-            model = AutoModel.from_pretrained(
-                path,
-                dtype=torch_dtype(self.dtype),
-                trust_remote_code=trust,
-                local_files_only=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        tokenizer = self._from_pretrained(AutoTokenizer)
+        model = self._from_pretrained(AutoModel, dtype=torch_dtype(self.dtype))
         if getattr(model.config, "is_encoder_decoder", False):
             model = model.get_encoder()
         if tokenizer.pad_token is None:

@@ -311,18 +311,10 @@ class HFITMScorer(LazyModel):
                 f"the installed transformers {transformers.__version__} has no "
                 f"{self.family.model_class} (needed for model_type {self.family.model_type!r})"
             )
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=self.trust_remote_code, local_files_only=True
-            )
-            model, info = cls.from_pretrained(
-                path,
-                dtype=torch_dtype(self.dtype),
-                local_files_only=True,
-                output_loading_info=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        tokenizer = self._from_pretrained(AutoTokenizer)
+        model, info = self._from_pretrained(
+            cls, remote_code=False, dtype=torch_dtype(self.dtype), output_loading_info=True
+        )
         missing = sorted(
             k for k in info.get("missing_keys", ()) if k.startswith(self.family.needed)
         )

@@ -80,15 +80,12 @@ class PlausibilityScorer(LazyTextScorer):
     def _load_encoder(self) -> Any:
         from transformers import T5EncoderModel
 
-        try:
-            model, info = T5EncoderModel.from_pretrained(
-                str(self.source.path),
-                dtype=torch_dtype(self.dtype),
-                local_files_only=True,
-                output_loading_info=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        model, info = self._from_pretrained(
+            T5EncoderModel,
+            remote_code=False,
+            dtype=torch_dtype(self.dtype),
+            output_loading_info=True,
+        )
         missing = sorted(
             k for k in info.get("missing_keys", ()) if k.startswith(("shared.", "encoder."))
         )
