@@ -19,7 +19,7 @@ import numpy as np
 
 from lexsem.errors import ModelError
 from lexsem.models.lazy import LazyModel
-from lexsem.models.text_limit import text_limit
+from lexsem.models.text_limit import padded_batch, text_limit
 
 
 class LazyTextScorer(LazyModel):
@@ -78,14 +78,7 @@ class LazyTextScorer(LazyModel):
 
     def _tokenize_padded(self, texts: list[str]) -> dict[str, Any]:
         """Right-padded, truncated to the limit, on the device; only the inputs the model takes."""
-        limit = self._limit
-        enc = self._tokenizer(
-            texts,
-            padding=True,
-            truncation=limit is not None,
-            max_length=limit,
-            return_tensors="pt",
-        )
+        enc = padded_batch(self._tokenizer, texts, self._limit)
         keep = {"input_ids", "attention_mask"}
         if "token_type_ids" in enc and self._takes_token_types:
             keep.add("token_type_ids")

@@ -31,7 +31,7 @@ from lexsem.errors import ModelError
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, NORMALIZE, TEXT_INPUT, Option, choice
 from lexsem.models.text_encoder import LazyTextEncoder
-from lexsem.models.text_limit import tokenizer_limit
+from lexsem.models.text_limit import padded_batch, tokenizer_limit
 
 POOLINGS = ("mean", "cls", "last")
 
@@ -116,13 +116,7 @@ class HFTextEncoder(LazyTextEncoder):
         limit = self._limit
         eos = tok.eos_token_id if self.pooling == "last" else None
         if eos is None:
-            return tok(
-                texts,
-                truncation=limit is not None,
-                max_length=limit,
-                padding=True,
-                return_tensors="pt",
-            )
+            return padded_batch(tok, texts, limit)
         enc = tok(texts, truncation=limit is not None, max_length=limit, padding=False)
         features = {k: list(v) for k, v in enc.items()}
         for i, ids in enumerate(features["input_ids"]):

@@ -60,7 +60,7 @@ from lexsem.models.device import torch_dtype
 from lexsem.models.hf_config import read_model_type
 from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, choice
-from lexsem.models.text_limit import text_limit
+from lexsem.models.text_limit import padded_batch, text_limit
 
 __all__ = ["FAMILIES", "SCORE_MODES", "HFITMScorer"]
 
@@ -351,14 +351,7 @@ class HFITMScorer(LazyModel):
 
     # -- scoring ------------------------------------------------------------------------------
     def _tokenize(self, texts: list[str]) -> dict[str, Any]:
-        limit = self._limit
-        enc = self._tokenizer(
-            texts,
-            padding=True,
-            truncation=limit is not None,
-            max_length=limit,
-            return_tensors="pt",
-        )
+        enc = padded_batch(self._tokenizer, texts, self._limit)
         return {k: v.to(self.device) for k, v in enc.items()}
 
     def _pixels(self, images: Any) -> tuple[Any, Any]:
