@@ -301,30 +301,21 @@ class HFITMScorer(LazyModel):
 
     # -- loading ------------------------------------------------------------------------------
     def _load(self) -> Any:
-        import transformers
         from transformers import AutoTokenizer
 
-        path = str(self.source.path)
-        cls = getattr(transformers, self.family.model_class, None)
-        if cls is None:
-            raise ModelError(
-                f"the installed transformers {transformers.__version__} has no "
-                f"{self.family.model_class} (needed for model_type {self.family.model_type!r})"
-            )
+        cls = self._transformers_class(
+            self.family.model_class, f"model_type {self.family.model_type!r}"
+        )
         tokenizer = self._from_pretrained(AutoTokenizer)
         model, info = self._from_pretrained(
             cls, remote_code=False, dtype=torch_dtype(self.dtype), output_loading_info=True
         )
-        missing = sorted(
-            k for k in info.get("missing_keys", ()) if k.startswith(self.family.needed)
+        self._check_weights(
+            info,
+            f"the {self.family.model_class} image-text matching score needs",
+            "is it an ITM/retrieval checkpoint?",
+            prefixes=self.family.needed,
         )
-        if missing:
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise ModelError(
-                f"{self.name}: the checkpoint at {path} lacks weights the "
-                f"{self.family.model_class} image-text matching score needs ({len(missing)} "
-                f"missing: {shown}); is it an ITM/retrieval checkpoint?"
-            )
         qformer = getattr(model.config, "qformer_config", None)
         if self.family.model_type == "blip-2" and not getattr(
             qformer, "use_qformer_text_input", False

@@ -86,15 +86,12 @@ class PlausibilityScorer(LazyTextScorer):
             dtype=torch_dtype(self.dtype),
             output_loading_info=True,
         )
-        missing = sorted(
-            k for k in info.get("missing_keys", ()) if k.startswith(("shared.", "encoder."))
+        self._check_weights(
+            info,
+            "of a T5 encoder",
+            "is it a Vera (T5 encoder) checkpoint?",
+            prefixes=("shared.", "encoder."),
         )
-        if missing:
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise ModelError(
-                f"{self.name}: the checkpoint at {self.source.path} lacks T5 encoder weights "
-                f"({len(missing)} missing: {shown}); is it a Vera (T5 encoder) checkpoint?"
-            )
         return model
 
     def _read_head(self, shared: Any) -> tuple[Any, Any, float]:
