@@ -42,19 +42,30 @@ class LazyTextScorer(LazyModel):
     # -- the TextScorer protocol ----------------------------------------------------------------
     def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """float64 scores, shape (len(texts),); loads the model first."""
-        texts = checked_texts(texts, batch_size, "score_texts")
-        if not texts:
-            return np.zeros((0,), dtype=np.float64)
-        self._ensure_loaded()
-        import torch
-
-        with torch.inference_mode():
-            out = np.asarray(self._score_all(texts, batch_size), dtype=np.float64)
+        out = self._inference(texts, batch_size, "score_texts", self._score_all)
         if out.shape != (len(texts),):
             raise ModelError(f"{self.name}: got {out.shape} scores for {len(texts)} texts")
         return out
 
     # -- helpers for subclasses -----------------------------------------------------------------
+    def _inference(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        what: str,
+        run: Callable[[list[str], int], np.ndarray],
+    ) -> np.ndarray:
+        """`run(texts, batch_size)` as float64, under inference mode with the model loaded
+        (`texts` checked for the method `what`; no texts: nothing loaded)."""
+        items = checked_texts(texts, batch_size, what)
+        if not items:
+            return np.zeros((0,), dtype=np.float64)
+        self._ensure_loaded()
+        import torch
+
+        with torch.inference_mode():
+            return np.asarray(run(items, batch_size), dtype=np.float64)
+
     def _load_tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 

@@ -26,7 +26,7 @@ import numpy as np
 from lexsem.errors import ModelError
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, Option, flag, positive_int
-from lexsem.models.text_scorer import LazyTextScorer, checked_texts, in_length_batches
+from lexsem.models.text_scorer import LazyTextScorer, in_length_batches
 
 __all__ = ["VERA_BIAS_ROW", "VERA_TEMPERATURE_ROW", "VERA_WEIGHT_ROW", "PlausibilityScorer"]
 
@@ -114,14 +114,12 @@ class PlausibilityScorer(LazyTextScorer):
 
     def logits(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """Vera's uncalibrated logits `w·h + b` (float64, shape (n,)); loads the model first."""
-        texts = checked_texts(texts, batch_size, "logits")
-        if not texts:
-            return np.zeros((0,), dtype=np.float64)
-        self._ensure_loaded()
-        import torch
-
-        with torch.inference_mode():
-            return in_length_batches(texts, batch_size, lambda b: self._logits(b).cpu().numpy())
+        return self._inference(
+            texts,
+            batch_size,
+            "logits",
+            lambda t, n: in_length_batches(t, n, lambda b: self._logits(b).cpu().numpy()),
+        )
 
     def _logits(self, texts: list[str]) -> Any:
         import torch
