@@ -21,6 +21,7 @@ from filelock import FileLock
 
 import lexsem.paths as paths
 from lexsem._version import __version__
+from lexsem.atomic import atomic_path, fsync_dir
 from lexsem.digests import file_sha256
 from lexsem.errors import DataError, DownloadError
 
@@ -258,12 +259,7 @@ def download(
             )
         os.replace(part, dest)
         _remember(dest, actual)
-        with contextlib.suppress(OSError):  # make the rename durable where the OS allows it
-            dir_fd = os.open(dest.parent, os.O_RDONLY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
+        fsync_dir(dest.parent)
     return dest
 
 
@@ -347,8 +343,6 @@ def fill_data_folder(
     matches the pinned sha256 is kept; one that does not is refused (DataError, never
     replaced: it may be someone's own version). The bytes come from the download cache,
     downloaded first when missing there; the copy appears whole or not at all."""
-    from lexsem.atomic import atomic_path
-
     dest = Path(folder) / source.name
     if dest.is_file():
         ok, actual = _matches(dest, source.sha256)

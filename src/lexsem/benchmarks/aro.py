@@ -148,37 +148,33 @@ def vg_aggregates(
     return rows
 
 
-VG = Benchmark(
-    name="aro_vg",
-    description="ARO VG-Relation and VG-Attribution (image + true + false caption)",
-    item_kind="multi",
-    subsets=(
-        SubsetSpec("vg_relation", None, expected_items=23937),
-        SubsetSpec("vg_attribution", None, expected_items=28748),
-    ),
-    loader=hf_loader({s: DATASETS[s] for s in ("vg_relation", "vg_attribution")}),
-    text_tasks=(),
-    image_tasks=("aro_vg",),
-    origin="hf",
-    extra_aggregates=vg_aggregates,
-    paper=PAPER,
-    images="embedded (HF mirrors of the ARO files)",
-    decode="default",  # the reference reads the files with PIL: no EXIF, RGB first
-)
+def _aro(name: str, description: str, expected: Mapping[str, int], **extra: Any) -> Benchmark:
+    """An ARO benchmark of the subsets `expected` (name -> items), read from their HF mirrors
+    and scored by its task of the same name (`lexsem.tasks.multi`)."""
+    return Benchmark(
+        name=name,
+        description=description,
+        item_kind="multi",
+        subsets=tuple(SubsetSpec(s, None, expected_items=n) for s, n in expected.items()),
+        loader=hf_loader({s: DATASETS[s] for s in expected}),
+        text_tasks=(),
+        image_tasks=(name,),
+        origin="hf",
+        paper=PAPER,
+        images="embedded (HF mirrors of the ARO files)",
+        decode="default",  # the reference reads the files with PIL: no EXIF, RGB first
+        **extra,
+    )
 
-ORDER = Benchmark(
-    name="aro_order",
-    description="ARO COCO-Order and Flickr30k-Order (image + true + 4 shuffled captions)",
-    item_kind="multi",
-    subsets=(
-        SubsetSpec("coco_order", None, expected_items=25010),
-        SubsetSpec("flickr30k_order", None, expected_items=5000),
-    ),
-    loader=hf_loader({s: DATASETS[s] for s in ("coco_order", "flickr30k_order")}),
-    text_tasks=(),
-    image_tasks=("aro_order",),
-    origin="hf",
-    paper=PAPER,
-    images="embedded (HF mirrors of the ARO files)",
-    decode="default",  # the reference reads the files with PIL: no EXIF, RGB first
+
+VG = _aro(
+    "aro_vg",
+    "ARO VG-Relation and VG-Attribution (image + true + false caption)",
+    {"vg_relation": 23937, "vg_attribution": 28748},
+    extra_aggregates=vg_aggregates,
+)
+ORDER = _aro(
+    "aro_order",
+    "ARO COCO-Order and Flickr30k-Order (image + true + 4 shuffled captions)",
+    {"coco_order": 25010, "flickr30k_order": 5000},
 )

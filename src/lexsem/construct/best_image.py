@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lexsem.construct.images import build_image
 from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import DataError
-from lexsem.images.refs import unsafe_reason
 
 __all__ = ["RULES", "best_position", "select_best_image"]
 
@@ -100,19 +100,6 @@ def model_scorer(spec: str, device: str | None = None) -> Scorer:
     return score
 
 
-def _checked(base: Path, rel: Any, item: str) -> Path:
-    """The file of a path relative to the build folder, refused when unsafe or missing."""
-    if not isinstance(rel, str):
-        raise DataError(f"an image path must be a string, got {rel!r}", item=item)
-    why = unsafe_reason(rel)
-    if why is not None:
-        raise DataError(f"image path {rel!r}: {why}", item=item)
-    path = base / rel
-    if not path.is_file():
-        raise DataError(f"image {rel!r} is not in the build folder {base}", item=item)
-    return path
-
-
 def select_best_image(
     rows: pa.Table,
     ctx: StageContext | None,
@@ -161,7 +148,7 @@ def select_best_image(
         if ok and not paths:
             reason = "no image"
         elif ok:
-            files = [_checked(base, p, str(item)) for p in paths]
+            files = [build_image(base, p, str(item)) for p in paths]
             if rule == "first":
                 pick = 0
             else:

@@ -401,16 +401,19 @@ def fold_back_answers(
             f"{unanswered[0]!r}); answer them, or set allow_missing = true to reject them"
         )
     reasons: list[str | None] = [None] * rows.num_rows
-    if task == "best_image":
-        lists = _column(rows, images, "images", where)
-        picked: list[str | None] = [None] * rows.num_rows
-        for i, (ok, key) in enumerate(zip(keep, ids, strict=True)):
-            if not ok or key not in known:
-                continue
+    answered: dict[int, tuple[str, str]] = {}  # row -> (task key, answer)
+    for i, (ok, key) in enumerate(zip(keep, ids, strict=True)):
+        if ok and key in known:
             answer = given.get(key, (0, None))[1]
             if answer is None:
                 reasons[i] = "unanswered"
-            elif answer == NONE:
+            else:
+                answered[i] = (key, answer)
+    if task == "best_image":
+        lists = _column(rows, images, "images", where)
+        picked: list[str | None] = [None] * rows.num_rows
+        for i, (key, answer) in answered.items():
+            if answer == NONE:
                 reasons[i] = "no_good_image"
             else:
                 path = known[key][1]["images"][answer]
@@ -425,13 +428,8 @@ def fold_back_answers(
         rows = rows.append_column(chosen, pa.array(picked, pa.string()))
     else:
         letters = _column(rows, GENERATED, GENERATED, where)
-        for i, (ok, key) in enumerate(zip(keep, ids, strict=True)):
-            if not ok or key not in known:
-                continue
-            answer = given.get(key, (0, None))[1]
-            if answer is None:
-                reasons[i] = "unanswered"
-            elif answer in (BOTH, letters[i]):
+        for i, (_, answer) in answered.items():
+            if answer in (BOTH, letters[i]):
                 reasons[i] = "ambiguous"
     ctx.count("answers", sum(1 for key in todo if key in given))
     for reason in ("no_good_image", "ambiguous", "unanswered"):

@@ -21,13 +21,38 @@ from typing import Any
 
 from lexsem.atomic import atomic_path
 from lexsem.construct.stage import Stage, StageContext, accepted, reject
-from lexsem.errors import LexsemError
+from lexsem.errors import DataError, LexsemError
+from lexsem.images.refs import unsafe_reason
 from lexsem.models.image_gen import ImageRequest
 
-__all__ = ["BIVLC_SUFFIX", "IMAGES_DIR", "generate_images", "image_prompt", "image_requests"]
+__all__ = [
+    "BIVLC_SUFFIX",
+    "IMAGES_DIR",
+    "build_image",
+    "generate_images",
+    "image_prompt",
+    "image_requests",
+]
 
 BIVLC_SUFFIX = ", high resolution, professional, 4k, highly detailed"
 IMAGES_DIR = "images"  # in the build folder
+
+
+def build_image(base: Path, rel: Any, item: str, what: str = "image") -> Path:
+    """The file of an image path relative to the build folder `base` (as `generate_images`
+    writes them); a DataError naming `item` and `what` when the path is not a string, is unsafe
+    or names no file."""
+    if not isinstance(rel, str):
+        raise DataError(
+            f"{what} must be a path relative to the build folder, got {rel!r}", item=item
+        )
+    why = unsafe_reason(rel)
+    if why is not None:
+        raise DataError(f"{what} {rel!r}: {why}", item=item)
+    path = base / rel
+    if not path.is_file():
+        raise DataError(f"{what} {rel!r} is not in the build folder {base}", item=item)
+    return path
 
 
 def image_prompt(text: str, suffix: str = "", strip_periods: bool = False) -> str:

@@ -42,6 +42,7 @@ from typing import Any
 import pyarrow as pa
 
 from lexsem.atomic import atomic_open
+from lexsem.construct.images import build_image
 from lexsem.construct.stage import Stage, StageContext, accepted, reject
 from lexsem.errors import DataError
 from lexsem.images.refs import unsafe_reason
@@ -73,13 +74,7 @@ def _column(rows: pa.Table, name: str, setting: str) -> list[Any]:
 
 
 def _negative_ref(base: Path, rel: Any, item: str) -> str:
-    if not isinstance(rel, str):
-        raise DataError(f"the negative image must be a path, got {rel!r}", item=item)
-    why = unsafe_reason(rel)
-    if why is not None:
-        raise DataError(f"negative image {rel!r}: {why}", item=item)
-    if not (base / rel).is_file():
-        raise DataError(f"negative image {rel!r} is not in the build folder {base}", item=item)
+    build_image(base, rel, item, "negative image")
     return f"{MANIFEST_ROOT}:{rel}"
 
 

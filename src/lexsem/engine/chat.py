@@ -62,6 +62,7 @@ __all__ = [
     "chat_answers",
     "chat_key",
     "chat_records",
+    "failed_message",
     "is_imported",
     "send_requests",
 ]
@@ -152,28 +153,33 @@ def chat_records(
         else:
             _send_all(model, todo, request_of, store, records, stats, sending)
     if stats.failures:
-        raise ModelError(_failed(model, stats, len(todo), retries))
+        raise ModelError(failed_message(model, stats, len(todo), retries))
     return [records[k] for k in keys], stats
 
 
-def _failed(model: Any, stats: ChatStats, n_todo: int, retries: int) -> str:
-    """The message of a run whose requests failed, without URL credentials (an HTTP library's
-    error names the URL it was sent to)."""
-    return redact(_failed_text(model, stats, n_todo, retries))
-
-
-def _failed_text(model: Any, stats: ChatStats, n_todo: int, retries: int) -> str:
+def failed_message(
+    model: Any,
+    stats: ChatStats,
+    n_todo: int,
+    retries: int,
+    requests: str = "requests",
+    received: str = "answers",
+) -> str:
+    """The message of a run whose `requests` failed (`received`: what the stored replies are),
+    without URL credentials (an HTTP library's error names the URL it was sent to)."""
     if stats.stopped:
-        return (
+        text = (
             f"{model.name}: {stats.failures[0]}; nothing more was sent (the {stats.n_sent} "
-            "answers received are stored)"
+            f"{received} received are stored)"
         )
-    return (
-        f"{model.name}: {len(stats.failures)} of {n_todo} requests failed (first: "
-        f"{stats.failures[0]}; rate limits, server errors and time-outs were tried {retries} "
-        f"times, other errors once); the {stats.n_sent} answers received are stored: run the "
-        "same command again to send only the rest"
-    )
+    else:
+        text = (
+            f"{model.name}: {len(stats.failures)} of {n_todo} {requests} failed (first: "
+            f"{stats.failures[0]}; rate limits, server errors and time-outs were tried "
+            f"{retries} times, other errors once); the {stats.n_sent} {received} received are "
+            "stored: run the same command again to send only the rest"
+        )
+    return redact(text)
 
 
 def _guard(

@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_path
-from lexsem.credentials import redact
-from lexsem.engine.chat import ChatStats, send_requests
+from lexsem.engine.chat import ChatStats, failed_message, send_requests
 from lexsem.engine.keys import image_request_key
 from lexsem.engine.progress_bar import Progress
 from lexsem.errors import LexsemError, ModelError
@@ -161,22 +160,10 @@ def image_records(
         stats.n_sent, stats.n_attempts = sent.n_sent, sent.n_attempts
         stats.failures, stats.stopped = sent.failures, sent.stopped
         if stats.failures:
-            raise ModelError(redact(_failed(model, stats, len(todo), retries)))
+            raise ModelError(
+                failed_message(model, stats, len(todo), retries, "image requests", "images")
+            )
     return [records[k] for k in keys], stats
-
-
-def _failed(model: Any, stats: ChatStats, n_todo: int, retries: int) -> str:
-    if stats.stopped:
-        return (
-            f"{model.name}: {stats.failures[0]}; nothing more was sent (the {stats.n_sent} "
-            "images received are stored)"
-        )
-    return (
-        f"{model.name}: {len(stats.failures)} of {n_todo} image requests failed (first: "
-        f"{stats.failures[0]}; rate limits, server errors and time-outs were tried {retries} "
-        f"times, other errors once); the {stats.n_sent} images received are stored: run the "
-        "same command again to send only the rest"
-    )
 
 
 def _generate(

@@ -590,16 +590,24 @@ class RequestStore:
         )
         if not self.writable:
             return
+        # Delete only the exact bad row: another process may already have replaced it.
+        self._execute_many(
+            conn,
+            f"DELETE FROM {table.name} WHERE key = ? AND {table.size} IS ? "
+            f"AND {table.data} IS ? AND digest IS ?",
+            bad,
+            "repair",
+        )
+
+    def _execute_many(
+        self, conn: sqlite3.Connection, sql: str, rows: Sequence[tuple[Any, ...]], what: str
+    ) -> None:
+        """`sql` for each of `rows` in one transaction; an SQLite error is `_error(what)`."""
         try:
             with _transaction(conn):
-                # Delete only the exact bad row: another process may already have replaced it.
-                conn.executemany(
-                    f"DELETE FROM {table.name} WHERE key = ? AND {table.size} IS ? "
-                    f"AND {table.data} IS ? AND digest IS ?",
-                    bad,
-                )
+                conn.executemany(sql, rows)
         except sqlite3.Error as exc:
-            raise self._error("repair", exc) from exc
+            raise self._error(what, exc) from exc
 
     # ------------------------------------------------------------------ writing
 
@@ -694,15 +702,13 @@ class RequestStore:
             conn = self._same_file(conn) if conn is not None else None
             if conn is None:
                 return
-            try:
-                with _transaction(conn):
-                    conn.executemany(
-                        f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO {table.name} "
-                        f"(key, {table.size}, {table.data}, digest) VALUES (?, ?, ?, ?)",
-                        params,
-                    )
-            except sqlite3.Error as exc:
-                raise self._error("write to", exc) from exc
+            self._execute_many(
+                conn,
+                f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO {table.name} "
+                f"(key, {table.size}, {table.data}, digest) VALUES (?, ?, ?, ?)",
+                params,
+                "write to",
+            )
 
     # ------------------------------------------------------------------ merging
 

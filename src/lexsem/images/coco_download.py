@@ -10,7 +10,6 @@ where `ImageStore` looks by default.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -25,6 +24,7 @@ from filelock import FileLock
 
 import lexsem.download as dl
 import lexsem.paths as paths
+from lexsem.atomic import fsync_dir
 from lexsem.download import SourceFile
 from lexsem.errors import DownloadError
 from lexsem.images.locations import COCO_TRAIN_ENV, COCO_VAL_ENV, image_base
@@ -213,12 +213,7 @@ def _extract(zip_path: Path, archive: ImageArchive, dest: Path) -> int:
                 f"{zip_path} holds {n} files under {prefix!r}, expected {archive.n_files}"
             )
         os.rename(extracted, dest)  # one step: a folder at `dest` is always complete
-        with contextlib.suppress(OSError):
-            fd = os.open(dest.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        fsync_dir(dest.parent)
         return n
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

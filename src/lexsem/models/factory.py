@@ -10,12 +10,24 @@ on first use. What the model can run follows from the protocols it implements (`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from lexsem.errors import ModelError
 from lexsem.models.backend_registry import get_backend
 from lexsem.models.protocols import ImageEncoder, PairScorer, TextEncoder, TextScorer
 from lexsem.models.spec import ModelSpec, parse_model_spec
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+
+class LoadOptions(TypedDict, total=False):
+    """The keyword arguments of every loader, as `load_model` takes them."""
+
+    device: str | None
+    dtype: str | None
+    max_length: int | None
+    offline: bool | None
 
 
 # -- the factory -------------------------------------------------------------------------------
@@ -45,18 +57,11 @@ def load_model(
     )
 
 
-def load_text_encoder(
-    spec: str | ModelSpec,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    max_length: int | None = None,
-    offline: bool | None = None,
-) -> Any:
+def load_text_encoder(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> Any:
     """A lazy `TextEncoder` for `spec` (`st:NAME`, `hf:NAME?pooling=...`, `clip:NAME`,
     `openclip:ARCH/TAG`, or an alias); keyword arguments as for `load_model`. A `clip:` or
     `openclip:` encoder is also an `ImageEncoder` (BLIP-2: a `PairScorer`)."""
-    model = load_model(spec, device=device, dtype=dtype, max_length=max_length, offline=offline)
+    model = load_model(spec, **options)
     if not isinstance(model, TextEncoder):
         raise ModelError(
             f"{model.name!r} is not a text encoder (backend {model.backend}:); "
@@ -65,52 +70,29 @@ def load_text_encoder(
     return model
 
 
-def load_image_encoder(
-    spec: str | ModelSpec,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    max_length: int | None = None,
-    offline: bool | None = None,
-) -> Any:
+def load_image_encoder(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> Any:
     """A lazy model for `spec` that is an `ImageEncoder` as well as a `TextEncoder` (a dual
     encoder); ModelError for a text-only spec or a model without single-vector image embeddings
     (BLIP-2: use `load_pair_scorer`)."""
-    model = load_text_encoder(
-        spec, device=device, dtype=dtype, max_length=max_length, offline=offline
-    )
+    model = load_text_encoder(spec, **options)
     if not isinstance(model, ImageEncoder):
         raise ModelError(_not_a(model, "an image encoder", "load_pair_scorer"))
     return model
 
 
-def load_pair_scorer(
-    spec: str | ModelSpec,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    max_length: int | None = None,
-    offline: bool | None = None,
-) -> Any:
+def load_pair_scorer(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> Any:
     """A lazy `PairScorer` for `spec`: an `itm:` head, or BLIP-2 ITC (`clip:` on a blip-2
     checkpoint)."""
-    model = load_model(spec, device=device, dtype=dtype, max_length=max_length, offline=offline)
+    model = load_model(spec, **options)
     if not isinstance(model, PairScorer):
         raise ModelError(_not_a(model, "a pair scorer", "load_image_encoder"))
     return model
 
 
-def load_text_scorer(
-    spec: str | ModelSpec,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    max_length: int | None = None,
-    offline: bool | None = None,
-) -> Any:
+def load_text_scorer(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> Any:
     """A lazy blind `TextScorer` for `spec` (`lm:NAME`, `vera:NAME`, `cola:NAME`, with
     `?options`); keyword arguments as for `load_model`, overriding the spec's options."""
-    model = load_model(spec, device=device, dtype=dtype, max_length=max_length, offline=offline)
+    model = load_model(spec, **options)
     if not isinstance(model, TextScorer):
         raise ModelError(
             f"{spec!r} is not a text-scorer spec; use lm:NAME (causal-LM perplexity), "
@@ -129,15 +111,8 @@ def _not_a(model: Any, what: str, other: str) -> str:
     return f"model {model.name!r} ({family.name}) is not {what}; use {other}"
 
 
-def describe(
-    spec: str | ModelSpec,
-    *,
-    device: str | None = None,
-    dtype: str | None = None,
-    max_length: int | None = None,
-    offline: bool | None = None,
-) -> dict[str, Any]:
+def describe(spec: str | ModelSpec, **options: Unpack[LoadOptions]) -> dict[str, Any]:
     """Run metadata for a spec, without loading weights: spec string, alias, backend, resolved
     source (path, kind, hub commit), identity (commit or digest), dtype, device, fingerprint."""
-    model = load_model(spec, device=device, dtype=dtype, max_length=max_length, offline=offline)
+    model = load_model(spec, **options)
     return model.describe()

@@ -209,6 +209,46 @@ class LazyModel:
 
             torch.cuda.empty_cache()
 
+    def _from_pretrained(self, cls: Any, *, remote_code: bool = True, **kwargs: Any) -> Any:
+        """`cls.from_pretrained` on the model's files, local files only, with the spec's
+        `trust_remote_code` (unless `remote_code` is False) and `kwargs`; a file that cannot be
+        loaded is the ModelError of `_load_error`."""
+        if remote_code:
+            kwargs["trust_remote_code"] = self.trust_remote_code
+        try:
+            return cls.from_pretrained(str(self.source.path), local_files_only=True, **kwargs)
+        except (OSError, ValueError, KeyError, ImportError) as exc:
+            raise self._load_error(exc) from exc
+
+    def _transformers_class(self, name: str, needed_for: str) -> Any:
+        """The class `name` of the installed transformers; ModelError when it has none."""
+        import transformers
+
+        cls = getattr(transformers, name, None)
+        if cls is None:
+            raise ModelError(
+                f"{self.name}: the installed transformers {transformers.__version__} has no "
+                f"{name} (needed for {needed_for}); upgrade transformers"
+            )
+        return cls
+
+    def _check_weights(
+        self, info: Any, needs: str, hint: str, prefixes: tuple[str, ...] = ("",), first: str = ""
+    ) -> None:
+        """ModelError when a load left weights random: the keys `info` (of `from_pretrained(...,
+        output_loading_info=True)`) reports missing that start with one of `prefixes`, those
+        containing `first` listed first."""
+        missing = sorted(
+            (k for k in (info or {}).get("missing_keys") or () if k.startswith(prefixes)),
+            key=lambda k: (first not in k, k),
+        )
+        if missing:
+            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+            raise ModelError(
+                f"{self.name}: the checkpoint at {self.source.path} lacks weights {needs} "
+                f"({len(missing)} missing: {shown}); {hint}"
+            )
+
     def _load_error(self, exc: Exception) -> ModelError:
         msg = f"could not load model {self.name!r} from {self.source.path}: {exc}"
         if "trust_remote_code" in str(exc) and not self.trust_remote_code:

@@ -39,3 +39,15 @@ def text_limit(
         return max_length
     limits = [x for x in (tokenizer_limit(tokenizer), positions, default) if x]
     return min(limits) if limits else None
+
+
+def padded_batch(tokenizer: Any, texts: list[str], limit: int | None) -> Any:
+    """`texts` tokenized as one padded batch of torch tensors, truncated to `limit` tokens (None:
+    not truncated)."""
+    return tokenizer(
+        texts,
+        padding=True,
+        truncation=limit is not None,
+        max_length=limit,
+        return_tensors="pt",
+    )

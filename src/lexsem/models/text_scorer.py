@@ -19,7 +19,7 @@ import numpy as np
 
 from lexsem.errors import ModelError
 from lexsem.models.lazy import LazyModel
-from lexsem.models.text_limit import text_limit
+from lexsem.models.text_limit import padded_batch, text_limit
 
 
 class LazyTextScorer(LazyModel):
@@ -42,30 +42,34 @@ class LazyTextScorer(LazyModel):
     # -- the TextScorer protocol ----------------------------------------------------------------
     def score_texts(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """float64 scores, shape (len(texts),); loads the model first."""
-        texts = checked_texts(texts, batch_size, "score_texts")
-        if not texts:
-            return np.zeros((0,), dtype=np.float64)
-        self._ensure_loaded()
-        import torch
-
-        with torch.inference_mode():
-            out = np.asarray(self._score_all(texts, batch_size), dtype=np.float64)
+        out = self._inference(texts, batch_size, "score_texts", self._score_all)
         if out.shape != (len(texts),):
             raise ModelError(f"{self.name}: got {out.shape} scores for {len(texts)} texts")
         return out
 
     # -- helpers for subclasses -----------------------------------------------------------------
+    def _inference(
+        self,
+        texts: Sequence[str],
+        batch_size: int,
+        what: str,
+        run: Callable[[list[str], int], np.ndarray],
+    ) -> np.ndarray:
+        """`run(texts, batch_size)` as float64, under inference mode with the model loaded
+        (`texts` checked for the method `what`; no texts: nothing loaded)."""
+        items = checked_texts(texts, batch_size, what)
+        if not items:
+            return np.zeros((0,), dtype=np.float64)
+        self._ensure_loaded()
+        import torch
+
+        with torch.inference_mode():
+            return np.asarray(run(items, batch_size), dtype=np.float64)
+
     def _load_tokenizer(self) -> Any:
         from transformers import AutoTokenizer
 
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                str(self.source.path),
-                trust_remote_code=self.trust_remote_code,
-                local_files_only=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        tokenizer = self._from_pretrained(AutoTokenizer)
         tokenizer.padding_side = "right"  # our own instance
         return tokenizer
 
@@ -85,14 +89,7 @@ class LazyTextScorer(LazyModel):
 
     def _tokenize_padded(self, texts: list[str]) -> dict[str, Any]:
         """Right-padded, truncated to the limit, on the device; only the inputs the model takes."""
-        limit = self._limit
-        enc = self._tokenizer(
-            texts,
-            padding=True,
-            truncation=limit is not None,
-            max_length=limit,
-            return_tensors="pt",
-        )
+        enc = padded_batch(self._tokenizer, texts, self._limit)
         keep = {"input_ids", "attention_mask"}
         if "token_type_ids" in enc and self._takes_token_types:
             keep.add("token_type_ids")

@@ -17,7 +17,7 @@ reference exactly on the order benchmarks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -278,33 +278,30 @@ def _caption(item: object, j: int) -> str:
     return captions[j]
 
 
-def _aro(k: int) -> Callable[[Columns, TiePolicy], dict[str, Hits]]:
+def _aro_task(name: str, description: str, k: int) -> Task:
+    """An ARO task over `k` captions (caption 0 the true one): accuracy, chance 1/k."""
+
     def compute(c: Columns, policy: TiePolicy) -> dict[str, Hits]:
         scores = np.stack([c[col] for col in ARO_COLUMNS[:k]], axis=1)
         return {"acc": multi_caption_hits(scores, policy)}
 
-    return compute
+    return Task(
+        name,
+        description,
+        "multi",
+        "image",
+        tuple(_caption_column(j) for j in range(k)),
+        ("acc",),
+        compute,
+        chance={"acc": 100.0 / k},
+    )
 
 
-ARO_VG = Task(
-    "aro_vg",
-    "ARO VG-Relation / VG-Attribution: the true caption beats the false one",
-    "multi",
-    "image",
-    tuple(_caption_column(j) for j in range(2)),
-    ("acc",),
-    _aro(2),
-    chance={"acc": 50.0},
+ARO_VG = _aro_task(
+    "aro_vg", "ARO VG-Relation / VG-Attribution: the true caption beats the false one", 2
 )
-ARO_ORDER = Task(
-    "aro_order",
-    "ARO COCO/Flickr30k-Order: the true caption beats its 4 shuffles",
-    "multi",
-    "image",
-    tuple(_caption_column(j) for j in range(5)),
-    ("acc",),
-    _aro(5),
-    chance={"acc": 20.0},
+ARO_ORDER = _aro_task(
+    "aro_order", "ARO COCO/Flickr30k-Order: the true caption beats its 4 shuffles", 5
 )
 
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lexsem.benchmarks.items import QuadItem
 from lexsem.benchmarks.sources import synthetic_text as synthetic
@@ -143,6 +143,7 @@ def layout(scene: Scene) -> tuple[Box, Box]:
 # --- pictograms -----------------------------------------------------------------------------
 
 _RGB = tuple[int, int, int]
+Shape = Literal["ellipse", "rect"]
 
 
 class _Pen:
@@ -164,8 +165,9 @@ class _Pen:
         x1, y1 = self.pt(u1, v1)
         return [x0 - grow, y0 - grow, x1 + grow, y1 + grow]
 
-    def ellipse(
+    def shape(
         self,
+        kind: Shape,
         u0: float,
         v0: float,
         u1: float,
@@ -174,7 +176,8 @@ class _Pen:
         *,
         ink: bool = True,
     ) -> None:
-        self.draw.ellipse(
+        """An ellipse or a rectangle in the unit box (u0, v0)-(u1, v1), outlined in ink."""
+        self._draw(kind)(
             self._rect(u0, v0, u1, v1),
             fill=self.fill if fill is None else fill,
             outline=INK_RGB if ink else None,
@@ -184,24 +187,10 @@ class _Pen:
     def circle(
         self, u: float, v: float, r: float, fill: _RGB | None = None, *, ink: bool = True
     ) -> None:
-        self.ellipse(u - r, v - r, u + r, v + r, fill, ink=ink)
+        self.shape("ellipse", u - r, v - r, u + r, v + r, fill, ink=ink)
 
-    def rect(
-        self,
-        u0: float,
-        v0: float,
-        u1: float,
-        v1: float,
-        fill: _RGB | None = None,
-        *,
-        ink: bool = True,
-    ) -> None:
-        self.draw.rectangle(
-            self._rect(u0, v0, u1, v1),
-            fill=self.fill if fill is None else fill,
-            outline=INK_RGB if ink else None,
-            width=self.lw,
-        )
+    def _draw(self, kind: Shape) -> Callable[..., None]:
+        return self.draw.ellipse if kind == "ellipse" else self.draw.rectangle
 
     def polygon(self, pts: Sequence[tuple[float, float]], fill: _RGB | None = None) -> None:
         self.draw.polygon(
@@ -215,25 +204,23 @@ class _Pen:
         w = self.lw if width is None else max(self.lw, round(width * self.span))
         self.draw.line([self.pt(u, v) for u, v in pts], fill=INK_RGB, width=w, joint="curve")
 
-    def merged(self, parts: Sequence[tuple[str, tuple[float, float, float, float]]]) -> None:
+    def merged(self, parts: Sequence[tuple[Shape, tuple[float, float, float, float]]]) -> None:
         """Ellipses / rectangles filled as one silhouette with one outline around the union."""
         for kind, coords in parts:  # outline pass: every part grown by the line width, in ink
-            shape = self.draw.ellipse if kind == "ellipse" else self.draw.rectangle
-            shape(self._rect(*coords, grow=self.lw), fill=INK_RGB)
+            self._draw(kind)(self._rect(*coords, grow=self.lw), fill=INK_RGB)
         for kind, coords in parts:  # fill pass
-            shape = self.draw.ellipse if kind == "ellipse" else self.draw.rectangle
-            shape(self._rect(*coords), fill=self.fill)
+            self._draw(kind)(self._rect(*coords), fill=self.fill)
 
 
 def _ball(p: _Pen) -> None:
     p.circle(0.5, 0.5, 0.5)
-    p.ellipse(0.2, 0.18, 0.4, 0.34, WHITE_RGB, ink=False)  # highlight
+    p.shape("ellipse", 0.2, 0.18, 0.4, 0.34, WHITE_RGB, ink=False)  # highlight
 
 
 def _box(p: _Pen) -> None:  # a crate seen from the front-top-right: three faces
     p.polygon([(0.0, 0.25), (0.25, 0.0), (1.0, 0.0), (0.75, 0.25)])
     p.polygon([(0.75, 0.25), (1.0, 0.0), (1.0, 0.75), (0.75, 1.0)])
-    p.rect(0.0, 0.25, 0.75, 1.0)
+    p.shape("rect", 0.0, 0.25, 0.75, 1.0)
 
 
 def _car(p: _Pen) -> None:
@@ -253,15 +240,15 @@ def _car(p: _Pen) -> None:
 
 
 def _cup(p: _Pen) -> None:
-    p.ellipse(0.56, 0.22, 0.98, 0.7)  # handle
-    p.ellipse(0.68, 0.34, 0.86, 0.58, BACKGROUND_RGB)
+    p.shape("ellipse", 0.56, 0.22, 0.98, 0.7)  # handle
+    p.shape("ellipse", 0.68, 0.34, 0.86, 0.58, BACKGROUND_RGB)
     p.polygon([(0.02, 0.06), (0.8, 0.06), (0.69, 0.98), (0.13, 0.98)])  # body
     p.line([(0.06, 0.2), (0.76, 0.2)])  # rim
 
 
 def _flower(p: _Pen) -> None:
-    p.ellipse(0.5, 0.66, 0.86, 0.8)  # leaf
-    p.rect(0.45, 0.55, 0.55, 1.0)  # stem
+    p.shape("ellipse", 0.5, 0.66, 0.86, 0.8)  # leaf
+    p.shape("rect", 0.45, 0.55, 0.55, 1.0)  # stem
     cu, cv = 0.5, 0.38
     for k in range(5):  # petals
         a = math.radians(90 + 72 * k)
@@ -270,18 +257,18 @@ def _flower(p: _Pen) -> None:
 
 
 def _hat(p: _Pen) -> None:  # a top hat
-    p.ellipse(0.0, 0.76, 1.0, 0.98)  # brim
+    p.shape("ellipse", 0.0, 0.76, 1.0, 0.98)  # brim
     p.polygon([(0.2, 0.04), (0.8, 0.04), (0.76, 0.86), (0.24, 0.86)])  # crown
     p.line([(0.23, 0.66), (0.77, 0.66)])  # band
     p.line([(0.23, 0.74), (0.77, 0.74)])
 
 
 def _house(p: _Pen) -> None:
-    p.rect(0.12, 0.46, 0.88, 1.0)  # walls
+    p.shape("rect", 0.12, 0.46, 0.88, 1.0)  # walls
     p.polygon([(0.0, 0.5), (0.5, 0.02), (1.0, 0.5)])  # roof
-    p.rect(0.42, 0.7, 0.6, 1.0, INK_RGB)  # door
-    p.rect(0.2, 0.6, 0.34, 0.74, WHITE_RGB)  # window
-    p.rect(0.68, 0.6, 0.82, 0.74, WHITE_RGB)
+    p.shape("rect", 0.42, 0.7, 0.6, 1.0, INK_RGB)  # door
+    p.shape("rect", 0.2, 0.6, 0.34, 0.74, WHITE_RGB)  # window
+    p.shape("rect", 0.68, 0.6, 0.82, 0.74, WHITE_RGB)
 
 
 def _kite(p: _Pen) -> None:  # a diamond with cross spars, its tail trailing down-left

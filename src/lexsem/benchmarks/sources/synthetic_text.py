@@ -301,20 +301,14 @@ def negative_caption(subset: str, rng: random.Random, p1: Caption, scene: Scene)
     """A caption of kind `subset` (a SugarCrepe subset name) that `p1`'s change makes false of
     `scene`; `scene` must be `usable` for that kind."""
     a, rel, b = p1.subject, p1.relation, p1.reference
-    if subset == "replace_att":
-        used = {o.colour for o in scene.objects}
-        colour = _pick(rng, [c for c in COLOURS if c not in used])
+    if subset in ("replace_att", "replace_obj"):  # one object gets a value no object has
+        kind, values = ("colour", COLOURS) if subset == "replace_att" else ("noun", NOUNS)
+        used = {getattr(o, kind) for o in scene.objects}
+        value = _pick(rng, [v for v in values if v not in used])
         if rng.randrange(2):
-            a = replace(a, colour=colour)
+            a = replace(a, **{kind: value})
         else:
-            b = replace(b, colour=colour)
-    elif subset == "replace_obj":
-        used = {o.noun for o in scene.objects}
-        noun = _pick(rng, [n for n in NOUNS if n not in used])
-        if rng.randrange(2):
-            a = replace(a, noun=noun)
-        else:
-            b = replace(b, noun=noun)
+            b = replace(b, **{kind: value})
     elif subset == "replace_rel":
         rel = OPPOSITE[rel]
     elif subset == "swap_att":

@@ -289,40 +289,21 @@ class _DualBase(LazyTextEncoder):
         return self._ensure_loaded()
 
     def _load(self) -> Any:
-        import transformers
         from transformers import AutoTokenizer
 
-        path = str(self.source.path)
-        trust = self.trust_remote_code
-        model_cls = getattr(transformers, self.family.model_class, None)
-        if model_cls is None:
-            raise ModelError(
-                f"{self.name}: transformers {transformers.__version__} has no "
-                f"{self.family.model_class}; upgrade transformers to load {self.family.name} models"
-            )
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=trust, local_files_only=True
-            )
-            model, info = model_cls.from_pretrained(
-                path,
-                dtype=torch_dtype(self.dtype),
-                trust_remote_code=trust,
-                local_files_only=True,
-                output_loading_info=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        model_cls = self._transformers_class(self.family.model_class, f"{self.family.name} models")
+        tokenizer = self._from_pretrained(AutoTokenizer)
+        model, info = self._from_pretrained(
+            model_cls, dtype=torch_dtype(self.dtype), output_loading_info=True
+        )
         # projections first: they are what a non-retrieval checkpoint of the family lacks
-        missing = sorted((info or {}).get("missing_keys") or [], key=lambda k: ("proj" not in k, k))
-        if missing:
-            more = f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""
-            shown = ", ".join(missing[:5]) + more
-            raise ModelError(
-                f"{self.name}: the checkpoint in {path} lacks weights a "
-                f"{self.family.model_class} needs ({shown}); they would be random. Is it a "
-                f"{self.family.name} image-text retrieval/contrastive checkpoint?"
-            )
+        self._check_weights(
+            info,
+            f"a {self.family.model_class} needs",
+            f"they would be random. Is it a {self.family.name} image-text retrieval/contrastive "
+            "checkpoint?",
+            first="proj",
+        )
         qformer = getattr(model.config, "qformer_config", None)
         if self.family.name == "blip2" and not getattr(qformer, "use_qformer_text_input", True):
             raise ModelError(

@@ -65,15 +65,9 @@ class GrammarScorer(LazyTextScorer):
         from transformers import AutoModelForSequenceClassification
 
         tokenizer = self._load_tokenizer()
-        try:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                str(self.source.path),
-                dtype=torch_dtype(self.dtype),
-                trust_remote_code=self.trust_remote_code,
-                local_files_only=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        model = self._from_pretrained(
+            AutoModelForSequenceClassification, dtype=torch_dtype(self.dtype)
+        )
         if model.config.num_labels != 2:
             raise ModelError(
                 f"{self.name}: a grammar (CoLA) classifier has 2 labels, this one has "

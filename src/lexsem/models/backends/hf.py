@@ -31,7 +31,7 @@ from lexsem.errors import ModelError
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, NORMALIZE, TEXT_INPUT, Option, choice
 from lexsem.models.text_encoder import LazyTextEncoder
-from lexsem.models.text_limit import tokenizer_limit
+from lexsem.models.text_limit import padded_batch, tokenizer_limit
 
 POOLINGS = ("mean", "cls", "last")
 
@@ -92,21 +92,9 @@ class HFTextEncoder(LazyTextEncoder):
     def _load(self) -> Any:
         from transformers import AutoModel, AutoTokenizer
 
-        path = str(self.source.path)
-        trust = self.trust_remote_code
         device = self.device
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=trust, local_files_only=True
-            )
-            model = AutoModel.from_pretrained(
-                path,
-                dtype=torch_dtype(self.dtype),
-                trust_remote_code=trust,
-                local_files_only=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        tokenizer = self._from_pretrained(AutoTokenizer)
+        model = self._from_pretrained(AutoModel, dtype=torch_dtype(self.dtype))
         if getattr(model.config, "is_encoder_decoder", False):
             model = model.get_encoder()
         if tokenizer.pad_token is None:
@@ -128,13 +116,7 @@ class HFTextEncoder(LazyTextEncoder):
         limit = self._limit
         eos = tok.eos_token_id if self.pooling == "last" else None
         if eos is None:
-            return tok(
-                texts,
-                truncation=limit is not None,
-                max_length=limit,
-                padding=True,
-                return_tensors="pt",
-            )
+            return padded_batch(tok, texts, limit)
         enc = tok(texts, truncation=limit is not None, max_length=limit, padding=False)
         features = {k: list(v) for k, v in enc.items()}
         for i, ids in enumerate(features["input_ids"]):

@@ -60,7 +60,7 @@ from lexsem.models.device import torch_dtype
 from lexsem.models.hf_config import read_model_type
 from lexsem.models.lazy import LazyModel
 from lexsem.models.options import COMMON, Option, choice
-from lexsem.models.text_limit import text_limit
+from lexsem.models.text_limit import padded_batch, text_limit
 
 __all__ = ["FAMILIES", "SCORE_MODES", "HFITMScorer"]
 
@@ -301,38 +301,21 @@ class HFITMScorer(LazyModel):
 
     # -- loading ------------------------------------------------------------------------------
     def _load(self) -> Any:
-        import transformers
         from transformers import AutoTokenizer
 
-        path = str(self.source.path)
-        cls = getattr(transformers, self.family.model_class, None)
-        if cls is None:
-            raise ModelError(
-                f"the installed transformers {transformers.__version__} has no "
-                f"{self.family.model_class} (needed for model_type {self.family.model_type!r})"
-            )
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=self.trust_remote_code, local_files_only=True
-            )
-            model, info = cls.from_pretrained(
-                path,
-                dtype=torch_dtype(self.dtype),
-                local_files_only=True,
-                output_loading_info=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
-        missing = sorted(
-            k for k in info.get("missing_keys", ()) if k.startswith(self.family.needed)
+        cls = self._transformers_class(
+            self.family.model_class, f"model_type {self.family.model_type!r}"
         )
-        if missing:
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise ModelError(
-                f"{self.name}: the checkpoint at {path} lacks weights the "
-                f"{self.family.model_class} image-text matching score needs ({len(missing)} "
-                f"missing: {shown}); is it an ITM/retrieval checkpoint?"
-            )
+        tokenizer = self._from_pretrained(AutoTokenizer)
+        model, info = self._from_pretrained(
+            cls, remote_code=False, dtype=torch_dtype(self.dtype), output_loading_info=True
+        )
+        self._check_weights(
+            info,
+            f"the {self.family.model_class} image-text matching score needs",
+            "is it an ITM/retrieval checkpoint?",
+            prefixes=self.family.needed,
+        )
         qformer = getattr(model.config, "qformer_config", None)
         if self.family.model_type == "blip-2" and not getattr(
             qformer, "use_qformer_text_input", False
@@ -359,14 +342,7 @@ class HFITMScorer(LazyModel):
 
     # -- scoring ------------------------------------------------------------------------------
     def _tokenize(self, texts: list[str]) -> dict[str, Any]:
-        limit = self._limit
-        enc = self._tokenizer(
-            texts,
-            padding=True,
-            truncation=limit is not None,
-            max_length=limit,
-            return_tensors="pt",
-        )
+        enc = padded_batch(self._tokenizer, texts, self._limit)
         return {k: v.to(self.device) for k, v in enc.items()}
 
     def _pixels(self, images: Any) -> tuple[Any, Any]:

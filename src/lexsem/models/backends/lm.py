@@ -62,15 +62,7 @@ class PerplexityScorer(LazyTextScorer):
         from transformers import AutoModelForCausalLM
 
         tokenizer = self._load_tokenizer()
-        try:
-            model = AutoModelForCausalLM.from_pretrained(
-                str(self.source.path),
-                dtype=torch_dtype(self.dtype),
-                trust_remote_code=self.trust_remote_code,
-                local_files_only=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        model = self._from_pretrained(AutoModelForCausalLM, dtype=torch_dtype(self.dtype))
         self._bos_edit = self._bos_edit_for(tokenizer)
         self._limit = self._resolve_limit(tokenizer, model.config)
         self._tokenizer = tokenizer

@@ -234,17 +234,8 @@ class TextChat(LazyModel):
     def _load(self) -> Any:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        path = str(self.source.path)
-        try:
-            self._tokenizer = AutoTokenizer.from_pretrained(
-                path, trust_remote_code=self.trust_remote_code, local_files_only=True
-            )
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code,
-                local_files_only=True,
-            )  # fmt: skip
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
+        self._tokenizer = self._from_pretrained(AutoTokenizer)
+        model = self._from_pretrained(AutoModelForCausalLM, dtype=torch_dtype(self.dtype))
         model.to(self.device)
         model.eval()
         return model

@@ -26,7 +26,7 @@ import numpy as np
 from lexsem.errors import ModelError
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, Option, flag, positive_int
-from lexsem.models.text_scorer import LazyTextScorer, checked_texts, in_length_batches
+from lexsem.models.text_scorer import LazyTextScorer, in_length_batches
 
 __all__ = ["VERA_BIAS_ROW", "VERA_TEMPERATURE_ROW", "VERA_WEIGHT_ROW", "PlausibilityScorer"]
 
@@ -80,24 +80,18 @@ class PlausibilityScorer(LazyTextScorer):
     def _load_encoder(self) -> Any:
         from transformers import T5EncoderModel
 
-        try:
-            model, info = T5EncoderModel.from_pretrained(
-                str(self.source.path),
-                dtype=torch_dtype(self.dtype),
-                local_files_only=True,
-                output_loading_info=True,
-            )
-        except (OSError, ValueError, KeyError, ImportError) as exc:
-            raise self._load_error(exc) from exc
-        missing = sorted(
-            k for k in info.get("missing_keys", ()) if k.startswith(("shared.", "encoder."))
+        model, info = self._from_pretrained(
+            T5EncoderModel,
+            remote_code=False,
+            dtype=torch_dtype(self.dtype),
+            output_loading_info=True,
         )
-        if missing:
-            shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
-            raise ModelError(
-                f"{self.name}: the checkpoint at {self.source.path} lacks T5 encoder weights "
-                f"({len(missing)} missing: {shown}); is it a Vera (T5 encoder) checkpoint?"
-            )
+        self._check_weights(
+            info,
+            "of a T5 encoder",
+            "is it a Vera (T5 encoder) checkpoint?",
+            prefixes=("shared.", "encoder."),
+        )
         return model
 
     def _read_head(self, shared: Any) -> tuple[Any, Any, float]:
@@ -120,14 +114,12 @@ class PlausibilityScorer(LazyTextScorer):
 
     def logits(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
         """Vera's uncalibrated logits `w·h + b` (float64, shape (n,)); loads the model first."""
-        texts = checked_texts(texts, batch_size, "logits")
-        if not texts:
-            return np.zeros((0,), dtype=np.float64)
-        self._ensure_loaded()
-        import torch
-
-        with torch.inference_mode():
-            return in_length_batches(texts, batch_size, lambda b: self._logits(b).cpu().numpy())
+        return self._inference(
+            texts,
+            batch_size,
+            "logits",
+            lambda t, n: in_length_batches(t, n, lambda b: self._logits(b).cpu().numpy()),
+        )
 
     def _logits(self, texts: list[str]) -> Any:
         import torch
