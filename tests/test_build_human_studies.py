@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from builders.annotate_studies import MadeStudy, need_annotate_extra, role_policy
 from builders.backends import require_module
+from builders.recipes import stage, stages_toml
 from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
 from lexsem.annotate.store import Unit, connect
@@ -294,23 +295,12 @@ class Paraphraser:
         return f"Paraphrased: {PARAPHRASE[p1]}", {}
 
 
-VALIDATION_STAGES = """
-[[stages]]
-use = "fold_back_validation"
-name = "validation"
-[stages.settings]
-answers = "human/validate/answers.parquet"
-column = "caption2"
-
-[[stages]]
-use = "freeze"
-[stages.settings]
-format = "scpp"
-p1 = "caption"
-p2 = "caption2"
-n = "negative_caption"
-title = "Validated second positives"
-"""
+VALIDATION_STAGES = stages_toml(
+    stage("fold_back_validation", name="validation",
+          answers="human/validate/answers.parquet", column="caption2"),
+    stage("freeze", format="scpp", p1="caption", p2="caption2", n="negative_caption",
+          title="Validated second positives"),
+)  # fmt: skip
 
 
 def test_scpp_positives_validated_in_a_study_edit_reaches_the_benchmark(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import zipfile
@@ -14,10 +13,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from builders.privileges import where_permission_bits_apply
 from lexsem import evaluate
 from lexsem.cli import app
 from lexsem.errors import LexsemError, ModelError
-from lexsem.models import integrity, source
 from lexsem.models.integrity import check_model_files
 
 runner = CliRunner()
@@ -95,30 +94,17 @@ def test_a_damaged_weight_file_is_refused_before_any_benchmark_work(
     _one_line_error(out, f"error: the model file {weights} is damaged")
 
 
-def _unreadable(path: Path, module: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make `path` unreadable (for root, which ignores permission bits, `module`'s `open`
-    refuses it as the kernel would)."""
-    path.chmod(0)
-    if os.geteuid() == 0:
-        real_open = open
-
-        def open_(file: Any, *args: Any, **kwargs: Any) -> Any:
-            if Path(file) == path:
-                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(file))
-            return real_open(file, *args, **kwargs)
-
-        monkeypatch.setattr(module, "open", open_, raising=False)
-
-
-@pytest.mark.parametrize("name,module", [("model.safetensors", integrity), ("vocab.txt", source)])
+@pytest.mark.parametrize("name", ["model.safetensors", "vocab.txt"])  # read by integrity, source
+@where_permission_bits_apply
 def test_an_unreadable_model_file_is_named(
-    name: str, module: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = _model_folder(tmp_path)
     (folder / "vocab.txt").write_text("[PAD]\n")
-    _unreadable(folder / name, module, monkeypatch)
+    (folder / name).chmod(0)
     monkeypatch.setattr("lexsem.evaluator.load_benchmark", _never)
     try:
+        assert not os.access(folder / name, os.R_OK)
         with pytest.raises(ModelError, match=rf"cannot read the model file {folder / name}: Perm"):
             evaluate(f"hf:{folder}", ["synthetic"], n_boot=0)
     finally:

@@ -25,6 +25,7 @@ import lexsem.atomic as atomic
 import lexsem.results.folder_swap as folder_mod
 import lexsem.results.run_folder as store
 from builders.fakes import BagOfWordsEncoder, register_fixture_benchmark
+from builders.privileges import where_permission_bits_apply
 from lexsem.api import evaluate
 from lexsem.atomic import atomic_open
 from lexsem.cli import app
@@ -345,40 +346,21 @@ def _never_load(*args: object, **kwargs: object) -> None:
 
 
 @pytest.fixture
-def read_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None]]:
-    """Make a folder read-only. Root ignores permission bits, so for root creating entries in
-    it also fails with EACCES and os.access denies writing, as a read-only mount would."""
+def read_only() -> Iterator[Callable[[Path], None]]:
+    """Make a folder read-only (the tests using it run where permission bits bind:
+    `where_permission_bits_apply`)."""
     made: list[Path] = []
 
     def make(folder: Path) -> None:
         folder.chmod(0o555)
         made.append(folder)
-        if os.geteuid() == 0:
-            _deny_writes_under(folder, monkeypatch)
 
     yield make
     for folder in made:
         folder.chmod(0o755)
 
 
-def _deny_writes_under(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_mkdir, real_access = os.mkdir, os.access
-
-    def inside(path: Any) -> bool:
-        return Path(os.fsdecode(path)).absolute().is_relative_to(folder)
-
-    def mkdir(path: Any, mode: int = 0o777, **kwargs: Any) -> None:
-        if inside(Path(os.fsdecode(path)).parent):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
-        real_mkdir(path, mode, **kwargs)
-
-    def access(path: Any, mode: int, **kwargs: Any) -> bool:
-        return not (mode & os.W_OK and inside(path)) and real_access(path, mode, **kwargs)
-
-    monkeypatch.setattr(os, "mkdir", mkdir)
-    monkeypatch.setattr(os, "access", access)
-
-
+@where_permission_bits_apply
 def test_out_in_a_read_only_folder_is_refused_before_any_work(
     tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:
@@ -392,6 +374,7 @@ def test_out_in_a_read_only_folder_is_refused_before_any_work(
     assert not spy.touched and list(parent.iterdir()) == []
 
 
+@where_permission_bits_apply
 def test_out_that_is_a_read_only_folder_is_refused_before_any_work(
     tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:

@@ -4,8 +4,6 @@ noticed, and a fresh store takes the new values."""
 
 from __future__ import annotations
 
-import errno
-import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -16,18 +14,17 @@ import numpy as np
 import pytest
 
 from builders.fakes import BagOfWordsEncoder
+from builders.privileges import where_permission_bits_apply
 from lexsem import evaluate
 from lexsem.engine.request_store import RequestStore
 
 KEY = "model-key"
-WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 
 
 @pytest.fixture
-def read_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None]]:
-    """Make a folder and its files refuse writes, as a read-only mount would. Root ignores
-    permission bits, so for root opening a file under it for writing (the lock file) and
-    creating a folder in it also fail with EACCES."""
+def read_only() -> Iterator[Callable[[Path], None]]:
+    """Make a folder and its files refuse writes (the tests using it run where permission
+    bits bind: `where_permission_bits_apply`)."""
     made: list[Path] = []
 
     def make(folder: Path) -> None:
@@ -35,8 +32,6 @@ def read_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None
             f.chmod(0o444)
         folder.chmod(0o555)
         made.append(folder)
-        if os.geteuid() == 0:
-            _deny_writes_under(folder, monkeypatch)
 
     yield make
     for folder in made:
@@ -45,34 +40,12 @@ def read_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None
             f.chmod(0o644)
 
 
-def _deny_writes_under(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real_open, real_mkdir = os.open, os.mkdir
-
-    def inside(path: Any) -> bool:
-        return Path(os.fsdecode(path)).absolute().is_relative_to(folder)
-
-    def denied(path: Any) -> PermissionError:
-        return PermissionError(errno.EACCES, os.strerror(errno.EACCES), os.fsdecode(path))
-
-    def open_(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-        if flags & WRITES and inside(path):
-            raise denied(path)
-        return real_open(path, flags, *args, **kwargs)
-
-    def mkdir(path: Any, *args: Any, **kwargs: Any) -> None:
-        if inside(Path(os.fsdecode(path)).parent):
-            raise denied(path)
-        real_mkdir(path, *args, **kwargs)
-
-    monkeypatch.setattr(os, "open", open_)
-    monkeypatch.setattr(os, "mkdir", mkdir)
-
-
 def _filled(root: Path) -> None:
     with RequestStore(root, KEY) as store:
         store.put_vectors(["a"], np.ones((1, 3)))
 
 
+@where_permission_bits_apply
 def test_a_read_only_store_serves_its_values_and_stores_nothing(
     tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:
@@ -87,6 +60,7 @@ def test_a_read_only_store_serves_its_values_and_stores_nothing(
         assert store.get_vectors(["b"]) == {} and len(store) == 1
 
 
+@where_permission_bits_apply
 def test_a_fully_cached_run_works_on_a_read_only_cache(
     tmp_path: Path, read_only: Callable[[Path], None]
 ) -> None:

@@ -1,5 +1,6 @@
 """Recipe files for `lexsem build` tests, written from data: the recipe's name, seed and input,
-and its stages as `stage(use, name=..., **settings)`; and the JSONL input files they read."""
+and its stages as `stage(use, name=..., **settings)` (`stages_toml` alone: stages to end a
+recipe's text); and the JSONL input files they read."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ def recipe_toml(
     """A recipe's TOML text: `name`, `seed`, `[input] path`, then each stage in order."""
     lines = [f"name = {toml_value(name)}", f"seed = {seed}", "", "[input]",
              f"path = {toml_value(input_path)}"]  # fmt: skip
+    return "\n".join(lines) + "\n" + stages_toml(*stages)
+
+
+def stages_toml(*stages: Mapping[str, Any]) -> str:
+    """The `[[stages]]` tables of `stages`, in order (to end a recipe's text)."""
+    lines: list[str] = []
     for s in stages:
         lines += ["", "[[stages]]", f"use = {toml_value(s['use'])}"]
         if s.get("name"):
@@ -47,7 +54,7 @@ def recipe_toml(
         if s.get("settings"):
             lines.append("[stages.settings]")
             lines += [f"{toml_key(k)} = {toml_value(v)}" for k, v in s["settings"].items()]
-    return "\n".join(lines) + "\n"
+    return "".join(line + "\n" for line in lines)
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> Path:
