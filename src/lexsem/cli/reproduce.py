@@ -1,5 +1,6 @@
 """`lexsem reproduce TABLE`: a paper's table run with lexsem and compared with the published
-numbers (`lexsem.reproduce`); `--list` lists the tables."""
+numbers (`lexsem.reproduce`); `--list` lists the tables with the rows that can run here and
+what the others need."""
 
 from __future__ import annotations
 

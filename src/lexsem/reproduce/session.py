@@ -1,11 +1,14 @@
 """`reproduce(TABLE, OUT)`: a paper table from its facts to the comparison, in one call.
 
-The rows with a spec whose weights are here run (offline, or with `only_installed`: those
-installed, `lexsem.reproduce.availability`; online: all of them, fetching weights as any run
-does); the others are listed with what they need. The rows run as a `lexsem sweep` of the
+The rows with a spec whose packages, benchmark data and COCO images (for image tasks) are
+here run, and offline or with `only_installed` only those whose weights are installed
+(`lexsem.reproduce.availability`; online, weights are fetched as any run does); the others are
+listed with what they need. The rows run as a `lexsem sweep` of the
 table's grid (`lexsem.reproduce.grid`) through any of its executors (local, shard, ray): run
 folders in `OUT/runs/<job id>/`, jobs done earlier skipped, a failed job reported without
-stopping the others. The comparison goes to `OUT/comparison.md` and `OUT/comparison.csv`.
+stopping the others. The comparison goes to `OUT/comparison.md` and `OUT/comparison.csv`
+(files there that lexsem did not write are refused before any work unless `force`);
+`failure` says whether the table counts as failed (nothing compared, or a failed row).
 """
 
 from __future__ import annotations
