@@ -1,10 +1,12 @@
 """`lexsem reproduce TABLE`: a paper's table run with lexsem and compared with the published
-numbers (`lexsem.reproduce`); `--list` lists the tables."""
+numbers (`lexsem.reproduce`); `--list` lists the tables with the rows that can run here and
+what the others need."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -33,6 +35,7 @@ REPRODUCE = defaults(ReproduceConfig)
 BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
 OnlyInstalled = config_option(ReproduceConfig, "only_installed", "--only-installed")
 Rows = config_option(ReproduceConfig, "rows", "--row", more="Repeat it.")
+Force = config_option(ReproduceConfig, "force", "--force")
 
 
 def reproduce(
@@ -53,11 +56,15 @@ def reproduce(
     spread: Spread = SWEEP.spread,
     only_installed: OnlyInstalled = REPRODUCE.only_installed,
     rows: Rows = REPRODUCE.rows,
+    force: Force = REPRODUCE.force,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="No progress: the comparison only.")
     ] = False,
     list_tables: Annotated[
-        bool, typer.Option("--list", help="List the built-in tables and exit.")
+        bool,
+        typer.Option(
+            "--list", help="List the built-in tables, which rows can run here and why not; exit."
+        ),
     ] = False,
     data_dir: DataDir = EVAL.data_dir,
     cache_dir: CacheDir = EVAL.cache_dir,
@@ -67,35 +74,12 @@ def reproduce(
     batch_size: BatchSize = EVAL.batch_size,
     n_boot: NBoot = EVAL.n_boot,
 ) -> None:
-    """Run a paper's table: the rows whose weights are available run (offline: those
-    installed), the others say what they need; then published vs lexsem with Δ per cell, `*`
-    where the published number lies outside the run's confidence interval."""
+    """Run a paper's table: the rows whose weights, data and images are available run
+    (offline: installed weights only), the others say what they need; then published vs
+    lexsem with Δ per cell, `*` where the published number lies outside the run's confidence
+    interval. Exit status 1 when nothing was compared or a row failed."""
     from lexsem.errors import LexsemError
 
-    if list_tables:
-        typer.echo(list_text())
-        return
-    if table is None:
-        raise LexsemError("give a TABLE (lexsem reproduce --list lists them)")
-    from lexsem.cli.quiet import quiet_libraries
-    from lexsem.reproduce.catalog import get_table
-    from lexsem.reproduce.render import to_markdown_text
-    from lexsem.reproduce.session import reproduce as run_table
-
-    get_table(table)  # an unknown table fails before anything is written
-    option_of = {f"sweep.{k}": "--" + k.replace("_", "-") for k in SweepConfig.model_fields}
-    config = from_options(
-        ReproduceConfig,
-        "reproduce",
-        {"rows": "--row", **option_of},
-        only_installed=only_installed,
-        rows=tuple(rows) if rows else None,
-        sweep={"executor": executor, "address": address, "max_retries": max_retries,
-               "spread": spread, "extend": True},  # a table's folder: other rows extend it
-    )  # fmt: skip
-    check_bounds(EvalConfig, {"--batch-size": ("batch_size", batch_size),
-                              "--n-boot": ("n_boot", n_boot)})  # fmt: skip
-    quiet_libraries(quiet)
     settings = {
         k: v
         for k, v in {
@@ -109,6 +93,32 @@ def reproduce(
         }.items()
         if v is not None
     }
+    if list_tables:
+        typer.echo(list_text(settings, only_installed=only_installed))
+        return
+    if table is None:
+        raise LexsemError("give a TABLE (lexsem reproduce --list lists them)")
+    from lexsem.cli.quiet import quiet_libraries
+    from lexsem.reproduce.catalog import get_table
+    from lexsem.reproduce.render import to_markdown_text
+    from lexsem.reproduce.session import failure
+    from lexsem.reproduce.session import reproduce as run_table
+
+    get_table(table)  # an unknown table fails before anything is written
+    option_of = {f"sweep.{k}": "--" + k.replace("_", "-") for k in SweepConfig.model_fields}
+    config = from_options(
+        ReproduceConfig,
+        "reproduce",
+        {"rows": "--row", **option_of},
+        only_installed=only_installed,
+        rows=tuple(rows) if rows else None,
+        force=force,
+        sweep={"executor": executor, "address": address, "max_retries": max_retries,
+               "spread": spread, "extend": True},  # a table's folder: other rows extend it
+    )  # fmt: skip
+    check_bounds(EvalConfig, {"--batch-size": ("batch_size", batch_size),
+                              "--n-boot": ("n_boot", n_boot)})  # fmt: skip
+    quiet_libraries(quiet)
     settings["progress"] = not quiet
     done = run_table(
         table,
@@ -118,21 +128,35 @@ def reproduce(
         only_installed=config.only_installed,
         rows=config.rows,
         settings=settings,
+        force=config.force,
         echo=(lambda _text: None) if quiet else (lambda text: typer.echo(text, err=True)),
     )
     typer.echo(to_markdown_text(done.table, done.comparisons).removeprefix("<!-- lexsem -->\n"))
+    why = failure(done)
+    if why is not None:
+        typer.echo(f"error: {why}", err=True)
+        raise typer.Exit(1)
 
 
-def list_text() -> str:
-    """One line per built-in table: name, rows with a spec / rows, paper and table."""
+def list_text(settings: Mapping[str, Any] | None = None, *, only_installed: bool = False) -> str:
+    """One line per built-in table: name, the rows that can run here now / rows, paper and
+    table; under it, one line per other row with what it needs
+    (`lexsem.reproduce.session.plan_rows`, with the run's `settings`)."""
+    from lexsem.paths import offline
     from lexsem.reproduce.catalog import get_table, table_names
+    from lexsem.reproduce.session import plan_rows
 
+    is_offline = offline()
+    where = "offline" if is_offline else "online"
     lines = []
     for name in table_names():
         t = get_table(name)
-        runnable = sum(r.spec is not None for r in t.rows)
-        lines.append(
-            f"{name:15} {runnable:2d}/{len(t.rows):2d} rows runnable  {t.table} of "
-            f'"{t.paper}": {t.description}'
+        runnable, not_run = plan_rows(
+            t, t.rows, only_installed=only_installed, is_offline=is_offline, settings=settings
         )
+        lines.append(
+            f"{name:15} {len(runnable):2d}/{len(t.rows):2d} rows can run here ({where})  "
+            f'{t.table} of "{t.paper}": {t.description}'
+        )
+        lines += [f"    not here: {row}: needs {why}" for row, why in not_run.items()]
     return "\n".join(lines)

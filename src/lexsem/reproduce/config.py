@@ -26,6 +26,10 @@ class ReproduceConfig(BaseModel):
         min_length=1,
         description="Only this row (the model's name as the paper prints it).",
     )
+    force: bool = Field(
+        False,
+        description="Replace a comparison.md / comparison.csv in OUT that lexsem did not write.",
+    )
     sweep: SweepConfig = Field(
         default_factory=SweepConfig, description="How the table's jobs run (lexsem sweep)."
     )

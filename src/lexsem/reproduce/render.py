@@ -56,15 +56,16 @@ def summary(comparisons: Sequence[Comparison]) -> str:
 
 
 def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
-    """The comparison table, then the rows that did not run or failed, with why."""
+    """The comparison table (left out when no cell was compared), then the rows that did not
+    run or failed, with why; the summary line under the first, and the legend of `*` only when
+    a cell is marked."""
     title = f"{table.name}: {table.paper}, {table.table}"
+    marked = any(c.outside for c in comparisons if c.status == "compared")
+    legend = [f"{OUTSIDE} the published number lies outside the run's confidence interval"]
     compared = Table(
         title=f"{title} — published vs lexsem",
         headers=["Model", "Benchmark", "Column", "Published", "lexsem", "Δ", "CI"],
-        notes=[
-            f"{OUTSIDE} the published number lies outside the run's confidence interval",
-            summary(comparisons),
-        ],
+        notes=[*(legend if marked else []), summary(comparisons)],
     )
     for c in comparisons:
         if c.status != "compared":
@@ -81,8 +82,12 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
                 ci_text(c),
             ]
         )
-    out = [compared]
-    left = Table(title=f"{table.name}: rows not compared", headers=["Model", "Spec", "Why"])
+    out = [compared] if compared.rows else []
+    left = Table(
+        title=f"{table.name}: rows not compared",
+        headers=["Model", "Spec", "Why"],
+        notes=[] if compared.rows else [summary(comparisons)],
+    )
     seen: set[tuple[str, str]] = set()
     for c in comparisons:
         if c.status == "compared" or (c.model, c.why or "") in seen:
@@ -90,7 +95,7 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
         seen.add((c.model, c.why or ""))
         why = f"needs {c.why}" if c.status == "not run" else f"{c.status}: {c.why}"
         left.rows.append([c.model, c.spec or "", why])
-    if left.rows:
+    if left.rows or not out:
         out.append(left)
     return out
 

@@ -1,11 +1,14 @@
 """`reproduce(TABLE, OUT)`: a paper table from its facts to the comparison, in one call.
 
-The rows with a spec whose weights are here run (offline, or with `only_installed`: those
-installed, `lexsem.reproduce.availability`; online: all of them, fetching weights as any run
-does); the others are listed with what they need. The rows run as a `lexsem sweep` of the
+The rows with a spec whose packages, benchmark data and COCO images (for image tasks) are
+here run, and offline or with `only_installed` only those whose weights are installed
+(`lexsem.reproduce.availability`; online, weights are fetched as any run does); the others are
+listed with what they need. The rows run as a `lexsem sweep` of the
 table's grid (`lexsem.reproduce.grid`) through any of its executors (local, shard, ray): run
 folders in `OUT/runs/<job id>/`, jobs done earlier skipped, a failed job reported without
-stopping the others. The comparison goes to `OUT/comparison.md` and `OUT/comparison.csv`.
+stopping the others. The comparison goes to `OUT/comparison.md` and `OUT/comparison.csv`
+(files there that lexsem did not write are refused before any work unless `force`);
+`failure` says whether the table counts as failed (nothing compared, or a failed row).
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from typing import Any
 
 from lexsem.atomic import atomic_open
 from lexsem.errors import LexsemError
-from lexsem.outputs import check_output_dir
+from lexsem.outputs import check_output_dir, check_outputs
 from lexsem.paths import offline
 from lexsem.report.paper.facts import ModelRow, PaperTable
 from lexsem.reproduce.availability import missing
 from lexsem.reproduce.catalog import get_table
 from lexsem.reproduce.grid import table_grid
 from lexsem.reproduce.published_vs_measured import Comparison, compare
-from lexsem.reproduce.render import to_csv_text, to_markdown_text
+from lexsem.reproduce.render import CSV_FIELDS, to_csv_text, to_markdown_text
 from lexsem.results.run_folder import load_run
 from lexsem.results.schema import RunRecord
 from lexsem.sweep.grid import Job, expand
@@ -74,20 +77,59 @@ def select_rows(table: PaperTable, only: Sequence[str] | None) -> list[ModelRow]
 
 
 def plan_rows(
-    rows: Sequence[ModelRow], *, only_installed: bool, is_offline: bool
+    table: PaperTable,
+    rows: Sequence[ModelRow],
+    *,
+    only_installed: bool,
+    is_offline: bool,
+    settings: Mapping[str, Any] | None = None,
 ) -> tuple[list[ModelRow], dict[str, str]]:
-    """(the rows to run, row -> what each other row needs). Rows without a spec never run;
-    offline or with `only_installed`, only rows whose weights are installed run."""
+    """(the rows to run, row -> what each other row needs). Rows without a spec never run; a
+    row runs when its backend's packages, its benchmarks' data and COCO images (for image
+    tasks) are here (`lexsem.reproduce.availability`, with the run's `settings`); offline or
+    with `only_installed`, its weights must be installed too."""
     check = only_installed or is_offline
     run: list[ModelRow] = []
     not_run: dict[str, str] = {}
     for row in rows:
-        why = missing(row) if (check or row.spec is None) else None
+        why = missing(row, table, settings, is_offline=is_offline, weights=check)
         if why is None:
             run.append(row)
         else:
             not_run[row.name] = why
     return run, not_run
+
+
+def check_comparison_files(out: Path, *, force: bool) -> None:
+    """Refuse, before any work, `OUT/comparison.md` or `OUT/comparison.csv` that lexsem did
+    not write (`lexsem.outputs.check_outputs`), unless `force`. A CSV has no mark: one that
+    opens with the comparison's own header line is the comparison's."""
+    csv_file = out / CSV
+    csv_ours = force or _opens_with(csv_file, ",".join(CSV_FIELDS) + "\n")
+    check_outputs({"-o": out / MARKDOWN}, inputs=(), force=force)
+    check_outputs({"-o": csv_file}, inputs=(), force=csv_ours)
+
+
+def _opens_with(path: Path, head: str) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(len(head)) == head
+    except OSError:
+        return False
+
+
+def failure(done: Reproduction) -> str | None:
+    """Why `done` counts as failed (one line), or None: no cell compared (nothing run), or a
+    row whose job failed."""
+    failed = sorted({c.model for c in done.comparisons if c.status == "failed"})
+    if failed:
+        return f"{len(failed)} row{'s' * (len(failed) != 1)} failed: {', '.join(failed)}"
+    if not any(c.status == "compared" for c in done.comparisons):
+        return (
+            f"nothing of {done.table.name} was compared: no row could run here "
+            "(the rows not compared say what each needs)"
+        )
+    return None
 
 
 def reproduce(
@@ -99,19 +141,25 @@ def reproduce(
     rows: Sequence[str] | None = None,
     settings: Mapping[str, Any] | None = None,
     sweep_options: Mapping[str, Any] | None = None,
+    force: bool = False,
     echo: Echo = lambda _text: None,
 ) -> Reproduction:
     """Run paper table `name` into `out` and compare it with the published numbers.
     `settings`: EvalConfig fields for every job (data_dir, cache_dir, device, n_boot, ...);
     `executor` and `sweep_options` (address, rank, world_size, max_retries; `extend` is True
-    unless given): how the sweep runs (`lexsem.sweep.runner.run_sweep`)."""
+    unless given): how the sweep runs (`lexsem.sweep.runner.run_sweep`); `force`: replace a
+    comparison.md / comparison.csv in `out` that lexsem did not write. `failure(result)` says
+    whether the table counts as failed."""
     table = get_table(name)
     chosen = select_rows(table, rows)
     out = Path(out)
     check_output_dir(out, kind=None, option="-o")
+    check_comparison_files(out, force=force)
     settings = dict(settings or {})
     is_offline = bool(settings.get("offline")) or offline()
-    runnable, not_run = plan_rows(chosen, only_installed=only_installed, is_offline=is_offline)
+    runnable, not_run = plan_rows(
+        table, chosen, only_installed=only_installed, is_offline=is_offline, settings=settings
+    )
     for row_name, why in not_run.items():
         echo(f"not run: {row_name}: needs {why}")
     outcomes: list[JobOutcome] = []
