@@ -17,6 +17,8 @@ TABLES: Registry[PaperTable] = Registry(
         "visla_spatial": "lexsem.report.paper.tables.visla:SPATIAL",
         "bivlc_table2": "lexsem.report.paper.tables.bivlc_table2:TABLE",
         "bivlc_table3": "lexsem.report.paper.tables.bivlc_table3:TABLE",
+        "bivlc_table4": "lexsem.report.paper.tables.bivlc_table4:TABLE",
+        "bivlc_table5": "lexsem.report.paper.tables.bivlc_table5:TABLE",
         "sugarcrepe": "lexsem.report.paper.tables.sugarcrepe:TABLE",
         "priors_table2": "lexsem.report.paper.tables.priors_table2:TABLE",
     },

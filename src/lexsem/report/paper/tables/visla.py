@@ -56,7 +56,7 @@ VLM_ROWS = (
     ModelRow(name="xlarge:ViT-L-14", spec="openclip:ViT-L-14/datacomp_xl_s13b_b90k"),
     ModelRow(
         name="NegCLIP",
-        needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu/PATH",
+        needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu@PATH",
     ),
 )
 
