@@ -27,6 +27,8 @@ TABLES = [
     "priors_table2",
     "scpp_table16",
     "scpp_table2",
+    "scpp_table3",
+    "scpp_table4",
     "sugarcrepe",
     "visla_generic",
     "visla_spatial",

@@ -12,6 +12,8 @@ TABLES: Registry[PaperTable] = Registry(
     PaperTable,
     {
         "scpp_table2": "lexsem.report.paper.tables.scpp_table2:TABLE",
+        "scpp_table3": "lexsem.report.paper.tables.scpp_table3:TABLE",
+        "scpp_table4": "lexsem.report.paper.tables.scpp_table4:TABLE",
         "scpp_table16": "lexsem.report.paper.tables.scpp_table16:TABLE",
         "visla_generic": "lexsem.report.paper.tables.visla:GENERIC",
         "visla_spatial": "lexsem.report.paper.tables.visla:SPATIAL",
