@@ -24,7 +24,10 @@ from lexsem.report.paper.facts import Cell, PaperTable
 from lexsem.reproduce.catalog import get_table, table_names
 
 # tables whose text reads column by column in blocks of rows (SugarCrepe++ Tables 2-4)
-BLOCKS = {"scpp_table2", "scpp_table3", "scpp_table4"}
+BLOCKS = {"scpp_table2", "scpp_table3", "scpp_table4", "scpp_table19"}
+# the places of the paper's columns that a block table does not store (Table 19: SugarCrepe's
+# Avg, the mean of 5 of its 7 subsets, which no run records)
+UNSTORED = {"scpp_table19": (5,)}
 Fit = Callable[[Sequence[float], Sequence[float]], int]
 # tables whose rows join two of the paper's tables (VISLA: T2T from Table 2, P1-N, P2-N from 3)
 RUNS = {"visla_generic": 2, "visla_spatial": 2}
@@ -116,8 +119,10 @@ def block_mismatches(table: PaperTable, text: str) -> list[str]:
     # the first row, which may lack some)
     full = max((table.cells_of(r.name) for r in table.rows), key=len)
     columns = list(dict.fromkeys([c.column for c in full] + table.columns()))
+    skip = UNSTORED.get(table.name, ())
+    places = [p for p in range(len(columns) + len(skip)) if p not in skip]
     out = []
-    for i, col in enumerate(columns):
+    for i, col in zip(places, columns, strict=True):
         values = [c.published for c in table.cells if c.column == col]
         pieces = _cover(values, fields[i] if i < len(fields) else [], _whole_field)
         if pieces[-1] == 0:
@@ -142,7 +147,9 @@ def test_every_stored_number_is_the_papers(name: str) -> None:
     assert min(found, key=len) == [], "\n".join(min(found, key=len))
 
 
-@pytest.mark.parametrize("name", ["bivlc_table4", "scpp_table2", "scpp_table3", "scpp_table4"])
+@pytest.mark.parametrize(
+    "name", ["bivlc_table4", "scpp_table2", "scpp_table3", "scpp_table4", "scpp_table19"]
+)
 def test_a_changed_number_or_swapped_cells_are_caught(name: str) -> None:
     table = get_table(name)
     texts = _paper_texts(table.paper)

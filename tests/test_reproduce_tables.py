@@ -26,6 +26,7 @@ TABLES = [
     "bivlc_table5",
     "priors_table2",
     "scpp_table16",
+    "scpp_table19",
     "scpp_table2",
     "scpp_table3",
     "scpp_table4",

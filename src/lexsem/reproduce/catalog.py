@@ -15,6 +15,7 @@ TABLES: Registry[PaperTable] = Registry(
         "scpp_table3": "lexsem.report.paper.tables.scpp_table3:TABLE",
         "scpp_table4": "lexsem.report.paper.tables.scpp_table4:TABLE",
         "scpp_table16": "lexsem.report.paper.tables.scpp_table16:TABLE",
+        "scpp_table19": "lexsem.report.paper.tables.scpp_table19:TABLE",
         "visla_generic": "lexsem.report.paper.tables.visla:GENERIC",
         "visla_spatial": "lexsem.report.paper.tables.visla:SPATIAL",
         "bivlc_table2": "lexsem.report.paper.tables.bivlc_table2:TABLE",
