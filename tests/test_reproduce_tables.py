@@ -25,6 +25,7 @@ TABLES = [
     "bivlc_table4",
     "bivlc_table5",
     "priors_table2",
+    "scpp_table12",
     "scpp_table16",
     "scpp_table19",
     "scpp_table2",

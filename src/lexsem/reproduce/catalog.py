@@ -14,6 +14,7 @@ TABLES: Registry[PaperTable] = Registry(
         "scpp_table2": "lexsem.report.paper.tables.scpp_table2:TABLE",
         "scpp_table3": "lexsem.report.paper.tables.scpp_table3:TABLE",
         "scpp_table4": "lexsem.report.paper.tables.scpp_table4:TABLE",
+        "scpp_table12": "lexsem.report.paper.tables.scpp_table12:TABLE",
         "scpp_table16": "lexsem.report.paper.tables.scpp_table16:TABLE",
         "scpp_table19": "lexsem.report.paper.tables.scpp_table19:TABLE",
         "visla_generic": "lexsem.report.paper.tables.visla:GENERIC",
