@@ -29,4 +29,4 @@ FINER = tuple(
 def checkpoint(repo: str) -> str:
     """What a BiVLC fine-tuned CLIP needs: its `.pt` file from the Hub, run as a local
     open_clip checkpoint."""
-    return f"the .pt file of {repo} (Hugging Face Hub), run as openclip:ViT-B-32-quickgelu/PATH"
+    return f"the .pt file of {repo} (Hugging Face Hub), run as openclip:ViT-B-32-quickgelu@PATH"

@@ -24,7 +24,7 @@ ROWS = (
     ModelRow(name="CLIP_COCO", needs=checkpoint("imirandam/CLIP_COCO")),
     ModelRow(
         name="NEGCLIP",
-        needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu/PATH",
+        needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu@PATH",
     ),
     ModelRow(name="GNM", needs="the Generative Negative Mining checkpoint (no lexsem spec)"),
     ModelRow(name="VQAScore-XL", spec="vqa:zhiqiulin/clip-flant5-xl"),

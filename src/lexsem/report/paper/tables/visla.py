@@ -56,7 +56,7 @@ VLM_ROWS = (
     ModelRow(name="xlarge:ViT-L-14", spec="openclip:ViT-L-14/datacomp_xl_s13b_b90k"),
     ModelRow(
         name="NegCLIP",
-        needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu/PATH",
+        needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu@PATH",
     ),
 )
 
@@ -142,7 +142,7 @@ def _table(kind: str, tables: str, k: int) -> PaperTable:
         paper=PAPER,
         table=f"Tables 2, 3 and {tables} ({kind})",
         description=f"{kind} VISLA: text models T2T, P1-N, P2-N; VLMs P1-N, P2-N, I2T, T2T (%)",
-        included="16 of 20 text-model rows and 24 of 33 VLM rows (see lexsem.report.paper.tables."
+        included="16 of 20 text-model rows and 24 of 34 VLM rows (see lexsem.report.paper.tables."
         "visla)",
         rows=text_rows(TEXT) + VLM_ROWS,
         cells=cells(_text_columns(benchmark, kind), _half(TEXT, k))
