@@ -71,7 +71,7 @@ _LAION2B = ActivationFact(
 _DATACOMP = ActivationFact(
     quick_gelu=False,
     source=_commit("648d311a5b1e85324eba28411c1eb0c83ad1518f", "src/open_clip/pretrained.py"),
-    evidence="open_clip PR #517 (2023-05-04) registers the DataComp weights under the plain "
+    evidence="open_clip PR 517 (2023-05-04) registers the DataComp weights under the plain "
     "(nn.GELU) archs `_VITB32`, `_VITB16`, `_VITL14`, not their -quickgelu variants",
 )
 
@@ -97,9 +97,9 @@ FACTS: dict[tuple[str, str], ActivationFact] = {
             "8cfe4c3410f36a8838a7282e168a5738769eb444",
             "src/open_clip/model_configs/roberta-ViT-B-32.json",
         ),
-        evidence='`"quick_gelu": true` in the arch config since it was added (open_clip PR #93, '
+        evidence='`"quick_gelu": true` in the arch config since it was added (open_clip PR 93, '
         "2022-11-07), the config the weights were trained with on that branch and registered "
-        "for in PR #221 (2022-11-13), unchanged since; open_clip's results table measures "
+        "for in open_clip PR 221 (2022-11-13), unchanged since; open_clip's results table measures "
         "61.71% ImageNet zero-shot with it, the model card's 61.7%",
     ),
     ("xlm-roberta-base-ViT-B-32", "laion5b_s13b_b90k"): ActivationFact(
@@ -108,7 +108,7 @@ FACTS: dict[tuple[str, str], ActivationFact] = {
             "bb924a8715bc9fe92728c4980f3ecaab3bd9ee31",
             "src/open_clip/model_configs/xlm-roberta-base-ViT-B-32.json",
         ),
-        evidence="the arch config, added for these weights (open_clip PR #216, 2022-11-10), has "
+        evidence="the arch config, added for these weights (open_clip PR 216, 2022-11-10), has "
         "no quick_gelu: open_clip builds nn.GELU",
     ),
     ("xlm-roberta-large-ViT-H-14", "frozen_laion5b_s13b_b90k"): ActivationFact(
@@ -117,7 +117,7 @@ FACTS: dict[tuple[str, str], ActivationFact] = {
             "42c5dc6ef15349c1d0facee23e91c7fb877c40a1",
             "src/open_clip/model_configs/xlm-roberta-large-ViT-H-14.json",
         ),
-        evidence="the arch config (open_clip PR #231) has no quick_gelu; its image tower is "
+        evidence="the arch config (open_clip PR 231) has no quick_gelu; its image tower is "
         "ViT-H-14 laion2b_s32b_b79k, frozen (the model card)",
     ),
     ("ViT-B-32", "laion2b_s34b_b79k"): _LAION2B,
