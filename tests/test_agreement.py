@@ -22,6 +22,7 @@ from lexsem.stats.agreement import (
     fleiss_kappa,
     krippendorff_alpha,
     rating_matrix,
+    raw_agreement,
 )
 
 # Fleiss' kappa, Wikipedia "Fleiss' kappa", worked example: 10 subjects, 14 raters, 5
@@ -219,3 +220,17 @@ def test_a_table_without_the_columns_is_refused() -> None:
 
     with pytest.raises(DataError, match="no column 'kind'"):
         agreement(pa.table({"x": [1]}), where="a.parquet")
+
+
+def test_raw_agreement_is_the_share_of_agreeing_pairs_beside_kappa() -> None:
+    """Hand count: item 1 rated a, a, a (3 pairs, 3 agree), item 2 a, a, b (3 pairs, 1 agrees):
+    4 of 6. And κ's paradox: 10 items, two annotators agreeing on 9 of them, one label almost
+    always, gives raw agreement 0.9 while Cohen's and Fleiss' κ are at or below 0."""
+    assert raw_agreement(np.array([[3, 0], [2, 1]])) == pytest.approx(4 / 6)
+    assert np.isnan(raw_agreement(np.array([[1, 0]])))
+    rows = [answer("tot", f"i{i}", "a", "p1") for i in range(10)]
+    rows += [answer("tot", f"i{i}", "b", "p1" if i < 9 else "n") for i in range(10)]
+    found = {r.statistic: r for r in agreement(table(rows), n_boot=50)}
+    assert found["raw_agreement"].value == pytest.approx(0.9)
+    assert found["raw_agreement"].items == 10
+    assert found["cohen_kappa"].value <= 0 and found["fleiss_kappa"].value <= 0

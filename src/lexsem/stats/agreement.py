@@ -1,6 +1,13 @@
-"""Inter-annotator agreement of a human study: Cohen's κ per annotator pair, Fleiss' κ and
-Krippendorff's α, each with a seeded percentile bootstrap interval over items; per task kind
-and subset of a study's answers table (docs/human-studies.md, "Agreement").
+"""Inter-annotator agreement of a human study: the raw share of agreeing pairs, Cohen's κ per
+annotator pair, Fleiss' κ and Krippendorff's α, each with a seeded percentile bootstrap
+interval over items; per task kind and subset of a study's answers table
+(docs/human-studies.md, "Agreement").
+
+- Raw agreement: over the items with two ratings or more, the pairs of annotators who gave an
+  item the same label ÷ all pairs who rated it (the admin page's percent agreement, as a
+  share). Printed beside the chance-corrected statistics, which can be near 0 where people
+  agree 90% of the time on a label far more common than the others (the "paradox" of κ at
+  high prevalence: Feinstein and Cicchetti, "High agreement but low kappa", 1990).
 
 - Cohen's κ (Cohen, "A coefficient of agreement for nominal scales", 1960) between two
   annotators on the items both rated: κ = (p_o − p_e) / (1 − p_e), p_e from each annotator's
@@ -116,6 +123,17 @@ def _counts(codes: np.ndarray, n_labels: int) -> np.ndarray:
     return out
 
 
+def raw_agreement(counts: np.ndarray) -> float:
+    """The share of agreeing pairs: over the items (rows of `counts`, ratings per label), the
+    pairs of annotators who gave one item the same label ÷ all pairs of annotators who rated
+    it (NaN without pairs). Reported beside κ and α because a chance-corrected statistic can be
+    near 0 while people almost always agree (one label far more common than the others)."""
+    per_item = counts.sum(axis=1)
+    pairs = float((per_item * (per_item - 1)).sum()) / 2
+    same = float((counts * (counts - 1)).sum()) / 2
+    return same / pairs if pairs else float("nan")
+
+
 def krippendorff_alpha(codes: np.ndarray) -> float:
     """Krippendorff's α (nominal) of an items × annotators code matrix (`MISSING`: no
     rating), by the `krippendorff` package; NaN where undefined."""
@@ -164,7 +182,8 @@ class AgreementRow:
 
     kind: str
     subset: str
-    # "cohen_kappa" (one pair), "cohen_kappa_mean", "fleiss_kappa", "krippendorff_alpha"
+    # "raw_agreement" (the share of agreeing pairs), "cohen_kappa" (one pair),
+    # "cohen_kappa_mean", "fleiss_kappa", "krippendorff_alpha"
     statistic: str
     pair: tuple[str, str] | None  # the two annotators of a Cohen's κ
     items: int  # items with two ratings or more (a pair: items both rated)
@@ -211,8 +230,9 @@ def matrix_rows(
     confidence: float = 0.95,
     min_shared: int = 2,
 ) -> list[AgreementRow]:
-    """Every statistic of one rating matrix: Cohen's κ per annotator pair sharing
-    `min_shared` items or more, their mean, Fleiss' κ and Krippendorff's α."""
+    """Every statistic of one rating matrix: the raw share of agreeing pairs, Cohen's κ per
+    annotator pair sharing `min_shared` items or more, their mean, Fleiss' κ and
+    Krippendorff's α."""
     m = matrix.codes[(matrix.codes != MISSING).sum(axis=1) >= 2]  # items two people rated
     k = len(matrix.labels)
     n_raters = int((m != MISSING).any(axis=0).sum()) if len(m) else 0
@@ -223,7 +243,7 @@ def matrix_rows(
         lo, hi = bootstrap_interval(rows, stat, n_boot, bootstrap_seed(seed, *names), confidence)
         return AgreementRow(kind, subset, name, pair, len(rows), n_ann, stat(rows), lo, hi)
 
-    out: list[AgreementRow] = []
+    out: list[AgreementRow] = [row("raw_agreement", lambda x: raw_agreement(_counts(x, k)), m)]
     pairs = _pairs(m, min_shared)
     for i, j in pairs:
         both = m[(m[:, i] != MISSING) & (m[:, j] != MISSING)]
