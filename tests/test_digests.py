@@ -43,11 +43,12 @@ def test_fingerprint_keys_are_pinned() -> None:
 
 
 def test_job_ids_are_pinned() -> None:
+    # the readable part names the subsets; the digest is the one job ids always had
     assert job_id("minilm", EvalConfig(benchmarks=["scpp/swap_obj"])) == (
-        "minilm__scpp__904bf04de89d"
+        "minilm__scpp-swap-obj__904bf04de89d"
     )
     config = EvalConfig(benchmarks=["scpp", "visla/spatial"], name="café run", seed=3)
-    assert job_id("hf:some/Modèl", config) == "caf-run__scpp+visla__0d4bca9f2900"
+    assert job_id("hf:some/Modèl", config) == "caf-run__scpp+visla-spatial__0d4bca9f2900"
 
 
 def _settings_digest(settings: dict[str, Any], seed: int) -> str:
