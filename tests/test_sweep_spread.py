@@ -89,6 +89,7 @@ def test_text_chunks_and_image_units_keep_one_process_batches() -> None:
 
 # -- one process against two actors -------------------------------------------------------------
 @pytest.mark.torch
+@pytest.mark.numeric  # also on the portable kernels, one thread (make test's kernel-path run)
 def test_minilm_spread_over_two_actors_is_one_process(
     tmp_path: Path, minilm_path: Path, ray_cluster: None
 ) -> None:
@@ -97,6 +98,7 @@ def test_minilm_spread_over_two_actors_is_one_process(
 
 
 @pytest.mark.torch
+@pytest.mark.numeric
 def test_an_open_clip_spread_over_two_actors_is_one_process(
     tmp_path: Path, ray_cluster: None
 ) -> None:
