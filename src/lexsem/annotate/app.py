@@ -349,8 +349,15 @@ def _add_join_routes(app: FastAPI, site: _Site) -> None:
 
 
 def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
-    """An annotator's personal link: the current page, consent, start, answers, practice
+    """An annotator's personal link: the current page, consent and start; answers, practice
     feedback and the images of their questions."""
+    _add_page_routes(app, site)
+    _add_answer_routes(app, site)
+
+
+def _add_page_routes(app: FastAPI, site: _Site) -> None:
+    """The current page of a personal link (consent, instructions, the next question or the
+    end), and the consent and start forms."""
     st = site.st
 
     def finished(request: Request, who: store.Annotator) -> HTMLResponse:
@@ -413,6 +420,12 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
         store.record_start(st.con(), who.id)
         return RedirectResponse(f"/a/{token}", 303)
 
+
+def _add_answer_routes(app: FastAPI, site: _Site) -> None:
+    """An answer to the question served, practice feedback, and the images of the questions
+    shown."""
+    st = site.st
+
     @app.post("/a/{token}/answer")
     def answer(
         token: str,
@@ -432,14 +445,7 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
             raise HTTPException(404, "no such question: open your link again")
         if mine.answer is not None:
             raise HTTPException(409, "This question was answered already: open your link again.")
-        chosen = option_of(mine.options, FIXED_CHOICES[mine.kind], answer)
-        if chosen is None:
-            raise HTTPException(422, f"{answer!r} is not an answer to this question")
-        text = None
-        if chosen == "edit":
-            text = (edit or "").strip()
-            if not text:
-                raise HTTPException(422, "an edit needs the edited text")
+        chosen, text = _posted_answer(mine, answer, edit)
         if store.record_answer(con, who.id, page, chosen, text) is None:
             raise HTTPException(409, "This is not your current question: open your link again.")
         if mine.practice:
@@ -466,6 +472,20 @@ def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
         mime, data = found
         return Response(data, media_type=mime,
                         headers={"Cache-Control": "private, max-age=86400"})  # fmt: skip
+
+
+def _posted_answer(unit: store.Unit, answer: str, edit: str | None) -> tuple[str, str | None]:
+    """The option a posted value names on `unit` (its position in the annotator's order, or a
+    fixed choice) and the edited text of an `edit`; 422 for anything else."""
+    chosen = option_of(unit.options, FIXED_CHOICES[unit.kind], answer)
+    if chosen is None:
+        raise HTTPException(422, f"{answer!r} is not an answer to this question")
+    if chosen != "edit":
+        return chosen, None
+    text = (edit or "").strip()
+    if not text:
+        raise HTTPException(422, "an edit needs the edited text")
+    return chosen, text
 
 
 def _shown_images(con: store.Connection, aid: str) -> set[str]:
