@@ -1,146 +1,199 @@
-"""Label Studio interop (`lexsem.annotate.labelstudio`): tasks JSON and labelling configs per
-kind, and a hand-written export in Label Studio's documented JSON format ("Label Studio JSON
-format of annotated tasks": tasks with `data` and `annotations`, each annotation's `result`
-with `from_name` / `to_name` / `type` / `value`, `completed_by`, `lead_time`, `created_at`,
-`was_cancelled`) read back into the answers table."""
+"""`lexsem annotate labelstudio-export STUDY` and `labelstudio-import EXPORT... --key KEY`: a
+study becomes one Label Studio project per kind (BiVLC: i2t and t2i), with its images, the
+project settings its overlap needs, and a key that stays home; exports shaped as Label Studio
+writes them ("Label Studio JSON format of annotated tasks": numeric `completed_by`, `to_name`
+naming the labelled object of the kind's config, `was_cancelled` for a skip) come back as one
+answers table whose counts equal hand counts."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from lexsem.annotate.labelstudio import TaskItem, export_tasks, import_export
-from lexsem.errors import DataError
+from builders.annotate_studies import make_study
+from builders.labelstudio_exports import annotation, shown_position
+from lexsem.annotate import store
+from lexsem.annotate.labelstudio import KEY_FILE, read_key
+from lexsem.annotate.labelstudio_export import export_study
+from lexsem.annotate.labelstudio_import import import_exports
+from lexsem.cli import app
+from lexsem.errors import DataError, LexsemError
 from lexsem.results.answers_table import ANSWERS_SCHEMA
 
-TASKS: list[dict[str, Any]] = [
-    {"kind": "tot", "item_id": "7", "subset": "swap_obj", "benchmark": "sugarcrepe_pp",
-     "options": [{"id": "p1", "text": "A cat chases a dog."},
-                 {"id": "p2", "text": "A dog is chased by a cat."},
-                 {"id": "n", "text": "A dog chases a cat."}], "correct": "n"},
-    {"kind": "bivlc_t2i", "item_id": "3#caption0", "subset": "replace_obj", "benchmark": "bivlc",
-     "base_text": "A red car.", "options": [{"id": "image0", "image": "/data/i0.png"},
-                                             {"id": "image1", "image": "/data/i1.png"}],
-     "correct": "image0"},
-    {"kind": "validate", "item_id": "coco:12", "subset": "all", "benchmark": "build:out",
-     "context": [["Original caption", "A man rides a horse."],
-                 ["Generated second positive", "A horse is ridden by man."]],
-     "edit_text": "A horse is ridden by man."},
-    {"kind": "tot", "item_id": "p1", "subset": "swap_obj", "benchmark": "sugarcrepe_pp",
-     "practice": True, "options": [{"id": "p1", "text": "a"}, {"id": "p2", "text": "b"},
-                                   {"id": "n", "text": "c"}], "correct": "n"},
-]  # fmt: skip
+DATA_KEYS = {"lexsem_study", "lexsem_task", "context", "base_text", "base_image", "edit_text"}
 
 
-def _exported(tmp_path: Path) -> dict[str, list[dict[str, Any]]]:
-    files = export_tasks(TASKS, tmp_path / "ls", study="pilot", seed=5)
-    assert sorted(p.name for p in files) == sorted(
-        f"{k}.{x}" for k in ("tot", "bivlc_t2i", "validate") for x in ("tasks.json", "config.xml")
-    )
-    return {
-        k: json.loads((tmp_path / "ls" / f"{k}.tasks.json").read_text(encoding="utf-8"))
-        for k in ("tot", "bivlc_t2i", "validate")
-    }
+def cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, ["annotate", *args])
+    return res.exit_code, res.output
 
 
-def test_tasks_and_configs_per_kind(tmp_path: Path) -> None:
-    tasks = _exported(tmp_path)
-    tot = tasks["tot"][0]["data"]
-    assert sorted(tot["options"]) == ["n", "p1", "p2"]
-    texts = {o["id"]: o["text"] for o in TASKS[0]["options"]}
-    assert [tot[f"option{k}"] for k in (1, 2, 3)] == [texts[i] for i in tot["options"]]
-    assert tot["correct"] == "n" and tot["lexsem_study"] == "pilot"
-    again = json.loads(json.dumps(_exported(tmp_path / "again")))
-    assert again["tot"][0]["data"]["options"] == tot["options"]  # the order is seeded
-    assert tasks["bivlc_t2i"][0]["data"]["option1"].startswith("/data/i")
-    for kind, n_choices in (("tot", 3), ("bivlc_t2i", 2), ("validate", 3)):
-        root = ET.fromstring((tmp_path / "ls" / f"{kind}.config.xml").read_text(encoding="utf-8"))
+@pytest.fixture
+def bivlc(tmp_path: Path) -> tuple[Path, Path]:
+    """A BiVLC study (2 instances, 1 practice, 1 gold, overlap 2) and its export folder."""
+    made = make_study(tmp_path, "-b", "synthetic_bi/replace_obj", "--sample", "2", "--practice",
+                      "1", "--gold", "1", "--overlap", "2", "-k", "bivlc_i2t", "-k", "bivlc_t2i",
+                      name="bi")  # fmt: skip
+    code, out = cli("labelstudio-export", str(made.path), "-o", str(tmp_path / "ls"))
+    assert code == 0, out
+    return made.path, tmp_path / "ls"
+
+
+def _tasks(folder: Path, project: str) -> list[dict[str, Any]]:
+    return json.loads((folder / project / "tasks.json").read_text(encoding="utf-8"))
+
+
+def test_a_bivlc_study_becomes_two_projects_with_its_overlap(bivlc: tuple[Path, Path]) -> None:
+    study, out = bivlc
+    con = store.connect(study)
+    units = store.units(con)
+    con.close()
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "i2t", "images", KEY_FILE,
+                                                     "t2i"]  # fmt: skip
+    key = read_key(out / KEY_FILE)
+    for project, kind in (("i2t", "bivlc_i2t"), ("t2i", "bivlc_t2i")):
+        mine = [u for u in units if u.kind == kind]
+        tasks = _tasks(out, project)
+        assert len(tasks) == len(mine) == 2 * 4  # (2 main + practice + gold) x 2 queries each
+        assert {key.tasks[t["data"]["lexsem_task"]].item_id for t in tasks} == {
+            u.item_id for u in mine
+        }
+        first = key.tasks[tasks[0]["data"]["lexsem_task"]]
+        assert first.practice  # practice is served first
+        settings = json.loads((out / project / "project.json").read_text(encoding="utf-8"))
+        assert settings["maximum_annotations"] == 2 and settings["overlap_cohort_percentage"] == 100
+        assert settings["show_skip_button"] and settings["skip_queue"] == "IGNORE_SKIPPED"
+        config = (out / project / "config.xml").read_text(encoding="utf-8")
+        assert settings["label_config"] == config
+        root = ET.fromstring(config)
         choices = root.find("Choices")
-        assert choices is not None and choices.get("name") == "choice"
-        names = {el.get("name") for el in root.iter() if el.get("name")}
-        assert choices.get("toName") in names  # Label Studio needs the object it labels
-        assert len(choices.findall("Choice")) == n_choices
-    validate = ET.fromstring((tmp_path / "ls" / "validate.config.xml").read_text("utf-8"))
-    assert [c.get("value") for c in validate.iter("Choice")] == ["accept", "edit", "reject"]
-    assert validate.find("TextArea") is not None
-    t2i = ET.fromstring((tmp_path / "ls" / "bivlc_t2i.config.xml").read_text("utf-8"))
-    assert [i.get("value") for i in t2i.iter("Image")] == ["$option1", "$option2"]
+        assert choices is not None and choices.get("toName") == "base"
+        assert [c.get("value") for c in choices.iter("Choice")] == ["1", "2"]
+        base = root.find("*[@name='base']")
+        assert base is not None and base.tag == ("Image" if project == "i2t" else "Text")
+        storage = json.loads((out / project / "storage.json").read_text(encoding="utf-8"))
+        assert storage["path"] == str((out / "images").resolve())
+    for image in (out / "images").iterdir():  # the study's images, named by their sha256
+        assert image.name.split(".")[0] == hashlib.sha256(image.read_bytes()).hexdigest()
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert f"LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT={out.resolve()}" in readme
+    assert "labelstudio-import i2t-export.json t2i-export.json --key" in readme
 
 
-def test_bad_tasks_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"task 1: kind: Input should be"):
-        export_tasks([{"kind": "quiz", "item_id": "1"}], tmp_path, study="s")
-    with pytest.raises(DataError, match="no tasks"):
-        export_tasks([], tmp_path, study="s")
-    assert TaskItem(kind="tot", item_id="1").options == []
+def test_no_task_names_an_option_role_or_the_item(bivlc: tuple[Path, Path]) -> None:
+    _, out = bivlc
+    key = read_key(out / KEY_FILE)
+    positions = Counter()
+    for project in ("i2t", "t2i"):
+        for task in _tasks(out, project):
+            data = task["data"]
+            assert set(task) == {"data"}
+            assert set(data) == DATA_KEYS | {"option1", "option2"}
+            info = key.tasks[data["lexsem_task"]]
+            text = json.dumps(data)
+            for secret in (info.item_id, *info.options, '"correct"', "practice", "gold"):
+                assert secret not in text, (secret, data)
+            for k in (1, 2):
+                assert data[f"option{k}"]  # each shown option: a caption or an image URL
+            positions[info.options.index(info.correct or "")] += 1
+    assert set(positions) == {0, 1}  # the right option is not always in one place
 
 
-def _annotation(user: Any, choice: str, *, edit: str | None = None, **extra: Any) -> dict:
-    result = [{"id": "r1", "from_name": "choice", "to_name": "context", "type": "choices",
-               "origin": "manual", "value": {"choices": [choice]}}]  # fmt: skip
-    if edit is not None:
-        result.append({"id": "r2", "from_name": "edit", "to_name": "context",
-                       "type": "textarea", "value": {"text": [edit]}})  # fmt: skip
-    return {"id": 1001, "result": result, "was_cancelled": False, "ground_truth": False,
-            "created_at": "2025-03-09T22:16:08.728353Z", "updated_at": "2025-03-09T22:16:08Z",
-            "lead_time": 4.288, "result_count": 0, "task": 1, "completed_by": user,
-            **extra}  # fmt: skip
-
-
-def test_a_label_studio_export_becomes_the_answers_table(tmp_path: Path) -> None:
-    tasks = _exported(tmp_path)
-    tot, t2i, val = (tasks[k][0] for k in ("tot", "bivlc_t2i", "validate"))
-    n_pos = str(tot["data"]["options"].index("n") + 1)
-    wrong = str(tot["data"]["options"].index("p1") + 1)
-    img1 = str(t2i["data"]["options"].index("image1") + 1)
-    export = [
-        {"id": 1, "data": tot["data"], "project": 83, "predictions": [],
-         "annotations": [_annotation(10, n_pos), _annotation({"id": 11, "email": "x@y.z"}, wrong),
-                         _annotation(12, n_pos, was_cancelled=True)]},
-        {"id": 2, "data": t2i["data"], "annotations": [_annotation(10, img1)]},
-        {"id": 3, "data": val["data"],
-         "annotations": [_annotation(10, "edit", edit="A horse is ridden by a man."),
-                         _annotation(11, "accept")]},
-    ]  # fmt: skip
-    path = tmp_path / "export.json"
-    path.write_text(json.dumps(export), encoding="utf-8")
-    answers = import_export(path)
-    assert answers.schema == ANSWERS_SCHEMA
-    rows = answers.to_pylist()
-    assert [(r["kind"], r["annotator"], r["answer"], r["correct"]) for r in rows] == [
-        ("tot", "ls-10", "n", True),
-        ("tot", "ls-11", "p1", False),  # the e-mail is never read
-        ("tot", "ls-12", "skip", False),  # a cancelled annotation is Label Studio's skip
-        ("bivlc_t2i", "ls-10", "image1", False),
-        ("validate", "ls-10", "edit", None),
-        ("validate", "ls-11", "accept", None),
-    ]
-    assert rows[4]["edit"] == "A horse is ridden by a man." and rows[5]["edit"] is None
-    assert rows[0]["seconds"] == 4.288 and rows[0]["study"] == "pilot"
-    assert rows[0]["options"] == tot["data"]["options"] and rows[3]["item_id"] == "3#caption0"
-    assert "x@y.z" not in json.dumps(rows)
-    assert import_export(path, study="renamed").column("study").to_pylist()[0] == "renamed"
-
-
-def test_unreadable_exports_name_the_task(tmp_path: Path) -> None:
-    tasks = _exported(tmp_path)
-    data = tasks["tot"][0]["data"]
-    path = tmp_path / "e.json"
-    for body, message in (
-        ({"tasks": []}, "is a list of tasks"),
-        ([{"id": 5, "data": {"text": "x"}}], r"task 1 \(id 5\): no lexsem task data"),
-        ([{"id": 6, "data": data, "annotations": [_annotation(1, "9")]}],
-         r"task 1 \(id 6\): choice '9' is not one of the task's"),
-        ([{"id": 7, "data": data, "annotations": [_annotation(None, "1")]}],
-         "without its annotator"),
-    ):  # fmt: skip
+def test_exports_of_both_projects_are_one_answers_table(bivlc: tuple[Path, Path]) -> None:
+    """Two annotators answer every task of both projects, one of them all wrong; a third
+    skips one task: the table's accuracies are the hand counts."""
+    study, out = bivlc
+    key = read_key(out / KEY_FILE)
+    con = store.connect(study)
+    by_item = {(u.kind, u.item_id): u for u in store.units(con)}
+    con.close()
+    exports = []
+    right = wrong = skips = 0
+    for n, project in enumerate(("i2t", "t2i")):
+        body = []
+        for t, task in enumerate(_tasks(out, project), 1):
+            info = key.tasks[task["data"]["lexsem_task"]]
+            unit = by_item[info.kind, info.item_id]
+            good = shown_position(task["data"], unit, unit.correct)
+            bad = 3 - good
+            anns = [annotation(10, str(good), to_name="base", id=100 * t),
+                    annotation(11, str(bad), to_name="base", id=100 * t + 1)]  # fmt: skip
+            right, wrong = right + 1, wrong + 1
+            if n == 0 and t == 1:
+                anns.append(annotation(12, "", to_name="base", id=7, was_cancelled=True,
+                                       result=[]))  # fmt: skip
+                skips += 1
+            body.append({"id": 1000 * n + t, "data": task["data"], "annotations": anns,
+                         "project": 5 + n})  # fmt: skip
+        path = out.parent / f"{project}-export.json"
         path.write_text(json.dumps(body), encoding="utf-8")
-        with pytest.raises(DataError, match=message):
-            import_export(path)
-    path.write_text("{", encoding="utf-8")
-    with pytest.raises(DataError, match="not a Label Studio JSON export"):
-        import_export(path)
+        exports.append(path)
+    table = import_exports(exports, key)
+    assert table.schema == ANSWERS_SCHEMA
+    rows = table.to_pylist()
+    assert len(rows) == right + wrong + skips
+    assert sum(r["correct"] is True for r in rows) == right
+    assert [r["annotator"] for r in rows if r["answer"] == "skip"] == ["ls-12"]
+    assert {r["kind"] for r in rows} == {"bivlc_i2t", "bivlc_t2i"}
+    assert all(r["correct"] for r in rows if r["annotator"] == "ls-10")
+    assert not any(r["correct"] for r in rows if r["annotator"] == "ls-11")
+    assert {r["study"] for r in rows} == {"bi"}
+    answers = out.parent / "answers.parquet"
+    code, said = cli("labelstudio-import", *map(str, exports), "--key", str(out / KEY_FILE),
+                     "-o", str(answers))  # fmt: skip
+    assert code == 0 and said.strip() == f"{len(rows)} answers -> {answers}", said
+    code, said = cli("agreement", str(answers))
+    assert code == 0, said
+
+
+def test_one_task_in_two_exports_answered_twice_by_one_user_is_flagged(
+    bivlc: tuple[Path, Path],
+) -> None:
+    _, out = bivlc
+    key = read_key(out / KEY_FILE)
+    task = _tasks(out, "i2t")[2]
+    paths = []
+    for n in (1, 2):
+        path = out.parent / f"e{n}.json"
+        path.write_text(json.dumps([{"id": 9, "data": task["data"],
+                                     "annotations": [annotation(10, "1", id=n)]}]))  # fmt: skip
+        paths.append(path)
+    with pytest.raises(DataError, match=r"e2\.json: task 1 \(id 9\): bivlc_i2t item .* "
+                                        r"annotated twice by ls-10 \(.*e1\.json"):  # fmt: skip
+        import_exports(paths, key)
+    assert import_exports(paths[:1], key).num_rows == 1
+
+
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path: Path, bivlc: tuple[Path, Path]) -> None:
+    study, out = bivlc
+    for args, message in (
+        (["labelstudio-export", str(tmp_path / "none.sqlite"), "-o", str(tmp_path / "x")],
+         "no such study"),
+        (["labelstudio-export", str(study), "-o", str(out)], "exists and is not an empty folder"),
+        (["labelstudio-import", str(tmp_path / "e.json"), "--key", str(tmp_path / "k.json"),
+          "-o", str(tmp_path / "a.parquet")], "no such key file"),
+    ):  # fmt: skip
+        code, said = cli(*args)
+        assert code == 2 and said.count("\n") == 1 and message in said, said
+    assert not (tmp_path / "x").exists() and not (tmp_path / "a.parquet").exists()
+    other = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-k", "tot",
+                       name="other")  # fmt: skip
+    export_study(other.path, tmp_path / "ls-other")
+    wrong_key = read_key(tmp_path / "ls-other" / KEY_FILE)
+    path = tmp_path / "e.json"
+    path.write_text(json.dumps([{"id": 3, "data": _tasks(out, "i2t")[0]["data"]}]))
+    with pytest.raises(DataError, match=r"task 1 \(id 3\): task \w+ of study 'bi' is not in "
+                                        r"the key"):  # fmt: skip
+        import_exports([path], wrong_key)
+    with pytest.raises(LexsemError, match="--image-url"):
+        export_study(study, tmp_path / "y", image_url=" ")
+    (tmp_path / "k.json").write_text('{"format": "lexsem-labelstudio-key/1", "study": 5}')
+    with pytest.raises(DataError, match=r"k\.json: study: Input should be a valid string"):
+        read_key(tmp_path / "k.json")

@@ -357,16 +357,22 @@ class StoredUnit:
     practice: bool
     gold: bool
     payload: dict[str, Any]
+    item_id: str = ""
+    subset: str = ""
+    benchmark: str = ""
+    correct: str | None = None
 
 
 def units(con: Connection) -> list[StoredUnit]:
     """Every unit, in the study's order (practice, gold, main; sampled order within)."""
     rows = con.execute(
-        "SELECT id, kind, item_key, practice, gold, payload FROM units ORDER BY position"
+        "SELECT id, kind, item_key, practice, gold, payload, item_id, subset, benchmark, correct"
+        " FROM units ORDER BY position"
     )
     return [
         StoredUnit(r["id"], r["kind"], r["item_key"], bool(r["practice"]), bool(r["gold"]),
-                   json.loads(r["payload"]))
+                   json.loads(r["payload"]), r["item_id"], r["subset"], r["benchmark"],
+                   r["correct"])
         for r in rows
     ]  # fmt: skip
 

@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from lexsem.annotate.config import StudySettings
 from lexsem.cli.options import (
     EVAL,
     CacheDir,
@@ -23,7 +22,6 @@ from lexsem.cli.options import (
     Seed,
     check_bounds,
     config_option,
-    defaults,
 )
 from lexsem.config import EvalConfig
 
@@ -31,8 +29,6 @@ __all__ = ["STATS_COMMANDS", "agreement", "human_run", "labelstudio_export", "la
 
 Answers = Annotated[Path, typer.Argument(help="The study's answers table (Parquet).")]
 TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
-OrderSeed = config_option(StudySettings, "seed", "--seed")
-STUDY = defaults(StudySettings)
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output.")]
 
 
@@ -142,48 +138,59 @@ def human_run(
 
 
 def labelstudio_export(
-    tasks: Annotated[Path, typer.Argument(help="The tasks: a JSON list of task objects.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="The folder to write into.")],
-    study: Annotated[str, typer.Option("--study", help="The study's name.")],
-    seed: OrderSeed = STUDY.seed,
+    study: Annotated[Path, typer.Argument(help="The study file (SQLite).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The new folder to write.")],
+    image_url: Annotated[
+        str | None,
+        typer.Option(
+            "--image-url",
+            help="Prefix of the tasks' image URLs (default: Label Studio's local-files storage "
+            "of the folder's images/).",
+        ),
+    ] = None,
 ) -> None:
-    """Write Label Studio tasks (KIND.tasks.json) and labelling configs (KIND.config.xml)."""
-    from lexsem.annotate.labelstudio import export_tasks
-    from lexsem.errors import DataError
+    """Write a study's Label Studio projects (one per task kind: tasks, labelling config,
+    project settings), its images, the key the import needs (never uploaded) and a README."""
+    from lexsem.annotate.labelstudio_export import LOCAL_FILES, export_study
     from lexsem.outputs import check_output_dir, named_paths
 
-    check_bounds(StudySettings, {"--seed": ("seed", seed)})
-    check_output_dir(out, kind=None, inputs=named_paths(tasks), option="--out")
-    try:
-        body = json.loads(tasks.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError("no such tasks file", file=tasks) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"not a JSON list of tasks ({exc})", file=tasks) from None
-    if not isinstance(body, list):
-        raise DataError("a JSON list of tasks is expected", file=tasks)
-    for path in export_tasks(body, out, study=study, seed=seed):
-        typer.echo(str(path))
+    check_output_dir(out, kind=None, inputs=named_paths(study), option="--out")
+    files = export_study(study, out, image_url=LOCAL_FILES if image_url is None else image_url)
+    for path in files:
+        if path.parent.name != "images":
+            typer.echo(str(path))
+    n_images = sum(p.parent.name == "images" for p in files)
+    if n_images:
+        typer.echo(f"{n_images} images -> {out / 'images'}")
 
 
 def labelstudio_import(
-    export: Annotated[Path, typer.Argument(help="Label Studio's JSON export.")],
+    exports: Annotated[
+        list[Path], typer.Argument(help="Label Studio's JSON exports of the study's projects.")
+    ],
+    key: Annotated[
+        Path, typer.Option("--key", help="The export's lexsem-key.json (labelstudio-export).")
+    ],
     answers: Annotated[Path, typer.Option("--answers", "-o", help="The answers table to write.")],
-    study: Annotated[str | None, typer.Option("--study", help="The study's name.")] = None,
+    study: Annotated[
+        str | None, typer.Option("--study", help="The study's name (default: the key's).")
+    ] = None,
     force: Force = False,
 ) -> None:
-    """Read a Label Studio JSON export of lexsem's tasks into an answers table (Parquet)."""
+    """Read Label Studio JSON exports of a study's projects (BiVLC: both) into one answers
+    table (Parquet)."""
     import pyarrow.parquet as pq
 
-    from lexsem.annotate.labelstudio import import_export
+    from lexsem.annotate.labelstudio import read_key
+    from lexsem.annotate.labelstudio_import import import_exports
     from lexsem.atomic import atomic_path
     from lexsem.errors import LexsemError
     from lexsem.outputs import check_outputs, named_paths
 
-    check_outputs({"--answers": answers}, inputs=named_paths(export), force=True)
+    check_outputs({"--answers": answers}, inputs=named_paths(key, *exports), force=True)
     if answers.exists() and not force:
         raise LexsemError(f"--answers {answers} exists; pass --force to replace it")
-    table = import_export(export, study=study)
+    table = import_exports(exports, read_key(key), key_path=key, study=study)
     with atomic_path(answers) as tmp:
         pq.write_table(table, tmp)
     typer.echo(f"{table.num_rows} answers -> {answers}")
