@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LEXSEM_TEST_DATA ?= $(abspath ../shared/data)
 export LEXSEM_TEST_DATA
 
-.PHONY: demo test bench bench-gpu bench-peer train-demo lint clean
+.PHONY: demo test bench bench-gpu bench-peer train-demo lint clean .peer-labelstudio
 
 # torch and torchvision first, as a matching pair, so that every backend (open_clip needs
 # torchvision) is installed and tested: a CPU-only torch build cannot load PyPI's torchvision.
@@ -48,6 +48,15 @@ T2V_METRICS ?= t2v-metrics==3.0 qwen-vl-utils==0.0.14
 PEER_T2V := .bench-peer-t2v
 $(PEER_T2V)/t2v_metrics: $(STAMP)
 	$(BIN)/python -m pip install -q --no-deps --target $(PEER_T2V) $(T2V_METRICS)
+
+# Label Studio (tests/test_labelstudio_real.py drives a real one through its API): its own venv,
+# never the one the tests use (it pins its own Django and friends); CI installs it (.ci/run)
+LABEL_STUDIO ?= label-studio==1.23.2
+PEER_LABELSTUDIO := .peer-labelstudio
+.peer-labelstudio: $(PEER_LABELSTUDIO)/bin/label-studio
+$(PEER_LABELSTUDIO)/bin/label-studio:
+	test -x $(PEER_LABELSTUDIO)/bin/python || $(PY) -m venv $(PEER_LABELSTUDIO)
+	$(PEER_LABELSTUDIO)/bin/python -m pip install -q $(LABEL_STUDIO)
 
 test: $(STAMP) $(PEER_T2V)/t2v_metrics
 	$(BIN)/ruff check src tests bench scripts
@@ -95,4 +104,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench scripts
 
 clean:
-	rm -rf $(VENV) $(PEER_SITE) runs .pytest_cache
+	rm -rf $(VENV) $(PEER_SITE) $(PEER_LABELSTUDIO) runs .pytest_cache

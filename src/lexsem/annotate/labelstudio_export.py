@@ -255,11 +255,13 @@ def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url
     lines += [
         f"{step}. For each project folder, create the project from its `project.json` (in the "
         "web page: Create Project, paste `config.xml` under Labeling Setup and set the "
-        "settings of `project.json`; or through the API, with your access token in $TOKEN and "
-        "Label Studio at $LS):",
+        "settings of `project.json`; or through the API, with Label Studio at $LS and an access "
+        "token in $ACCESS: your personal access token (Account & Settings) exchanged by "
+        '`curl -H "Content-Type: application/json" -d \'{"refresh": "PAT"}\' '
+        "$LS/api/token/refresh`):",
         "",
         "   ```",
-        '   curl -H "Authorization: Token $TOKEN" -H "Content-Type: application/json" \\',
+        '   curl -H "Authorization: Bearer $ACCESS" -H "Content-Type: application/json" \\',
         "        -d @PROJECT/project.json $LS/api/projects",
         "   ```",
         "",
@@ -275,8 +277,8 @@ def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url
             f"Storage, Add Source Storage, Local files, absolute path `{root / 'images'}`; or",
             "",
             "   ```",
-            "   jq '. + {project: ID}' PROJECT/storage.json | curl -H \"Authorization: Token "
-            '$TOKEN" \\',
+            "   jq '. + {project: ID}' PROJECT/storage.json | curl -H \"Authorization: Bearer "
+            '$ACCESS" \\',
             '        -H "Content-Type: application/json" -d @- $LS/api/storages/localfiles',
             "   ```",
             "",
@@ -286,7 +288,7 @@ def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url
         f"{step}. Import the tasks: Import, upload `PROJECT/tasks.json`; or",
         "",
         "   ```",
-        '   curl -H "Authorization: Token $TOKEN" -H "Content-Type: application/json" \\',
+        '   curl -H "Authorization: Bearer $ACCESS" -H "Content-Type: application/json" \\',
         "        -d @PROJECT/tasks.json $LS/api/projects/ID/import",
         "   ```",
         "",
