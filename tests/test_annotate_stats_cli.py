@@ -80,34 +80,37 @@ def test_human_run_command(app: typer.Typer, tmp_path: Path) -> None:
 
 
 def test_label_studio_commands(app: typer.Typer, tmp_path: Path) -> None:
-    tasks = [{"kind": "pair", "item_id": "4", "subset": "s", "benchmark": "b",
-              "base_image": "/img/4.jpg", "correct": "pos",
-              "options": [{"id": "pos", "text": "a dog"},
-                          {"id": "neg", "text": "a cat"}]}]  # fmt: skip
-    src = tmp_path / "tasks.json"
-    src.write_text(json.dumps(tasks), encoding="utf-8")
-    res = runner.invoke(app, ["labelstudio-export", str(src), "-o", str(tmp_path / "ls"),
-                              "--study", "pilot"])  # fmt: skip
+    from builders.annotate_studies import make_study
+    from builders.labelstudio_exports import annotation, shown_position
+    from lexsem.annotate import store
+
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "1", "-k", "pair",
+                      name="pilot")  # fmt: skip
+    res = runner.invoke(app, ["labelstudio-export", str(made.path), "-o", str(tmp_path / "ls")])
     assert res.exit_code == 0, res.output
-    data = json.loads((tmp_path / "ls" / "pair.tasks.json").read_text("utf-8"))[0]["data"]
-    pick = str(data["options"].index("pos") + 1)
-    export = [{"id": 1, "data": data, "annotations": [
-        {"completed_by": 3, "lead_time": 2.5, "created_at": "2025-01-02T00:00:00Z",
-         "result": [{"from_name": "choice", "to_name": "base", "type": "choices",
-                     "value": {"choices": [pick]}}]}]}]  # fmt: skip
+    assert f"{tmp_path / 'ls' / 'pair' / 'tasks.json'}\n" in res.output
+    data = json.loads((tmp_path / "ls" / "pair" / "tasks.json").read_text("utf-8"))[0]["data"]
+    con = store.connect(made.path)
+    (unit,) = store.units(con)
+    con.close()
+    pick = str(shown_position(data, unit, unit.correct))
+    export = [{"id": 1, "data": data, "annotations": [annotation(3, pick, to_name="base")]}]
     (tmp_path / "export.json").write_text(json.dumps(export), encoding="utf-8")
     out = tmp_path / "answers.parquet"
-    res = runner.invoke(app, ["labelstudio-import", str(tmp_path / "export.json"), "-o", str(out)])
+    args = ["labelstudio-import", str(tmp_path / "export.json"), "--key",
+            str(tmp_path / "ls" / "lexsem-key.json"), "-o", str(out)]  # fmt: skip
+    res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     (row,) = pq.read_table(out).to_pylist()
     assert (row["answer"], row["correct"], row["annotator"], row["study"]) == (
-        "pos", True, "ls-3", "pilot")  # fmt: skip
-    res = runner.invoke(app, ["labelstudio-import", str(tmp_path / "export.json"), "-o", str(out)])
+        unit.correct, True, "ls-3", "pilot")  # fmt: skip
+    res = runner.invoke(app, args)
     assert res.exit_code == 2 and "--force" in res.output
-    src.write_text("[{", encoding="utf-8")
-    res = runner.invoke(app, ["labelstudio-export", str(src), "-o", str(tmp_path / "x"),
-                              "--study", "s"])  # fmt: skip
-    assert res.exit_code == 2 and "not a JSON list of tasks" in res.output
+    res = runner.invoke(app, [*args, "--force", "--study", "renamed"])
+    assert res.exit_code == 0 and pq.read_table(out).column("study").to_pylist() == ["renamed"]
+    res = runner.invoke(app, ["labelstudio-export", str(tmp_path / "export.json"), "-o",
+                              str(tmp_path / "x")])  # fmt: skip
+    assert res.exit_code == 2 and "not a lexsem study" in res.output, res.output
 
 
 @pytest.mark.parametrize(

@@ -215,6 +215,15 @@ def test_a_study_round_trips_through_a_real_label_studio(ls: Setup) -> None:
     assert {r["annotator"] for r in rows} == set(ids.values())
     skips = [r for r in rows if r["answer"] == "skip"]
     assert [(r["kind"], r["annotator"]) for r in skips] == [("bivlc_i2t", ids[people[0][1]])]
+    # Label Studio's JSON_MIN and CSV exports are named, with the format to use
+    for fmt, said in (("JSON_MIN", "JSON_MIN export"), ("CSV", "CSV/TSV export"),
+                      ("TSV", "CSV/TSV export")):  # fmt: skip
+        r = ls.admin.get(f"/api/projects/{projects['i2t'][0]}/export", params={"exportType": fmt})
+        assert r.status_code == 200, (fmt, r.text[:300])
+        path = ls.out.parent / f"i2t-export.{fmt.lower()}"
+        path.write_bytes(r.content)
+        with pytest.raises(DataError, match=said):
+            import_exports([path], key)
     # one annotator annotating a task a second time (through the API) is flagged at import
     pid, tasks = projects["t2i"]
     listed = _ok(ls.admin.get("/api/tasks", params={"project": pid}))
