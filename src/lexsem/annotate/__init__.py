@@ -7,5 +7,6 @@ benchmark selection or a build stage's output (`sources.py`, `queries.py`, `buil
 `study.py`) with its settings (`config.py`), served by a FastAPI app (`app.py`,
 `templates/`), assigned with overlap and quotas (`assign.py`), randomised per annotator
 (`order.py`), watched (`study_progress.py`) and exported as one answers table (`answers.py`).
-Its answers become a human run folder (`human_run.py`), Label Studio tasks and back
-(`labelstudio.py`), or folded into a build (`fold_back.py`)."""
+Its answers become a human run folder (`human_run.py`) or are folded into a build
+(`fold_back.py`); it can be run in Label Studio instead (`labelstudio_export.py`, its exports
+read back by `labelstudio_import.py`, through `labelstudio.py`)."""

@@ -1,7 +1,7 @@
 """A human study's answers table: the one interface between a study and what reads its answers
 (docs/human-studies.md, "The answers table"). The study file's export
-(`lexsem.annotate.answers`) and Label Studio's export (`lexsem.annotate.labelstudio`) write it;
-the agreement statistics, the human run and the build's fold-back stages
+(`lexsem.annotate.answers`) and Label Studio's exports (`lexsem.annotate.labelstudio_import`)
+write it; the agreement statistics, the human run and the build's fold-back stages
 (`lexsem.construct.human`, `lexsem.construct.fold_back_validation`) read it, all through this
 module: its columns and types (`ANSWERS_SCHEMA`), its reader (`read_answers`: the table, its
 name and sha256), the check of the columns a reader needs (`check_columns`), each item's
