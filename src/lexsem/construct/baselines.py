@@ -23,7 +23,7 @@ from typing import Any
 from lexsem.atomic import atomic_open
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_MD
 from lexsem.config import EvalConfig
-from lexsem.construct.freeze import card_markdown
+from lexsem.construct.data_card import card_markdown
 from lexsem.construct.stage import Stage, StageContext
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError
