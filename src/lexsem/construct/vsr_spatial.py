@@ -361,7 +361,11 @@ def vsr_negative_candidates(
         if choice.size == 0:
             out.append(pair | empty | {"rejected": "no_negative_candidate"})
             continue
-        top = choice[np.argsort(-key[choice], kind="stable")[:top_k]]
+        keys = key[choice]  # distinct (the text order is in each), so the top is unique
+        if keys.size > top_k:
+            best = np.argpartition(-keys, top_k - 1)[:top_k]
+            choice, keys = choice[best], keys[best]
+        top = choice[np.argsort(-keys)]
         for rank, c in enumerate(top.tolist(), start=1):
             text, _, occurrences, _ = everything[c]
             source_id, image, relation = next(
