@@ -69,6 +69,9 @@ CRAFTED = [
     ("Two cats", "a Cat near Paris.", DUPLICATE),
     ("Two cats", "a Cat near Paris", NO_END),
     ("Two cats", "a Cat. near Paris.", DUPLICATE),  # the same once every "." is removed
+    ("Two dogs", "A cat sits on a mat. ", NO_END),  # the raw text ends with " "
+    ("Two dogs", " A cat sat.", None),  # 11 characters as generated, 10 stripped
+    ("Two dogs", "A cat sat. ", NO_END),  # not a duplicate of the one above: dropped first
 ]
 
 
@@ -90,6 +93,13 @@ def test_clean_captions_reasons_and_format() -> None:
     assert format_caption(" wow! ", "keep", "!.") == "wow!"
     with pytest.raises(DataError, match="case is one of"):
         clean_captions(rows, case="title")
+    stripped = clean_captions(rows, strip=True)["rejected"].to_pylist()
+    assert stripped[-3:] == [None, SHORT, SHORT]  # the checks on the stripped text
+    checked = clean_captions(rows, format=False)
+    assert checked["rejected"].equals(out["rejected"])
+    assert checked.drop_columns(["rejected"]).equals(rows)  # texts as generated
+    formatted = clean_captions(checked, check=False)
+    assert formatted.equals(out)  # the two steps apart are the stage at once
 
 
 def test_score_percentile_per_group_and_global() -> None:
@@ -151,3 +161,20 @@ def test_selection_and_cleaning_keep_the_reference_scripts_rows(
     assert sorted(kept) == sorted(expected)
     # the order: the script's is category by category, as lexsem's rows here
     assert [k[0] for k in kept] == [e[0] for e in expected]
+
+
+def test_the_unchanged_check_alone_runs_before_the_percentile() -> None:
+    """BiVLC's script drops only the unchanged negatives (CLIP text similarity >= 0.999) before
+    its quantiles; `edit = false` rejects only those, the edit checks come after."""
+    from lexsem.construct.template_filter import ADD, SAME, template_filter
+
+    rows = _table([
+        {"caption": "A dog on a sofa.", "negative_caption": "A dog on the sofa.",
+         "category": "add_att"},
+        {"caption": "A dog on a sofa.", "negative_caption": "A cat under a chair.",
+         "category": "add_att"},
+        {"caption": "A dog on a sofa.", "negative_caption": "A big dog on a sofa.",
+         "category": "add_att"},
+    ])  # fmt: skip
+    assert template_filter(rows, edit=False)["rejected"].to_pylist() == [SAME, None, None]
+    assert template_filter(rows)["rejected"].to_pylist() == [SAME, ADD, None]
