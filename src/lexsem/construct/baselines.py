@@ -9,7 +9,7 @@ Evaluation with Text-to-Image Retrieval", §5.4). This stage runs after `freeze`
 `models` is evaluated on ``build:DIR`` through the one evaluation path
 (`Evaluator(config).run(model)`), its run folder kept under ``DIR/baselines/<n>-<name>``, and
 its accuracies with their confidence intervals added to the card (``data_card.json`` under
-``baselines``, and a table in ``DATA_CARD.md``). The card's files and their sha256 are not
+``baselines``, and a table in ``README.md``). The card's files and their sha256 are not
 changed. Rows are returned unchanged.
 """
 

@@ -14,9 +14,11 @@ into place (`lexsem.atomic.replace_dir`): ``benchmark/<subset>.json`` (format ``
 SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs) or ``benchmark/test.parquet`` (format
 ``bivlc``: BiVLC's quads, two images and two captions per row, the images' bytes embedded as
 `datasets` writes Image cells, subsets ``<type>_<subtype>``; image paths relative to the build
-folder, or to `image_root` for the positive images), ``benchmark/data_card.json`` and
-``benchmark/DATA_CARD.md``. `lexsem eval -b build:DIR` runs it. The rows are returned
-unchanged; rejected rows are left out of the benchmark and counted per reason.
+folder, or to `image_root` for the positive images), ``benchmark/data_card.json``,
+``benchmark/README.md`` (a Hugging Face dataset card, `lexsem.construct.data_card`) and, for
+``scpp`` and ``sugarcrepe``, ``benchmark/data/<subset>.parquet`` (`datasets.load_dataset` reads
+the folder: `lexsem.construct.dataset_files`). `lexsem eval -b build:DIR` runs it. The rows are
+returned unchanged; rejected rows are left out of the benchmark and counted per reason.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from lexsem._version import __version__
 from lexsem.atomic import replace_dir
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
 from lexsem.construct.build_record import read_build_record
-from lexsem.construct.data_card import card_markdown
+from lexsem.construct.data_card import card_markdown, category_counts
+from lexsem.construct.dataset_files import configs, write_dataset_files
 from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted
 from lexsem.digests import file_sha256
 from lexsem.errors import LexsemError
@@ -259,8 +262,16 @@ def freeze(
     frozen = [it for name in sorted(subsets) for it in subsets[name]]
     target = ctx.out / BENCHMARK_DIR
 
+    categories = category_counts(
+        _category_names(rows, format, cols, subset, default_subset),
+        [f"{it['type']}_{it['subtype']}" for it in frozen]
+        if format == "bivlc"
+        else [name for name in sorted(subsets) for _ in subsets[name]],
+    )
+
     def write(folder: Path) -> list[dict[str, Any]]:
         files = _write_subsets(format, subsets, folder)
+        dataset_files = write_dataset_files(format, subsets, folder)
         build = _build_record(ctx.out)
         card = {
             "generator": "lexsem",
@@ -270,7 +281,11 @@ def freeze(
             "format": format,
             "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
             "files": files,
+            "dataset_files": dataset_files,
+            "configs": configs(format),
             "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
+            "categories": categories,
+            "items_with_image": sum(1 for it in frozen if it.get("filename") or "image" in it),
             "sources": _sources(frozen, licences or {}),
             "seed": ctx.seed,
             "build": build,
@@ -312,6 +327,19 @@ def _columns(
         return {"p1": p1, "n": n, "image": image or "image", "negative_image": negative_image,
                 "type": type, "subtype": subtype}  # fmt: skip
     return {"p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image}
+
+
+def _category_names(
+    rows: Any, fmt: str, cols: dict[str, str | None], subset: str | None, default_subset: str
+) -> list[Any]:
+    """Each row's category (its subset), rejected rows included: the card counts every
+    category the rows name, those with no item left too."""
+    if fmt == "bivlc":
+        types = _column(rows, cols["type"] or "type", "type")
+        subtypes = _column(rows, cols["subtype"] or "subtype", "subtype")
+        return [f"{t}_{s}" if isinstance(t, str) and isinstance(s, str) else None
+                for t, s in zip(types, subtypes, strict=True)]  # fmt: skip
+    return _column(rows, subset, "subset") if subset else [default_subset] * rows.num_rows
 
 
 def _left_out(rows: Any) -> dict[str, int]:
