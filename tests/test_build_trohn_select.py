@@ -178,3 +178,36 @@ def test_the_unchanged_check_alone_runs_before_the_percentile() -> None:
     ])  # fmt: skip
     assert template_filter(rows, edit=False)["rejected"].to_pylist() == [SAME, None, None]
     assert template_filter(rows)["rejected"].to_pylist() == [SAME, ADD, None]
+
+
+def test_the_percentile_is_over_the_rows_the_script_takes_it_over() -> None:
+    """TROHN_Img_best_selection.py: ``df = df[df['Similarity'] < 0.999]`` then the 0.645
+    quantiles of NEG_VERA and NEG_CoLA over those rows, re-done here with pandas; the unchanged
+    negatives stand for similarity >= 0.999. trohn_img.toml's order (unchanged check, percentile,
+    edit checks) keeps the script's rows less the edit failures; the edit checks first would
+    take the quantile over fewer rows and keep others."""
+    from lexsem.construct.template_filter import template_filter
+
+    pos = "A dog on a sofa."
+    negs = ["A dog on the sofa.", "A big dog on a sofa.", "A cat under a chair.",
+            "A red dog on a sofa.", "A small dog on a sofa.", "A dog on a green sofa.",
+            "A cat on a sofa.", "A dog on a soft sofa."]  # fmt: skip
+    vera = [0.99, 0.9, 0.3, 0.9, 0.7, 0.2, 0.7, 0.7]
+    cola = [0.99, 0.2, 0.2, 0.4, 0.1, 0.4, 0.5, 0.6]
+    rows = _table([{"caption": pos, "negative_caption": n, "category": "add_att",
+                    "vera_neg": v, "cola_neg": c}
+                   for n, v, c in zip(negs, vera, cola, strict=True)])  # fmt: skip
+    frame = pd.DataFrame({"negative_caption": negs, "NEG_VERA": vera, "NEG_CoLA": cola,
+                          "Similarity": [1.0] + [0.9] * 7})  # fmt: skip
+    df = frame[frame["Similarity"] < 0.999]
+    top = (df["NEG_VERA"] >= df.NEG_VERA.quantile(0.645)) & (
+        df["NEG_CoLA"] >= df.NEG_CoLA.quantile(0.645)
+    )
+    script = set(df[top].negative_caption)
+    recipe = template_filter(score_percentile(template_filter(rows, edit=False)))
+    kept = {r["negative_caption"] for r in recipe.to_pylist() if r["rejected"] is None}
+    edit_failures = {"A cat under a chair.", "A cat on a sofa."}
+    assert script - edit_failures == kept and script & edit_failures
+    before = score_percentile(template_filter(rows))
+    other = {r["negative_caption"] for r in before.to_pylist() if r["rejected"] is None}
+    assert other != kept
