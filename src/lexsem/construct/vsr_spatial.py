@@ -1,21 +1,23 @@
 """VISLA spatial candidates mined from Visual Spatial Reasoning (VSR) captions.
 
 Dumpala et al., "VISLA Benchmark: Evaluating Embedding Sensitivity to Semantic and Lexical
-Alterations", §3.3 (Spatial VISLA Benchmark): positive pairs (P1, P2) are two captions of one
-image whose subject and object are swapped ("Positive Caption Mining"); the negative candidates
-(N) are "the top three negative candidates for each data point by ranking all unique captions in
-the VSR dataset using Jaccard similarity" ("Negative Caption"); people then select or edit the
-triplets (the last step is not automatic). The paper names no label filter and no narrower pool:
-by default every parsed caption is paired whatever its True/False label and every unique caption
-text of VSR but P1 and P2 is ranked. The narrower choices are options: `require_true` (both
-captions of a pair labelled True), `pool="same_objects"` (only captions naming the pair's two
-objects) and `other_image` (only captions occurring on another image). Three stages, each a pure
-function `fn(rows, ctx, **settings) -> pyarrow.Table` (docs/building.md, "VISLA spatial from
-VSR"):
+Alterations", §3.3 (Spatial VISLA Benchmark): a positive pair (P1, P2) is a caption of an image
+and a caption with its subject and object switched ("Positive Caption Mining"); the negative
+candidates (N) are "the top three negative candidates for each data point by ranking all unique
+captions in the VSR dataset using Jaccard similarity" ("Negative Caption"); people then select
+or edit the triplets (the last step is not automatic). The paper names no label filter and no
+narrower pool or image rule: by default every parsed caption of an image is paired with every
+VSR caption whose subject and object are switched, whatever their True/False labels and wherever
+the second occurs, and every unique caption text of VSR but P1 and P2 is ranked. The narrower
+choices are options: `require_true` (both captions labelled True for the pair's image),
+`same_image` (P2 a caption of the same image), `pool="same_objects"` (only captions naming the
+pair's two objects) and `other_image` (only captions occurring on another image). Three stages,
+each a pure function `fn(rows, ctx, **settings) -> pyarrow.Table` (docs/building.md, "VISLA
+spatial from VSR"):
 
 - `vsr_read`: VSR's JSONL (`all_vsr_validated_data.jsonl`) -> one row per caption, with the
   subject and object parsed from the caption ("The <subj> [is|are] <relation> the <obj>.").
-- `vsr_positive_pairs`: captions -> one row per swapped pair of one image.
+- `vsr_positive_pairs`: captions -> one row per (image, swapped pair).
 - `vsr_negative_candidates`: pairs -> one row per (pair, negative candidate), top `top_k`.
 
 Jaccard similarity is over word sets: a caption's words are the maximal runs of `[a-z0-9]`
@@ -276,8 +278,8 @@ def _jaccard_ranks(texts: list[str], pool: list[Any]) -> _Ranks:
         return m
 
     a, b = matrix(sets, len(texts)), matrix((e[1] for e in pool), len(pool))
-    inter = np.rint(a @ b.T).astype(np.int64)
-    union = a.sum(axis=1).astype(np.int64)[:, None] + b.sum(axis=1).astype(np.int64)[None, :]
+    inter = np.rint(a @ b.T).astype(np.int32)
+    union = a.sum(axis=1).astype(np.int32)[:, None] + b.sum(axis=1).astype(np.int32)[None, :]
     union -= inter
     value = np.divide(inter, union, out=np.zeros(inter.shape), where=union > 0)
     levels, rank = np.unique(value, return_inverse=True)
