@@ -124,7 +124,9 @@ def generator_settings(card: dict[str, Any]) -> list[dict[str, Any]]:
     """For each stage that asked the generator: the generation settings its requests carried:
     the generator's own (its fingerprint's ``max_tokens``, ``temperature``, ...) overridden by
     the stage's ``params``, and the recipe's seed when the recipe sends it (``send_seed``, read
-    from the recipe file when it is still the one build.json records; else not known)."""
+    from the recipe file when it is still the one build.json records; else not known). A stage
+    that draws again with another seed (`scpp_second_positive`'s regenerations: the seed plus
+    the attempt) sends those seeds on its later requests."""
     from lexsem.construct.catalog import get_stage
     from lexsem.errors import LexsemError
 
@@ -200,7 +202,8 @@ def _description(card: dict[str, Any], build: dict[str, Any]) -> list[str]:
         else f"Frozen by lexsem {card['lexsem_version']}; no build record (build.json) was found."
     )
     return ["## Dataset description", "",
-            f"{rows['frozen']} items in {subsets} categories, format `{card['format']}`. {what}",
+            f"{rows['frozen']} items in {subsets} "
+            f"{'category' if subsets == 1 else 'categories'}, format `{card['format']}`. {what}",
             "", made]  # fmt: skip
 
 
