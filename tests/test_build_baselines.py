@@ -71,7 +71,7 @@ def test_baselines_in_the_card_equal_a_separate_eval(tmp_path: Path) -> None:
         got = {(b["task"], b["metric"], b["subset"]): (b["accuracy"], b["ci_low"], b["ci_high"])
                for b in mine}  # fmt: skip
         assert got == expect and got
-    md = (out / "benchmark" / "DATA_CARD.md").read_text()
+    md = (out / "benchmark" / "README.md").read_text()
     assert "## Baselines" in md and "| minilm | tot |" in md
     # the card still opens as a benchmark
     res = runner.invoke(app, ["validate", f"build:{out}"])

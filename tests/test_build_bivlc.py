@@ -170,7 +170,7 @@ def test_bivlc_recipe_end_to_end(recipe: Path, tmp_path: Path, pipeline_dir: Pat
     assert bench[0]["image"]["bytes"] == (tmp_path / "photos" / "0.png").read_bytes()
     picked = chosen["coco-0"]["images"]["A"]
     assert bench[0]["negative_image"]["bytes"] == (out / picked).read_bytes()
-    card = (out / "benchmark" / "DATA_CARD.md").read_text()
+    card = (out / "benchmark" / "README.md").read_text()
     assert f"- image generator: diffusers:{pipeline_dir}?steps=2\n" in card
 
     runner = CliRunner()

@@ -117,4 +117,4 @@ def test_a_recipe_folds_back_and_the_card_counts_it(tmp_path: Path) -> None:
     assert stage["rejected"] == {"human_rejected": 1}
     frozen = json.loads((out / "benchmark" / "all.json").read_text(encoding="utf-8"))
     assert [t["caption2"] for t in frozen] == ["a sofa with a dog on it", "a box near two cats"]
-    assert "human_rejected: 1" in (out / "benchmark" / "DATA_CARD.md").read_text("utf-8")
+    assert "human_rejected: 1" in (out / "benchmark" / "README.md").read_text("utf-8")

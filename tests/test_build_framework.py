@@ -130,7 +130,7 @@ def test_recipe_input_must_exist(tmp_path: Path) -> None:
 
 def test_format_caption_rules() -> None:
     assert format_caption("a dog in Paris") == "A dog in Paris."
-    assert format_caption("  two cats! ") == "Two cats!"
+    assert format_caption("  two cats! ", keep_marks=".!?") == "Two cats!"
     assert format_caption("") == ""
 
 

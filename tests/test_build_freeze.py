@@ -55,8 +55,9 @@ def built(tmp_path: Path) -> Path:
 def test_freeze_writes_items_and_card(built: Path) -> None:
     folder = built / "benchmark"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "DATA_CARD.md",
+        "README.md",
         "all.json",
+        "data",
         "data_card.json",
     ]
     items = json.loads((folder / "all.json").read_text())
@@ -81,8 +82,8 @@ def test_freeze_writes_items_and_card(built: Path) -> None:
     (fmt,) = build["stages"]  # the stages before freeze
     assert fmt["use"] == "caption_format" and fmt["settings"] == {"column": "p1"}
     assert (fmt["rows"], fmt["accepted"], fmt["rejected"]) == (4, 3, {"empty caption": 1})
-    md = (folder / "DATA_CARD.md").read_text()
-    assert "# Data card: Tiny triplets" in md and _sha(folder / "all.json") in md
+    md = (folder / "README.md").read_text()
+    assert "\n# Tiny triplets\n" in md and _sha(folder / "all.json") in md
     assert "| triplets.jsonl | 3 | CC0-1.0 |" in md and "empty caption: 1" in md
 
     record = json.loads((built / "build.json").read_text())

@@ -205,7 +205,7 @@ def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: P
     assert [(h["stage"], h["counts"]["ties"]) for h in card["human"]] == [
         ("best_image", 1), ("ambiguity", 0)
     ]  # fmt: skip
-    md = (out / "benchmark" / "DATA_CARD.md").read_text()
+    md = (out / "benchmark" / "README.md").read_text()
     assert "## Human steps" in md and "| best_image | fold_back_answers | " in md
 
     res = cli.invoke(app, ["validate", f"build:{out}"])
@@ -359,7 +359,7 @@ def test_scpp_positives_validated_in_a_study_edit_reaches_the_benchmark(
         "accepted": 1, "edited": 1, "human_rejected": 1, "human_disagreement": 1
     }  # fmt: skip
     assert card["rows"]["left_out"] == {"human_rejected": 1, "human_disagreement": 1}
-    md = (out / "benchmark" / "DATA_CARD.md").read_text()
+    md = (out / "benchmark" / "README.md").read_text()
     assert re.search(r"\| validation \| fold_back_validation \| accepted: 1, edited: 1, "
                      r"human_rejected: 1, human_disagreement: 1", md)  # fmt: skip
 

@@ -140,7 +140,7 @@ def test_keeps_the_transcribed_reference_items_on_unrefined_sugarcrepe(
     test_data_dir: Path, seed: int
 ) -> None:
     rows = _unrefined_rows(test_data_dir, seed)
-    refined = adversarial_refine(rows, None, seed=seed, group_by="category")
+    refined = adversarial_refine(rows, None, seed=seed, group_by="category", order="input")
     assert refined.num_rows == rows.num_rows
     assert refined.drop_columns(["rejected"]).equals(rows)
     kept = _kept_by_category(refined)
@@ -261,7 +261,8 @@ def _small_table(**overrides: list[object]) -> pa.Table:
 
 
 def test_rejected_rows_pass_through_and_take_no_part() -> None:
-    out = adversarial_refine(_small_table(), None, seed=0).column("rejected").to_pylist()
+    table = adversarial_refine(_small_table(), None, seed=0, order="input")
+    out = table.column("rejected").to_pylist()
     # id4 was rejected before, so id5 has no mirror; id3 (both gaps 0) is always kept; one of
     # id0/id2 (same cell) is drawn against id1.
     assert out[3] is None and out[1] is None
@@ -320,3 +321,22 @@ def test_a_recipe_refines_through_lexsem_build(tmp_path: Path) -> None:
         want |= {group[k]["id"] for k in picks}
     assert kept == want and 0 < len(kept) < len(rows)
     assert {r["rejected"] for r in got if r["id"] not in kept} == {"adversarial_refinement"}
+
+
+def test_kept_rows_come_in_the_refinements_order() -> None:
+    """BiVLC's TROHN_Img_best_selection.py takes ``data.iloc[keep]``: the rows the refinement
+    keeps, in the order it keeps them. Re-done here from that line: the kept positions of
+    `refine_keep` on the live rows, mapped to rows, then every other row in input order."""
+    table = _small_table()
+    out = adversarial_refine(table, None, seed=0)
+    live = [0, 1, 2, 3, 5]  # id4 was rejected before
+    gaps1 = [table["vera_gap"][i].as_py() for i in live]
+    gaps2 = [table["cola_gap"][i].as_py() for i in live]
+    keep = [live[k] for k in refine_keep(gaps1, gaps2, np.random.RandomState(0))]
+    assert keep[0] == 3  # both gaps 0: kept first, before the grid's draws
+    order = keep + [i for i in range(table.num_rows) if i not in keep]
+    assert out["source_id"].to_pylist() == [table["source_id"][i].as_py() for i in order]
+    assert out["rejected"].to_pylist()[: len(keep)] == [None] * len(keep)
+    assert out.drop_columns(["rejected"]).equals(table.drop_columns(["rejected"]).take(order))
+    with pytest.raises(DataError, match="order is one of refinement, input"):
+        adversarial_refine(table, None, order="random")

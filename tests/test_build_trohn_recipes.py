@@ -84,15 +84,20 @@ def test_the_recipes_load(name: str, _stand_ins: list[str]) -> None:
     if name == "trohn_img":
         assert uses == [
             "sugarcrepe_negatives",
-            "template_filter",
+            "template_filter",  # unchanged negatives only: before the percentile, as BiVLC's
             "blind_scores",
             "score_percentile",
-            "clean_captions",
+            "template_filter",  # the category's edit (lexsem's check)
+            "clean_captions",  # checks only
             "adversarial_refine",
             "generate_images",
             "select_best_image",
+            "clean_captions",  # formatting only, after the images (prompts as generated)
             "train_manifest",
         ]
+        settings = [s.settings for s in recipe.stages]
+        assert settings[1]["edit"] is False and "edit" not in settings[4]
+        assert settings[5]["format"] is False and settings[9]["check"] is False
         assert recipe.stages[-1].settings["negative_image_column"] == "negative_image"
     else:
         assert uses == ["sugarcrepe_negatives", "template_filter", "train_manifest"]

@@ -69,6 +69,9 @@ CRAFTED = [
     ("Two cats", "a Cat near Paris.", DUPLICATE),
     ("Two cats", "a Cat near Paris", NO_END),
     ("Two cats", "a Cat. near Paris.", DUPLICATE),  # the same once every "." is removed
+    ("Two dogs", "A cat sits on a mat. ", NO_END),  # the raw text ends with " "
+    ("Two dogs", " A cat sat.", None),  # 11 characters as generated, 10 stripped
+    ("Two dogs", "A cat sat. ", NO_END),  # not a duplicate of the one above: dropped first
 ]
 
 
@@ -90,6 +93,13 @@ def test_clean_captions_reasons_and_format() -> None:
     assert format_caption(" wow! ", "keep", "!.") == "wow!"
     with pytest.raises(DataError, match="case is one of"):
         clean_captions(rows, case="title")
+    stripped = clean_captions(rows, strip=True)["rejected"].to_pylist()
+    assert stripped[-3:] == [None, SHORT, SHORT]  # the checks on the stripped text
+    checked = clean_captions(rows, format=False)
+    assert checked["rejected"].equals(out["rejected"])
+    assert checked.drop_columns(["rejected"]).equals(rows)  # texts as generated
+    formatted = clean_captions(checked, check=False)
+    assert formatted.equals(out)  # the two steps apart are the stage at once
 
 
 def test_score_percentile_per_group_and_global() -> None:
@@ -151,3 +161,53 @@ def test_selection_and_cleaning_keep_the_reference_scripts_rows(
     assert sorted(kept) == sorted(expected)
     # the order: the script's is category by category, as lexsem's rows here
     assert [k[0] for k in kept] == [e[0] for e in expected]
+
+
+def test_the_unchanged_check_alone_runs_before_the_percentile() -> None:
+    """BiVLC's script drops only the unchanged negatives (CLIP text similarity >= 0.999) before
+    its quantiles; `edit = false` rejects only those, the edit checks come after."""
+    from lexsem.construct.template_filter import ADD, SAME, template_filter
+
+    rows = _table([
+        {"caption": "A dog on a sofa.", "negative_caption": "A dog on the sofa.",
+         "category": "add_att"},
+        {"caption": "A dog on a sofa.", "negative_caption": "A cat under a chair.",
+         "category": "add_att"},
+        {"caption": "A dog on a sofa.", "negative_caption": "A big dog on a sofa.",
+         "category": "add_att"},
+    ])  # fmt: skip
+    assert template_filter(rows, edit=False)["rejected"].to_pylist() == [SAME, None, None]
+    assert template_filter(rows)["rejected"].to_pylist() == [SAME, ADD, None]
+
+
+def test_the_percentile_is_over_the_rows_the_script_takes_it_over() -> None:
+    """TROHN_Img_best_selection.py: ``df = df[df['Similarity'] < 0.999]`` then the 0.645
+    quantiles of NEG_VERA and NEG_CoLA over those rows, re-done here with pandas; the unchanged
+    negatives stand for similarity >= 0.999. trohn_img.toml's order (unchanged check, percentile,
+    edit checks) keeps the script's rows less the edit failures; the edit checks first would
+    take the quantile over fewer rows and keep others."""
+    from lexsem.construct.template_filter import template_filter
+
+    pos = "A dog on a sofa."
+    negs = ["A dog on the sofa.", "A big dog on a sofa.", "A cat under a chair.",
+            "A red dog on a sofa.", "A small dog on a sofa.", "A dog on a green sofa.",
+            "A cat on a sofa.", "A dog on a soft sofa."]  # fmt: skip
+    vera = [0.99, 0.9, 0.3, 0.9, 0.7, 0.2, 0.7, 0.7]
+    cola = [0.99, 0.2, 0.2, 0.4, 0.1, 0.4, 0.5, 0.6]
+    rows = _table([{"caption": pos, "negative_caption": n, "category": "add_att",
+                    "vera_neg": v, "cola_neg": c}
+                   for n, v, c in zip(negs, vera, cola, strict=True)])  # fmt: skip
+    frame = pd.DataFrame({"negative_caption": negs, "NEG_VERA": vera, "NEG_CoLA": cola,
+                          "Similarity": [1.0] + [0.9] * 7})  # fmt: skip
+    df = frame[frame["Similarity"] < 0.999]
+    top = (df["NEG_VERA"] >= df.NEG_VERA.quantile(0.645)) & (
+        df["NEG_CoLA"] >= df.NEG_CoLA.quantile(0.645)
+    )
+    script = set(df[top].negative_caption)
+    recipe = template_filter(score_percentile(template_filter(rows, edit=False)))
+    kept = {r["negative_caption"] for r in recipe.to_pylist() if r["rejected"] is None}
+    edit_failures = {"A cat under a chair.", "A cat on a sofa."}
+    assert script - edit_failures == kept and script & edit_failures
+    before = score_percentile(template_filter(rows))
+    other = {r["negative_caption"] for r in before.to_pylist() if r["rejected"] is None}
+    assert other != kept

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import tomllib
 
 from lexsem.construct.vsr_spatial import (
     caption_words,
@@ -99,8 +100,12 @@ def test_read_names_the_bad_line(tmp_path: Path, line: str, message: str) -> Non
         vsr_read(None, None, path=path)
 
 
+NARROW_PAIRS = {"require_true": True, "same_image": True}
+NARROW_POOL = {"pool": "same_objects", "other_image": True}
+
+
 def test_positive_pairs_are_swapped_captions_of_one_image(tiny: pa.Table) -> None:
-    pairs = vsr_positive_pairs(tiny, None)
+    pairs = vsr_positive_pairs(tiny, None, **NARROW_PAIRS)
     assert pairs["source_id"].to_pylist() == ["1+2", "1+3", "5+6", "6+7", "10+11", "10+12"]
     assert pairs["rejected"].to_pylist() == [
         None,
@@ -117,13 +122,67 @@ def test_positive_pairs_are_swapped_captions_of_one_image(tiny: pa.Table) -> Non
         "A",
     )
     assert (first["p1_relation"], first["p2_relation"]) == ("in", "contains")
-    assert vsr_positive_pairs(tiny, None, require_true=False)["rejected"].null_count == 6
+    same_image = vsr_positive_pairs(tiny, None, same_image=True)
+    assert same_image["rejected"].null_count == 6
 
 
 def test_a_repeated_caption_pair_is_one_pair(tmp_path: Path) -> None:
     rows = [TINY[0], TINY[1], TINY[1], TINY[0]]
-    pairs = vsr_positive_pairs(vsr_read(None, None, path=_write(tmp_path / "v.jsonl", rows)))
+    captions = vsr_read(None, None, path=_write(tmp_path / "v.jsonl", rows))
+    pairs = vsr_positive_pairs(captions, same_image=True)
     assert pairs["source_id"].to_pylist() == ["1+2", "2+4"]  # P2 -> P1 order is another pair
+
+
+def test_by_default_p2_is_any_swapped_vsr_caption_whatever_its_label(tiny: pa.Table) -> None:
+    """VISLA §3.3: for a caption of an image, P2 is a VSR caption with subject and object
+    switched; the paper names no label filter and no same-image rule. Worked out by hand from
+    TINY: the same-image pairs (1+2, 1+3, 5+6, 6+7, 10+11, 10+12) and, for each caption of an
+    image, every swapped caption text that does not occur on that image (its first row)."""
+    pairs = vsr_positive_pairs(tiny, None)
+    assert pairs["source_id"].to_pylist() == [
+        "1+2", "1+3", "1+6", "1+10",
+        "2+5", "2+9", "2+11", "2+12",
+        "3+5", "3+9", "3+11", "3+12",
+        "5+2", "5+3", "5+6", "5+10",
+        "6+7", "6+9", "6+11", "6+12",
+        "7+2", "7+3", "7+10",
+        "9+2", "9+3", "9+6", "9+10",
+        "10+1", "10+5", "10+9", "10+11", "10+12",
+        "11+2", "11+3", "11+6",
+        "12+2", "12+3", "12+6",
+    ]  # fmt: skip
+    assert pairs["rejected"].null_count == pairs.num_rows
+    row = next(r for r in pairs.to_pylist() if r["source_id"] == "1+6")
+    assert (row["image"], row["p2"], row["p2_label"]) == (
+        "A",
+        "The basket is far from the cat.",
+        None,
+    )
+    strict = vsr_positive_pairs(tiny, None, require_true=True)
+    kept = [r["source_id"] for r in strict.to_pylist() if r["rejected"] is None]
+    assert kept == ["1+2", "6+7"]  # a P2 of another image has no label for the pair's image
+
+
+def test_by_default_negatives_rank_all_unique_captions(tiny: pa.Table) -> None:
+    """VISLA §3.3: "ranking all unique captions in the VSR dataset using Jaccard similarity".
+    Pair 1+2 (image A), P1 "The cat is in the basket." {the, cat, is, in, basket}, P2 "The basket
+    contains the cat.": every unique text but P1 and P2 is ranked, of any image and objects."""
+    pairs = vsr_positive_pairs(tiny, None, **NARROW_PAIRS)
+    out = vsr_negative_candidates(pairs, None, captions=tiny, top_k=6)
+    assert _ranking(out, "1+2") == [
+        ("The basket is in the cat.", 1, 1.0),  # P1's word set
+        ("The basket is under the cat.", 2, 4 / 6),  # only on image A; P2-Jaccard 3/6
+        ("The cat is on the basket.", 3, 4 / 6),  # P2-Jaccard 3/6, text order
+        ("The cat is outside the basket.", 4, 4 / 6),  # P2-Jaccard 3/6, text order
+        ("The dog is in the basket.", 5, 4 / 6),  # other objects; P2-Jaccard 2/7
+        ("The basket is far from the cat.", 6, 4 / 7),
+    ]
+    row = next(r for r in out.to_pylist() if r["source_id"] == "1+2" and r["n_rank"] == 2)
+    assert (row["n_image"], row["n_source_id"]) == ("A", "3")  # its first occurrence
+    top3 = vsr_negative_candidates(pairs, None, captions=tiny)
+    assert [n for n, _, _ in _ranking(top3, "1+2")] == [n for n, _, _ in _ranking(out, "1+2")][:3]
+    with pytest.raises(DataError, match="other_image is true or false"):
+        vsr_negative_candidates(pairs, None, captions=tiny, other_image="yes")
 
 
 def _ranking(candidates: pa.Table, source_id: str) -> list[tuple[str, int, float]]:
@@ -132,8 +191,8 @@ def _ranking(candidates: pa.Table, source_id: str) -> list[tuple[str, int, float
 
 
 def test_negatives_ranked_by_jaccard_with_p1_then_p2_then_text(tiny: pa.Table) -> None:
-    pairs = vsr_positive_pairs(tiny, None)
-    out = vsr_negative_candidates(pairs, None, captions=tiny, top_k=6)
+    pairs = vsr_positive_pairs(tiny, None, **NARROW_PAIRS)
+    out = vsr_negative_candidates(pairs, None, captions=tiny, top_k=6, **NARROW_POOL)
     # P1 "The cat is in the basket." on image A; "The cat is in the basket." of image B is P1's
     # text and "The basket is under the cat." occurs only on A: neither is a candidate.
     assert _ranking(out, "1+2") == [
@@ -160,15 +219,17 @@ def test_negatives_ranked_by_jaccard_with_p1_then_p2_then_text(tiny: pa.Table) -
     assert all(r["n"] is None for r in rejected)
 
 
-def test_default_top_three_and_the_all_captions_pool(tiny: pa.Table) -> None:
-    pairs = vsr_positive_pairs(tiny, None)
-    top3 = vsr_negative_candidates(pairs, None, captions=tiny)
+def test_top_three_and_the_all_captions_pool(tiny: pa.Table) -> None:
+    pairs = vsr_positive_pairs(tiny, None, **NARROW_PAIRS)
+    top3 = vsr_negative_candidates(pairs, None, captions=tiny, **NARROW_POOL)
     assert [n for n, _, _ in _ranking(top3, "6+7")] == [
         "The basket is in the cat.",
         "The basket is under the cat.",
         "The cat is on the basket.",
     ]
-    every = vsr_negative_candidates(pairs, None, captions=tiny, top_k=4, pool="all")
+    every = vsr_negative_candidates(
+        pairs, None, captions=tiny, top_k=4, pool="all", other_image=True
+    )
     # "The dog is in the basket." names other objects: a candidate only in the "all" pool.
     assert [n for n, _, _ in _ranking(every, "1+2")] == [
         "The basket is in the cat.",
@@ -215,15 +276,15 @@ def test_real_vsr_pairs_match_an_independent_count(test_data_dir: Path) -> None:
     captions = vsr_read(None, None, path=_vsr(test_data_dir))
     assert captions.num_rows == len(_vsr(test_data_dir).read_text(encoding="utf-8").splitlines())
     assert captions["rejected"].null_count == captions.num_rows  # every caption parses
-    pairs = vsr_positive_pairs(captions, None)
+    pairs = vsr_positive_pairs(captions, None, **NARROW_PAIRS)
     kept = [r for r in pairs.to_pylist() if r["rejected"] is None]
     mined = {(r["image"], *sorted((r["p1"], r["p2"]))) for r in kept}
     assert len(mined) == len(kept)
     assert mined == _oracle_pairs(_vsr(test_data_dir))
-    again = vsr_positive_pairs(vsr_read(None, None, path=_vsr(test_data_dir)), None)
+    again = vsr_positive_pairs(vsr_read(None, None, path=_vsr(test_data_dir)), None, **NARROW_PAIRS)
     assert again.equals(pairs)
-    out = vsr_negative_candidates(pairs, None, captions=captions)
-    assert out.equals(vsr_negative_candidates(pairs, None, captions=captions))
+    out = vsr_negative_candidates(pairs, None, captions=captions, **NARROW_POOL)
+    assert out.equals(vsr_negative_candidates(pairs, None, captions=captions, **NARROW_POOL))
     ranks = defaultdict(list)
     for r in out.to_pylist():
         if r["rejected"] is None:
@@ -237,7 +298,7 @@ def test_mined_pairs_cover_the_verbatim_visla_spatial_pairs(test_data_dir: Path)
     """Of VISLA's published spatial triplets, those whose P1 and P2 are unedited, both-True VSR
     captions of the triplet's image with subject and object swapped are all mined; the
     measured count is at least 185 (docs/fidelity.md, "Building: VISLA spatial")."""
-    pairs = vsr_positive_pairs(vsr_read(None, None, path=_vsr(test_data_dir)), None)
+    pairs = vsr_positive_pairs(vsr_read(None, None, path=_vsr(test_data_dir)), None, **NARROW_PAIRS)
     mined = {
         (r["image"], frozenset((r["p1"], r["p2"])))
         for r in pairs.to_pylist()
@@ -250,6 +311,48 @@ def test_mined_pairs_cover_the_verbatim_visla_spatial_pairs(test_data_dir: Path)
     found = [x for x in visla if (x["image"], frozenset((x["sent1"], x["sent2"]))) in mined]
     assert found == swapped
     assert len(found) >= 185
+
+
+def _oracle_unique_caption_pairs(path: Path) -> set[tuple[str, str, str]]:
+    """(image, sorted texts) of every caption of an image paired with any VSR caption text whose
+    subject and object are switched, labels ignored: counted independently of the module."""
+    names: dict[str, tuple[str, str]] = {}
+    by_image = defaultdict(set)
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        head, tail = r["caption"].split(" " + r["relation"] + " the ", 1)
+        names[r["caption"]] = (re.sub(r"^The | (is|are)$", "", head), tail.rstrip("."))
+        by_image[r["image"]].add(r["caption"])
+    swapped = defaultdict(set)
+    for text, (subj, obj) in names.items():
+        swapped[(obj, subj)].add(text)
+    return {
+        (image, *sorted((a, b)))
+        for image, texts in by_image.items()
+        for a in texts
+        for b in swapped[names[a]]
+    }
+
+
+@pytest.mark.data
+def test_real_vsr_default_pairs_and_their_visla_coverage(test_data_dir: Path) -> None:
+    """The default mining (any swapped VSR caption as P2, labels ignored) equals an independent
+    count, and finds the published spatial triplets whose P1 and P2 are unedited swapped VSR
+    captions of which at least one is on the triplet's image (docs/fidelity.md, "Building:
+    VISLA spatial": 185 + 84 + 17)."""
+    captions = vsr_read(None, None, path=_vsr(test_data_dir))
+    pairs = vsr_positive_pairs(captions, None)
+    mined = [(r["image"], *sorted((r["p1"], r["p2"]))) for r in pairs.to_pylist()]
+    assert len(set(mined)) == len(mined) == pairs["rejected"].null_count
+    assert set(mined) == _oracle_unique_caption_pairs(_vsr(test_data_dir))
+    with (test_data_dir / "visla" / "Spatial_VISLA.tsv").open(encoding="utf-8") as f:
+        visla = list(csv.DictReader(f, delimiter="\t"))
+    found = [x for x in visla if (x["image"], *sorted((x["sent1"], x["sent2"]))) in set(mined)]
+    assert len(found) == 185 + 84 + 17
+    some = pairs.slice(0, 200)
+    out = vsr_negative_candidates(some, None, captions=captions)
+    for r in out.to_pylist():
+        assert r["n"] not in (r["p1"], r["p2"]) and 1 <= r["n_rank"] <= 3
 
 
 def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
@@ -274,9 +377,10 @@ def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     assert res.exit_code == 0, res.output
     stages = sorted((out / "stages").glob("*.parquet"))
     assert [p.name.split("-", 1)[1] for p in stages] == ["pairs.parquet", "candidates.parquet"]
+    settings = [s.get("settings", {}) for s in tomllib.loads(recipe.read_text("utf-8"))["stages"]]
     captions = vsr_read(None, None, path=_vsr(test_data_dir))
-    pairs = vsr_positive_pairs(captions, None)
-    want = vsr_negative_candidates(pairs, None, path=_vsr(test_data_dir), top_k=3)
+    pairs = vsr_positive_pairs(captions, None, **settings[0])
+    want = vsr_negative_candidates(pairs, None, **settings[1])
     got = pq.read_table(stages[1])
     assert got.select(want.column_names).equals(want)
     record = json.loads((out / "build.json").read_text("utf-8"))

@@ -5,7 +5,7 @@ A frozen benchmark is a folder of files in one of lexsem's own formats (`FORMAT:
 `lexsem.benchmarks.user`) beside its data card::
 
     DIR/benchmark/<subset>.json     the items, one file per subset
-    DIR/benchmark/DATA_CARD.md      the card, for people
+    DIR/benchmark/README.md         the card, for people: a Hugging Face dataset card
     DIR/benchmark/data_card.json    the card, for programs: format, files and their sha256, ...
 
 `build:DIR` (DIR a build folder, or its `benchmark` folder) reads the card, checks that every
@@ -36,7 +36,7 @@ __all__ = [
 PREFIX = "build"
 BENCHMARK_DIR = "benchmark"
 CARD_JSON = "data_card.json"
-CARD_MD = "DATA_CARD.md"
+CARD_MD = "README.md"
 CARD_KIND = "data_card"
 
 

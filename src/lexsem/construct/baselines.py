@@ -9,7 +9,7 @@ Evaluation with Text-to-Image Retrieval", §5.4). This stage runs after `freeze`
 `models` is evaluated on ``build:DIR`` through the one evaluation path
 (`Evaluator(config).run(model)`), its run folder kept under ``DIR/baselines/<n>-<name>``, and
 its accuracies with their confidence intervals added to the card (``data_card.json`` under
-``baselines``, and a table in ``DATA_CARD.md``). The card's files and their sha256 are not
+``baselines``, and a table in ``README.md``). The card's files and their sha256 are not
 changed. Rows are returned unchanged.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 from lexsem.atomic import atomic_open
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_MD
 from lexsem.config import EvalConfig
-from lexsem.construct.freeze import card_markdown
+from lexsem.construct.data_card import card_markdown
 from lexsem.construct.stage import Stage, StageContext
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError

@@ -10,10 +10,16 @@ captions stripped, with Python's `str.capitalize` (the first letter upper case, 
 lower case) and a final "." added where missing (docs/fidelity.md, "Building: TROHN selection
 and cleaning").
 
-Reasons, in the order checked: `QUESTION` (the negative ends with "?"), `NO_END` (it ends with
-none of `end`), `SHORT` (fewer than `min_chars` characters), `DUPLICATE` (its text without
-"." equals an earlier accepted row's, in row order). Accepted rows then get both captions
-formatted (`format_caption`); rejected rows pass through unchanged.
+The checks read the negative as it is, as the script does (a negative ending in ". " does not
+end with "."; the characters counted include its spaces); ``strip = true`` checks it stripped
+instead. Reasons, in the order checked: `QUESTION` (the negative ends with "?"), `NO_END` (it
+ends with none of `end`), `SHORT` (fewer than `min_chars` characters), `DUPLICATE` (its text
+without "." equals an earlier accepted row's, in row order). Accepted rows then get both
+captions formatted (`format_caption`); rejected rows pass through unchanged.
+
+The script formats the captions after the refinement, and its image prompts are made from the
+unformatted negatives; a recipe does the same with two stages of this kind: ``format = false``
+before the refinement and ``check = false`` after the images (recipes/trohn_img.toml).
 """
 
 from __future__ import annotations
@@ -55,11 +61,17 @@ def clean_captions(
     min_chars: int = 11,
     dedupe: bool = True,
     case: str = "capitalize",
+    strip: bool = False,
+    check: bool = True,
+    format: bool = True,
 ) -> pa.Table:
     """Reject questions, negatives without a final mark in `end` (each character one mark),
-    shorter than `min_chars` or duplicated; format both captions of the others (module
-    docstring). The defaults are BiVLC's script's. `ctx` is not used."""
+    shorter than `min_chars` or duplicated (`check`); format both captions of the others
+    (`format`); module docstring. The defaults are BiVLC's script's. `ctx` is not used."""
     del ctx
+    for name, flag in (("strip", strip), ("check", check), ("format", format)):
+        if not isinstance(flag, bool):
+            raise DataError(f"clean_captions: {name} is true or false, got {flag!r}")
     if case not in CASES:
         raise DataError(f"clean_captions: case is one of {', '.join(CASES)}, got {case!r}")
     if not isinstance(end, str) or not end:
@@ -77,14 +89,14 @@ def clean_captions(
     reasons: list[str | None] = [None] * rows.num_rows
     seen: set[str] = set()
     for r, ok in enumerate(keep):
-        if not ok:
+        if not ok or not check:
             continue
         p, n = pos[r], neg[r]
         if not (isinstance(p, str) and isinstance(n, str)):
             raise DataError(
                 f"clean_captions: {positive!r} and {negative!r} must be text", item=str(ids[r])
             )
-        text = n.strip()
+        text = n.strip() if strip else n
         if text.endswith("?"):
             reasons[r] = QUESTION
         elif not text or text[-1] not in end:
@@ -97,6 +109,8 @@ def clean_captions(
                 reasons[r] = DUPLICATE
             seen.add(key)
     rows = reject(rows, reasons)
+    if not format:
+        return rows
     final = accepted(rows).to_pylist()
     for name, values in ((positive, pos), (negative, neg)):
         formatted = [

@@ -14,9 +14,11 @@ into place (`lexsem.atomic.replace_dir`): ``benchmark/<subset>.json`` (format ``
 SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs) or ``benchmark/test.parquet`` (format
 ``bivlc``: BiVLC's quads, two images and two captions per row, the images' bytes embedded as
 `datasets` writes Image cells, subsets ``<type>_<subtype>``; image paths relative to the build
-folder, or to `image_root` for the positive images), ``benchmark/data_card.json`` and
-``benchmark/DATA_CARD.md``. `lexsem eval -b build:DIR` runs it. The rows are returned
-unchanged; rejected rows are left out of the benchmark and counted per reason.
+folder, or to `image_root` for the positive images), ``benchmark/data_card.json``,
+``benchmark/README.md`` (a Hugging Face dataset card, `lexsem.construct.data_card`) and, for
+``scpp`` and ``sugarcrepe``, ``benchmark/data/<subset>.parquet`` (`datasets.load_dataset` reads
+the folder: `lexsem.construct.dataset_files`). `lexsem eval -b build:DIR` runs it. The rows are
+returned unchanged; rejected rows are left out of the benchmark and counted per reason.
 """
 
 from __future__ import annotations
@@ -33,11 +35,13 @@ from lexsem._version import __version__
 from lexsem.atomic import replace_dir
 from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_MD
 from lexsem.construct.build_record import read_build_record
+from lexsem.construct.data_card import card_markdown, category_counts
+from lexsem.construct.dataset_files import configs, write_dataset_files
 from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted
 from lexsem.digests import file_sha256
 from lexsem.errors import LexsemError
 
-__all__ = ["card_markdown", "freeze"]
+__all__ = ["freeze"]
 
 FORMATS = ("scpp", "sugarcrepe", "bivlc")
 BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
@@ -258,8 +262,16 @@ def freeze(
     frozen = [it for name in sorted(subsets) for it in subsets[name]]
     target = ctx.out / BENCHMARK_DIR
 
+    categories = category_counts(
+        _category_names(rows, format, cols, subset, default_subset),
+        [f"{it['type']}_{it['subtype']}" for it in frozen]
+        if format == "bivlc"
+        else [name for name in sorted(subsets) for _ in subsets[name]],
+    )
+
     def write(folder: Path) -> list[dict[str, Any]]:
         files = _write_subsets(format, subsets, folder)
+        dataset_files = write_dataset_files(format, subsets, folder)
         build = _build_record(ctx.out)
         card = {
             "generator": "lexsem",
@@ -269,7 +281,11 @@ def freeze(
             "format": format,
             "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
             "files": files,
+            "dataset_files": dataset_files,
+            "configs": configs(format),
             "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
+            "categories": categories,
+            "items_with_image": sum(1 for it in frozen if it.get("filename") or "image" in it),
             "sources": _sources(frozen, licences or {}),
             "seed": ctx.seed,
             "build": build,
@@ -311,6 +327,19 @@ def _columns(
         return {"p1": p1, "n": n, "image": image or "image", "negative_image": negative_image,
                 "type": type, "subtype": subtype}  # fmt: skip
     return {"p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image}
+
+
+def _category_names(
+    rows: Any, fmt: str, cols: dict[str, str | None], subset: str | None, default_subset: str
+) -> list[Any]:
+    """Each row's category (its subset), rejected rows included: the card counts every
+    category the rows name, those with no item left too."""
+    if fmt == "bivlc":
+        types = _column(rows, cols["type"] or "type", "type")
+        subtypes = _column(rows, cols["subtype"] or "subtype", "subtype")
+        return [f"{t}_{s}" if isinstance(t, str) and isinstance(s, str) else None
+                for t, s in zip(types, subtypes, strict=True)]  # fmt: skip
+    return _column(rows, subset, "subset") if subset else [default_subset] * rows.num_rows
 
 
 def _left_out(rows: Any) -> dict[str, int]:
@@ -362,75 +391,6 @@ def _swap_in(out: Path, write: Callable[[Path], _T]) -> _T:
     finally:
         shutil.rmtree(new, ignore_errors=True)
     return made
-
-
-def card_markdown(card: dict[str, Any]) -> str:
-    """The data card for people: the same facts as data_card.json."""
-    build = card["build"] or {}
-    recipe = build.get("recipe") or {}
-    out = [f"# Data card: {card['title'] or recipe.get('name') or 'built benchmark'}", ""]
-    out += [f"Format `{card['format']}` (run it: `lexsem eval -b build:DIR`); "
-            f"lexsem {card['lexsem_version']}; seed {card['seed']}.", ""]  # fmt: skip
-    out += ["## Files", "", "| subset | file | items | sha256 |", "|---|---|---|---|"]
-    out += [
-        f"| {f['subset']} | {f['file']} | {f['items']} | `{f['sha256']}` |" for f in card["files"]
-    ]
-    rows = card["rows"]
-    out += ["", "## Rows", "", f"{rows['in']} rows in, {rows['frozen']} frozen, "
-            f"{sum(rows['left_out'].values())} left out (rejected)."]  # fmt: skip
-    out += [f"- {why}: {k}" for why, k in rows["left_out"].items()]
-    out += ["", "## Sources", "", "| source | items | licence |", "|---|---|---|"]
-    out += [f"| {s['source']} | {s['items']} | {s['licence'] or 'not given'} |"
-            for s in card["sources"]]  # fmt: skip
-    out += ["", "## Build", ""]
-    if not build:
-        out += ["No build record (build.json) was found."]
-    else:
-        inp = build.get("input") or {}
-        model = build.get("model") or {}
-        imager = build.get("image_model") or {}
-        out += [f"- recipe: {recipe.get('name')} (sha256 `{recipe.get('sha256')}`)",
-                f"- input: {inp.get('described')} ({inp.get('rows')} rows, sha256 "
-                f"`{inp.get('sha256')}`)",
-                f"- generator: {model.get('spec') or 'none'}",
-                f"- image generator: {imager.get('spec') or 'none'}"]  # fmt: skip
-        if model.get("fingerprint"):
-            out.append(f"- generator fingerprint: `{json.dumps(model['fingerprint'])}`")
-        out += ["", "| stage | uses | rows | accepted | rejected (per reason) | settings |",
-                "|---|---|---|---|---|---|"]  # fmt: skip
-        for s in build.get("stages") or []:
-            why = ", ".join(f"{k}: {v}" for k, v in (s.get("rejected") or {}).items()) or "-"
-            settings = json.dumps(s.get("settings") or {}, ensure_ascii=False)
-            out.append(f"| {s.get('name')} | {s.get('use')} | {s.get('rows')} | "
-                       f"{s.get('accepted')} | {why} | `{settings}` |")  # fmt: skip
-    human = card.get("human") or []
-    if human:
-        out += ["", "## Human steps", "", "| stage | uses | counts |", "|---|---|---|"]
-        out += [f"| {h['stage']} | {h['use']} | "
-                f"{', '.join(f'{k}: {v}' for k, v in h['counts'].items()) or '-'} |"
-                for h in human]  # fmt: skip
-    out += _baselines_markdown(card.get("baselines") or [])
-    for section, body in card["notes"].items():
-        out += ["", f"## {section}", "", "```json", json.dumps(body, indent=2, default=str), "```"]
-    return "\n".join(out) + "\n"
-
-
-def _baselines_markdown(baselines: list[dict[str, Any]]) -> list[str]:
-    """The `baselines` of the card (stage `baseline_scores`) as a table, micro rows only."""
-    rows = [b for b in baselines if b.get("subset") == "_micro"] or baselines
-    if not rows:
-        return []
-    out = ["", "## Baselines", "", "| model | task | metric | subset | n | accuracy | CI |",
-           "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for b in rows:
-        ci = (
-            f"[{b['ci_low']:.2f}, {b['ci_high']:.2f}]"
-            if b.get("ci_low") is not None and b.get("ci_high") is not None
-            else "-"
-        )
-        out.append(f"| {b['model']} | {b['task']} | {b['metric']} | {b['subset']} | {b['n']} | "
-                   f"{b['accuracy']:.2f} | {ci} |")  # fmt: skip
-    return out
 
 
 STAGE = Stage("freeze", freeze)

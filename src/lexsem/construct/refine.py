@@ -15,7 +15,9 @@ same gaps and `RandomState(seed)` it keeps the same items, drawn in the same ord
 `np.random.seed(seed)`. That script raises `KeyError` on a gap of exactly +1 or -1 (its grid
 has no cell for it); here such a gap falls in the outermost bin, the one holding [0.98, 1) on
 the two-gap grid and [0.9, 1) on the one-gap bins (docs/fidelity.md, "Building: adversarial
-refinement"). `adversarial_refine` is the stage: it marks the rows not kept as rejected.
+refinement"). `adversarial_refine` is the stage: it marks the rows not kept as rejected and,
+as BiVLC's TROHN_Img_best_selection.py (``data.iloc[keep]``), puts the kept rows first in the
+order the refinement keeps them (setting `order`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ ONE_GAP_BINS = 10
 
 REJECTED = "rejected"
 REASON = "adversarial_refinement"
+ORDERS = ("refinement", "input")
 
 
 def _bin(gap: float, n_bins: int) -> int:
@@ -146,6 +149,7 @@ def adversarial_refine(
     model2_gap: str = "cola_gap",
     seed: int = 0,
     group_by: str | None = None,
+    order: str = "refinement",
 ) -> pa.Table:
     """Mark the rows SugarCrepe's adversarial refinement does not keep as rejected.
 
@@ -154,8 +158,15 @@ def adversarial_refine(
     rejected by an earlier stage take no part and pass through unchanged. With `group_by`, each
     group (a SugarCrepe category such as `add_att`) is refined on its own, from a fresh
     `RandomState(seed)`, as the reference run once per category file after
-    `np.random.seed(seed)`; rows keep their order and every column. `ctx` is not used."""
+    `np.random.seed(seed)`. `order`: ``"refinement"`` (BiVLC's TROHN_Img_best_selection.py,
+    ``data.iloc[keep]``) puts the kept rows first, in the order the refinement keeps them (group
+    after group, in the order each group first appears), then every other row in input order;
+    ``"input"`` keeps the input order. Every column is kept. `ctx` is not used."""
     del ctx
+    if order not in ORDERS:
+        raise DataError(
+            f"adversarial refinement: order is one of {', '.join(ORDERS)}, not {order!r}"
+        )
     if group_by is not None and group_by not in rows.column_names:
         raise DataError(f"adversarial refinement: no column {group_by!r} to group by")
     ids = (
@@ -174,18 +185,25 @@ def adversarial_refine(
             groups.setdefault(keys[r], []).append(r)
 
     out = list(rejected)
+    kept_rows: list[int] = []
     for active in groups.values():
         gaps1 = _gaps(rows, model1_gap, active, ids)
         gaps2 = _gaps(rows, model2_gap, active, ids)
-        kept = set(refine_keep(gaps1, gaps2, np.random.RandomState(seed)))
-        for position, r in enumerate(active):
-            if position not in kept:
-                out[r] = REASON
+        kept = refine_keep(gaps1, gaps2, np.random.RandomState(seed))
+        kept_rows.extend(active[position] for position in kept)
+        for position in set(range(len(active))) - set(kept):
+            out[active[position]] = REASON
 
     column = pa.array(out, type=pa.string())
     if REJECTED in rows.column_names:
-        return rows.set_column(rows.column_names.index(REJECTED), REJECTED, column)
-    return rows.append_column(REJECTED, column)
+        rows = rows.set_column(rows.column_names.index(REJECTED), REJECTED, column)
+    else:
+        rows = rows.append_column(REJECTED, column)
+    if order == "input":
+        return rows
+    taken = set(kept_rows)
+    rest = [r for r in range(rows.num_rows) if r not in taken]
+    return rows.take(pa.array(kept_rows + rest, pa.int64()))
 
 
 STAGE = Stage("adversarial_refine", adversarial_refine)

@@ -15,12 +15,15 @@ SugarCrepe-style negatives"):
 
 - replace and add: the text after the answer's first ``New sentence: ``, up to the first line
   break;
-- swap: the answer must start with ``Yes`` (after at most one space, as the script's check;
-  lexsem strips leading white space) and hold ``Output: ``; the negative is the text after the
-  first ``Output: ``, up to the first line break.
+- swap: the answer must start with ``Yes`` or `` Yes`` (at most one space before it, as the
+  script's check of the text after "Correct Assistant:") and hold ``Output: ``; the negative is
+  the text after the first ``Output: ``, up to the first line break.
 
-The negative is stripped of surrounding white space. An answer that does not parse is kept as a
-rejected row with its reason (`NOT_YES`, `NO_MARKER`, `EMPTY`).
+The negative is kept as the script keeps it, with any white space around it (BiVLC's cleaning,
+`lexsem.construct.clean_captions`, then drops a negative ending in ". " as not ending in a full
+stop); the setting ``strip = true`` strips it. An answer that does not parse, or whose negative
+is only white space, is kept as a rejected row with its reason (`NOT_YES`, `NO_MARKER`,
+`EMPTY`).
 """
 
 from __future__ import annotations
@@ -71,19 +74,21 @@ def generation_request(caption: str, category: str, params: Mapping[str, Any] | 
     return ChatRequest(turns, dict(params or {}))
 
 
-def parse_negative(category: str, answer: str) -> tuple[str | None, str | None]:
+def parse_negative(
+    category: str, answer: str, strip: bool = False
+) -> tuple[str | None, str | None]:
     """(negative, None) read from a generator's `answer`, or (None, reason) when it does not
-    parse (module docstring)."""
+    parse (module docstring); `strip`: the negative without surrounding white space."""
     template = TEMPLATES[category]
-    if template.needs_yes and not answer.lstrip().startswith("Yes"):
+    if template.needs_yes and not answer.startswith(("Yes", " Yes")):
         return None, NOT_YES
     _, found, rest = answer.partition(template.marker)
     if not found:
         return None, NO_MARKER.format(marker=template.marker)
-    negative = rest.split("\n", 1)[0].strip()
-    if not negative:
+    negative = rest.split("\n", 1)[0]
+    if not negative.strip():
         return None, EMPTY
-    return negative, None
+    return (negative.strip() if strip else negative), None
 
 
 def _check(rows: pa.Table, column: str, categories: Sequence[str]) -> list[str]:
@@ -116,8 +121,11 @@ def _requests(
     column: str = "caption",
     categories: Sequence[str] = CATEGORIES,
     params: Mapping[str, Any] | None = None,
+    strip: bool = False,
 ) -> list[Any]:
-    """Every request the stage asks: per category (in the given order), per accepted row."""
+    """Every request the stage asks: per category (in the given order), per accepted row
+    (`strip` changes no request)."""
+    del strip
     captions = _check(rows, column, categories)
     keep = accepted(rows).to_pylist()
     return [
@@ -135,13 +143,17 @@ def sugarcrepe_negatives(
     column: str = "caption",
     categories: Sequence[str] = CATEGORIES,
     params: Mapping[str, Any] | None = None,
+    strip: bool = False,
 ) -> pa.Table:
     """One row per (accepted row, category): the row's columns, its caption cleaned
     (`clean_input`) in `column`, and `category`, `negative_caption` (null when the answer does
     not parse), `answer` (the generator's raw answer). Rows come category by category in the
     order of `categories` (the script's order by default), each in input order; rows rejected
     before come first, once each, unchanged but for null new columns. `params`: generation
-    parameters sent (and keyed) with every request, e.g. ``{max_tokens = 350}``."""
+    parameters sent (and keyed) with every request, e.g. ``{max_tokens = 350}``; `strip`: the
+    negatives stripped of surrounding white space (default: kept as the script keeps them)."""
+    if not isinstance(strip, bool):
+        raise LexsemError(f"sugarcrepe_negatives: strip is true or false, got {strip!r}")
     categories = list(categories)
     _check(rows, column, categories)
     keep = accepted(rows).to_pylist()
@@ -159,7 +171,7 @@ def sugarcrepe_negatives(
     for category in categories:
         for r in live:
             answer = next(it)
-            negative, reason = parse_negative(category, answer)
+            negative, reason = parse_negative(category, answer, strip)
             order.append(r)
             cats.append(category)
             negatives.append(negative)

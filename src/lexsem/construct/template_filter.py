@@ -17,6 +17,10 @@ replaced noun often brings its own article: "on wall" → "on a bench").
   by another, nothing else changed (`REPLACE`).
 
 "One place" is one non-equal block of `difflib.SequenceMatcher` over the two word lists.
+
+``edit = false`` makes only the first check (`SAME`): BiVLC's script drops the unchanged
+negatives before the percentile of §5.2 (the quantile is over the rows it keeps), and checks no
+edit; trohn_img.toml runs that check before the percentile and the edit checks after it.
 """
 
 from __future__ import annotations
@@ -74,10 +78,14 @@ def template_filter(
     positive: str = "caption",
     negative: str = "negative_caption",
     category: str = "category",
+    edit: bool = True,
 ) -> pa.Table:
     """Reject the accepted rows whose negative does not follow their category's template
-    (module docstring); rows keep their order and columns. `ctx` is not used."""
+    (module docstring; `edit` false: only the unchanged ones); rows keep their order and
+    columns. `ctx` is not used."""
     del ctx
+    if not isinstance(edit, bool):
+        raise DataError(f"template_filter: edit is true or false, got {edit!r}")
     for name in (positive, negative, category):
         if name not in rows.column_names:
             raise DataError(
@@ -95,7 +103,8 @@ def template_filter(
                 f"template_filter: {positive!r}, {negative!r} and {category!r} must be text",
                 item=str(sid),
             )
-        reasons.append(follows_template(c, p, n))
+        reason = follows_template(c, p, n)
+        reasons.append(reason if edit or reason == SAME else None)
     return reject(rows, reasons)
 
 

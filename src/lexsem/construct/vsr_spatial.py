@@ -1,15 +1,23 @@
 """VISLA spatial candidates mined from Visual Spatial Reasoning (VSR) captions.
 
 Dumpala et al., "VISLA Benchmark: Evaluating Embedding Sensitivity to Semantic and Lexical
-Alterations", §3.3 (Spatial VISLA Benchmark): positive pairs (P1, P2) are two captions of one
-image whose subject and object are swapped; negative candidates (N) come from captions of other
-images about the same objects, the top three ranked by Jaccard similarity; people then select or
-edit the triplets (the last step is not automatic). Three stages, each a pure function
-`fn(rows, ctx, **settings) -> pyarrow.Table` (docs/building.md, "VISLA spatial from VSR"):
+Alterations", §3.3 (Spatial VISLA Benchmark): a positive pair (P1, P2) is a caption of an image
+and a caption with its subject and object switched ("Positive Caption Mining"); the negative
+candidates (N) are "the top three negative candidates for each data point by ranking all unique
+captions in the VSR dataset using Jaccard similarity" ("Negative Caption"); people then select
+or edit the triplets (the last step is not automatic). The paper names no label filter and no
+narrower pool or image rule: by default every parsed caption of an image is paired with every
+VSR caption whose subject and object are switched, whatever their True/False labels and wherever
+the second occurs, and every unique caption text of VSR but P1 and P2 is ranked. The narrower
+choices are options: `require_true` (both captions labelled True for the pair's image),
+`same_image` (P2 a caption of the same image), `pool="same_objects"` (only captions naming the
+pair's two objects) and `other_image` (only captions occurring on another image). Three stages,
+each a pure function `fn(rows, ctx, **settings) -> pyarrow.Table` (docs/building.md, "VISLA
+spatial from VSR"):
 
 - `vsr_read`: VSR's JSONL (`all_vsr_validated_data.jsonl`) -> one row per caption, with the
   subject and object parsed from the caption ("The <subj> [is|are] <relation> the <obj>.").
-- `vsr_positive_pairs`: captions -> one row per swapped pair of one image (both True).
+- `vsr_positive_pairs`: captions -> one row per (image, swapped pair).
 - `vsr_negative_candidates`: pairs -> one row per (pair, negative candidate), top `top_k`.
 
 Jaccard similarity is over word sets: a caption's words are the maximal runs of `[a-z0-9]`
@@ -21,9 +29,11 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lexsem.construct.inputs import InputTable
@@ -147,29 +157,47 @@ def _check_columns(rows: pa.Table, needed: Iterable[str], stage: str) -> None:
 
 
 def vsr_positive_pairs(
-    rows: pa.Table, ctx: StageContext | None = None, *, require_true: bool = True
+    rows: pa.Table,
+    ctx: StageContext | None = None,
+    *,
+    require_true: bool = False,
+    same_image: bool = False,
 ) -> pa.Table:
     """Captions -> swapped pairs (`PAIR_SCHEMA`), VISLA §3.3 "Positive Caption Mining".
 
-    Two captions of one image form a pair when one's subject is the other's object and the
-    other way round (exact string match of the parsed names). P1 is the caption read first
-    (lower `source_id`), P2 the later one; a pair of identical caption texts is one pair,
-    whichever rows they come from (its first occurrence is kept). With `require_true` (the
-    paper's "both true"), a pair in which either caption is labelled False is kept with
-    `rejected="not_both_true"`. Captions already rejected are not paired. `source_id` is
-    "P1_ID+P2_ID"; rows come out in order of (P1, P2) source ids.
+    For each image, a caption P1 of it and a caption P2 form a pair when one's subject is the
+    other's object and the other way round (exact string match of the parsed names). P2 is any
+    unique caption text of VSR ("we extracted P2 such that subject and object were switched"):
+    a caption of the same image, or, unless `same_image`, one that occurs only on other images
+    (then P2's row is its first occurrence in the file, and `p2_label` is null: it has no label
+    for the pair's image). Two captions of the image: P1 is the one read first (lower
+    `source_id`), P2 the later one, and a pair of identical caption texts is one pair,
+    whichever rows they come from (its first occurrence is kept); a caption of the image and
+    one of another image: P1 is the image's. The paper pairs captions whatever their labels;
+    with `require_true` (an option, not the paper's), a pair in which either caption is not
+    labelled True for the pair's image is kept with `rejected="not_both_true"`. Captions
+    already rejected are not paired. `source_id` is "P1_ID+P2_ID"; rows come out in order of
+    (P1, P2) source ids.
     """
     _check_columns(rows, CAPTION_SCHEMA.names, "vsr_positive_pairs")
+    if not isinstance(same_image, bool) or not isinstance(require_true, bool):
+        raise DataError("vsr_positive_pairs: require_true and same_image are true or false")
     records = [r for r in rows.to_pylist() if r["rejected"] is None]
     records.sort(key=lambda r: int(r["source_id"]))
     by_image: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    first_of_text: dict[str, dict[str, Any]] = {}
     for r in records:
         by_image[r["image"]].append(r)
+        first_of_text.setdefault(r["caption"], r)
+    everywhere: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in first_of_text.values():
+        everywhere[(r["subj"], r["obj"])].append(r)
     pairs: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for captions in by_image.values():
         by_names: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for r in captions:
             by_names[(r["subj"], r["obj"])].append(r)
+        here = {r["caption"] for r in captions}
         seen: set[tuple[str, str]] = set()
         for first in captions:
             for second in by_names.get((first["obj"], first["subj"]), []):
@@ -180,6 +208,14 @@ def vsr_positive_pairs(
                     continue
                 seen.add(texts)
                 pairs.append((first, second))
+            if same_image:
+                continue
+            for second in everywhere.get((first["obj"], first["subj"]), []):
+                texts = (first["caption"], second["caption"])
+                if second["caption"] in here or texts in seen:
+                    continue
+                seen.add(texts)
+                pairs.append((first, second | {"label": None}))
     pairs.sort(key=lambda p: (int(p[0]["source_id"]), int(p[1]["source_id"])))
     out: dict[str, list[Any]] = {name: [] for name in PAIR_SCHEMA.names}
     for p1, p2 in pairs:
@@ -216,6 +252,40 @@ def _pool(
     return [(t, caption_words(t), occ, names[t]) for t, occ in occurrences.items()]
 
 
+@dataclass(frozen=True)
+class _Ranks:
+    """Jaccard similarity of each given text with each pool caption (`value`), and its rank
+    among all the values (`rank`: equal values, equal ranks; `levels`: the largest rank)."""
+
+    value: np.ndarray
+    rank: np.ndarray
+    levels: int
+
+
+def _jaccard_ranks(texts: list[str], pool: list[Any]) -> _Ranks:
+    """`_Ranks` of `texts` against the pool's captions, from word-incidence matrices:
+    |A ∩ B| is a product of 0/1 rows, |A ∪ B| = |A| + |B| - |A ∩ B| (`jaccard`'s values)."""
+    vocab: dict[str, int] = {}
+    sets = [caption_words(t) for t in texts]
+    for words in [*sets, *(entry[1] for entry in pool)]:
+        for w in words:
+            vocab.setdefault(w, len(vocab))
+
+    def matrix(word_sets: Iterable[frozenset[str]], n: int) -> np.ndarray:
+        m = np.zeros((n, max(len(vocab), 1)), dtype=np.float32)
+        for row, words in enumerate(word_sets):
+            m[row, [vocab[w] for w in words]] = 1.0
+        return m
+
+    a, b = matrix(sets, len(texts)), matrix((e[1] for e in pool), len(pool))
+    inter = np.rint(a @ b.T).astype(np.int32)
+    union = a.sum(axis=1).astype(np.int32)[:, None] + b.sum(axis=1).astype(np.int32)[None, :]
+    union -= inter
+    value = np.divide(inter, union, out=np.zeros(inter.shape), where=union > 0)
+    levels, rank = np.unique(value, return_inverse=True)
+    return _Ranks(value, rank.reshape(value.shape).astype(np.int32), len(levels))
+
+
 def vsr_negative_candidates(
     rows: pa.Table,
     ctx: StageContext | None = None,
@@ -223,19 +293,21 @@ def vsr_negative_candidates(
     captions: pa.Table | None = None,
     path: str | Path | None = None,
     top_k: int = 3,
-    pool: str = "same_objects",
+    pool: str = "all",
+    other_image: bool = False,
 ) -> pa.Table:
     """Pairs -> negative candidates (`CANDIDATE_SCHEMA`), VISLA §3.3 "Negative Caption".
 
     The candidates of a pair are the unique caption texts of `captions` (the `vsr_read` table;
-    read from the VSR file at `path` when not given) that occur on an image other than the
-    pair's, differ from P1 and P2, and (with `pool="same_objects"`) name the same two objects
-    as the pair in either order; with
-    `pool="all"` every unique caption of another image is a candidate. They are ranked by
+    read from the VSR file at `path` when not given) other than P1 and P2: with the defaults,
+    every one (the paper's "all unique captions in the VSR dataset"); with
+    `pool="same_objects"` only those naming the pair's two objects in either order; with
+    `other_image` only those occurring on an image other than the pair's. They are ranked by
     Jaccard similarity of word sets with P1 (highest first), ties broken by Jaccard with P2
     (highest first), then by the caption text (code-point order). The top `top_k` each make
     one row: the pair's columns and `n`, `n_rank` (1-based), `n_jaccard` (with P1) and the
-    first other-image occurrence's `n_source_id`, `n_image`, `n_relation`. A pair already
+    candidate's first occurrence (with `other_image`, its first on another image):
+    `n_source_id`, `n_image`, `n_relation`. A pair already
     rejected passes through once with empty `n*` columns; an accepted pair with no candidate
     is kept once with `rejected="no_negative_candidate"`.
     """
@@ -249,42 +321,65 @@ def vsr_negative_candidates(
         raise DataError(f"vsr_negative_candidates: top_k must be an integer >= 1, got {top_k!r}")
     if pool not in ("same_objects", "all"):
         raise DataError(f"vsr_negative_candidates: pool must be same_objects or all, got {pool!r}")
+    if not isinstance(other_image, bool):
+        raise DataError(
+            f"vsr_negative_candidates: other_image is true or false, got {other_image!r}"
+        )
     everything = _pool(captions)
-    by_names: dict[frozenset[str], list[int]] = defaultdict(list)
-    for index, entry in enumerate(everything):
-        by_names[entry[3]].append(index)
+    pairs = rows.to_pylist()
+    live = [p for p in pairs if p["rejected"] is None]
+    texts = sorted({t for p in live for t in (p["p1"], p["p2"])})
+    ranks = _jaccard_ranks(texts, everything)
+    pair_text = {t: i for i, t in enumerate(texts)}
+    pool_text = {entry[0]: c for c, entry in enumerate(everything)}
+    text_order = np.argsort(np.argsort(np.array([e[0] for e in everything], dtype=object)))
+    # lexicographic key as one int64: Jaccard with P1, then with P2, then text order, larger first
+    levels = int(ranks.levels) + 1
+    tail = len(everything) - 1 - text_order.astype(np.int64)
+    names = [entry[3] for entry in everything]
+    images = [{o[1] for o in entry[2]} for entry in everything]
     empty = {"n": None, "n_rank": None, "n_jaccard": None}
     empty |= {"n_source_id": None, "n_image": None, "n_relation": None}
     out: list[dict[str, Any]] = []
-    for pair in rows.to_pylist():
+    for pair in pairs:
         if pair["rejected"] is not None:
             out.append(pair | empty)
             continue
-        w1, w2 = caption_words(pair["p1"]), caption_words(pair["p2"])
-        indices = (
-            by_names.get(frozenset((pair["subj"], pair["obj"])), [])
-            if pool == "same_objects"
-            else range(len(everything))
-        )
-        ranked = []
-        for index in indices:
-            text, words, occurrences, _ = everything[index]
-            if text in (pair["p1"], pair["p2"]):
-                continue
-            other = next((o for o in occurrences if o[1] != pair["image"]), None)
-            if other is None:
-                continue
-            ranked.append((-jaccard(w1, words), -jaccard(w2, words), text, other))
-        ranked.sort(key=lambda c: c[:3])
-        if not ranked:
+        r1 = ranks.rank[pair_text[pair["p1"]]].astype(np.int64)
+        r2 = ranks.rank[pair_text[pair["p2"]]].astype(np.int64)
+        key = (r1 * levels + r2) * len(everything) + tail
+        allowed = np.ones(len(everything), dtype=bool)
+        for own in (pair["p1"], pair["p2"]):
+            if own in pool_text:
+                allowed[pool_text[own]] = False
+        if pool == "same_objects":
+            wanted = frozenset((pair["subj"], pair["obj"]))
+            allowed &= np.fromiter((n == wanted for n in names), bool, len(names))
+        if other_image:
+            allowed &= np.fromiter(
+                (len(im) > 1 or pair["image"] not in im for im in images), bool, len(images)
+            )
+        choice = np.flatnonzero(allowed)
+        if choice.size == 0:
             out.append(pair | empty | {"rejected": "no_negative_candidate"})
             continue
-        for rank, (score, _, text, (source_id, image, relation)) in enumerate(
-            ranked[:top_k], start=1
-        ):
+        keys = key[choice]  # distinct (the text order is in each), so the top is unique
+        if keys.size > top_k:
+            best = np.argpartition(-keys, top_k - 1)[:top_k]
+            choice, keys = choice[best], keys[best]
+        top = choice[np.argsort(-keys)]
+        for rank, c in enumerate(top.tolist(), start=1):
+            text, _, occurrences, _ = everything[c]
+            source_id, image, relation = next(
+                o for o in occurrences if not other_image or o[1] != pair["image"]
+            )
             out.append(
                 pair
-                | {"n": text, "n_rank": rank, "n_jaccard": -score}
+                | {
+                    "n": text,
+                    "n_rank": rank,
+                    "n_jaccard": float(ranks.value[pair_text[pair["p1"]], c]),
+                }
                 | {"n_source_id": source_id, "n_image": image, "n_relation": relation}
             )
     return pa.Table.from_pylist(out, schema=CANDIDATE_SCHEMA)
