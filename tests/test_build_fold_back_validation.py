@@ -16,7 +16,7 @@ from builders.answers_table import answer, table
 from builders.recipes import recipe_toml, stage, write_jsonl
 from lexsem.cli.app import app
 from lexsem.construct.fold_back_validation import fold_back_validation
-from lexsem.construct.stage import StageContext
+from lexsem.construct.stage import HumanStepPending, StageContext
 from lexsem.errors import DataError, LexsemError
 
 
@@ -79,7 +79,7 @@ def test_bad_answers_and_settings_are_refused(tmp_path: Path) -> None:
         fold_back_validation(_rows(), None, answers=table([_v("f:0", "a", "maybe")]))
     with pytest.raises(LexsemError, match="no column 'p2'"):
         fold_back_validation(_rows(), None, answers=table(ANSWERS), column="p2")
-    with pytest.raises(DataError, match="no such answers file"):
+    with pytest.raises(HumanStepPending, match=r"waiting for people: no answers file .*missing"):
         fold_back_validation(_rows(), StageContext(tmp_path), answers="missing.parquet")
 
 

@@ -28,6 +28,7 @@ from builders.tiny_dual_models import write_clip
 from lexsem.annotate.store import Unit, connect
 from lexsem.cli.app import app
 from lexsem.construct import runner
+from lexsem.construct.recipe import with_input_path
 from lexsem.construct.runner import build
 from lexsem.construct.stage import row_ids
 from lexsem.errors import DataError, LexsemError
@@ -123,7 +124,7 @@ def bivlc_recipe(tmp_path: Path, pipeline_dir: Path) -> Path:
     text = _shipped("bivlc")
     line = next(x for x in text.splitlines() if x.startswith("image_generator"))
     text = text.replace(line, f'image_generator = "diffusers:{pipeline_dir}?steps=2"')
-    text = text.replace("PATH/TO/sugarcrepe_items.jsonl", "items.jsonl")
+    text = with_input_path(text, "items.jsonl")
     path = tmp_path / "bivlc.toml"
     path.write_text(text.replace("size = 512", "size = 16"))
     return path
