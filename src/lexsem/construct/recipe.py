@@ -141,6 +141,8 @@ def load_recipe(
     `generator`, `image_generator` and `sets` (``STAGE.KEY=VALUE``) replace what the file says
     (see the module doc)."""
     file = read_config_file(find_recipe(path), what="recipe")
+    if input is not None and not Path(input).expanduser().is_file():
+        raise LexsemError(f"--input {input}: no such file")
     raw = _overridden(file.raw, file.path, input, generator, image_generator, sets)
     recipe = validate_config(
         dataclasses.replace(file, raw=raw),

@@ -389,6 +389,7 @@ class _Run:
                     rows = self.run_stage(record, spec, stage, rows)
                 except HumanStepPending as pause:  # build.json keeps the stages done
                     pause.stage = f"stage {n}/{len(self.stages)} {spec.label}"
+                    self.write(complete=False)  # even with none done: a build folder
                     raise
                 rerun = True
             self.records.append(record)
