@@ -28,7 +28,7 @@ from lexsem.cli.app import app
 from lexsem.construct import runner
 from lexsem.construct.recipe import with_input_path
 from lexsem.construct.runner import build
-from lexsem.construct.stage import row_ids
+from lexsem.construct.stage import HumanStepPending, row_ids
 from lexsem.errors import DataError, LexsemError
 
 need_annotate_extra()
@@ -138,8 +138,12 @@ def _sha(path: Path) -> str:
 
 def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: Path) -> None:
     out = tmp_path / "build"
-    with pytest.raises(LexsemError, match=r"waiting for people: .*best_image.*README"):
+    with pytest.raises(
+        HumanStepPending, match=r"waiting for people: .*best_image.*README"
+    ) as paused:
         _build(bivlc_recipe, out)
+    assert paused.value.stage == "stage 5/8 best_image"  # a pause, not an error: exit status 3
+    assert paused.value.answers == out / "human" / "best_image" / "answers.csv"
     record = json.loads((out / "build.json").read_text())
     images_stage = pq.read_table(out / record["stages"][2]["output"]).to_pylist()
     images = {r["source_id"]: r["images"] for r in images_stage}
@@ -150,6 +154,7 @@ def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: P
         "--from-build", str(out / "stages/04-ask_best_image.parquet"), "-k", "best_of_k",
         "--column", "caption=negative_caption", "--column", "images=images",
     ])  # fmt: skip
+    assert paused.value.commands[0] == create  # what `lexsem build` prints
 
     # step 3: three annotators, every task; the study shows the build's own image files
     study = _study_from(readme, tmp_path, 3)
