@@ -200,6 +200,11 @@ def test_a_pause_is_exit_status_3_with_what_to_do_and_no_error(tmp_path: Path) -
     )
     assert f"run the same command again to go on: lexsem build {tmp_path / 'recipe.toml'} -o " \
         f"{out}" in res.output  # fmt: skip
+    # a first stage's study is made from a copy of its rows
+    assert f"  lexsem annotate create {out / 'human/validate/study.sqlite'} --from-build " \
+        f"{out / 'human/validate/rows.parquet'} -k validate --column original=p1 --column " \
+        "generated=p2\n" in res.output  # fmt: skip
+    assert (out / "human" / "validate" / "rows.parquet").is_file()
     record = json.loads((out / "build.json").read_text())
     assert record["complete"] is False and record["stages"] == []
     again = cli.invoke(app, args)  # the same command, still no answers: the same pause

@@ -63,7 +63,7 @@ Input = Annotated[
     typer.Option(
         "--input",
         "-i",
-        help="The input file: the recipe's `[input] path` (or its source's `path` setting).",
+        help="The input file: the recipe's input `path` (or its built-in source's `path`).",
         show_default=False,
     ),
 ]

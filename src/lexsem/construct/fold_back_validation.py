@@ -31,7 +31,9 @@ The answers file (default ``human/validate/answers.parquet`` in the build folder
 export. Until it exists the stage pauses the build (`HumanStepPending`): it writes
 ``human/validate/README.md`` with the study's commands — ``lexsem annotate create
 human/validate/study.sqlite --from-build <its input table> -k validate --column ...`` (the
-stage's `original`, `column` and `positive` columns as the study's roles), ``lexsem annotate
+table: the stage before's output, or for a recipe's first stage a copy of its rows in
+``human/validate/rows.parquet``; the stage's `original`, `column`, `positive` and `image`
+columns, those the rows have, as the study's roles), ``lexsem annotate
 serve`` and ``lexsem annotate export ... --answers <the answers file>`` — and says them; the
 same build command run again once the file is there goes on (the file's sha256 is part of the
 stage's digest, so a new export reruns it).
@@ -239,62 +241,94 @@ def _answer_files(out: Path, **settings: Any) -> list[Path]:
     return [_answers_path(out, answers)] if isinstance(answers, str) else []
 
 
+def _present(roles: dict[str, str | None], columns: Sequence[str]) -> dict[str, str]:
+    """The study's roles whose columns the rows have (the image and P2 are optional)."""
+    return {role: name for role, name in roles.items() if name is not None and name in columns}
+
+
 def study_commands(
-    ctx: StageContext | None, answers: Path, roles: dict[str, str | None], columns: Sequence[str]
+    ctx: StageContext | None, table: Path, answers: Path, roles: dict[str, str]
 ) -> list[str]:
-    """The `lexsem annotate` commands of the validation study of the stage's input table, its
-    answers exported to `answers` (none outside a build: the table has no file)."""
-    if ctx is None or not ctx.input:
+    """The `lexsem annotate` commands of the validation study of `table` (the stage's input),
+    its answers exported to `answers` (none outside a build)."""
+    if ctx is None:
         return []
     study = ctx.out / FOLDER / "study.sqlite"
     given = [
         x
         for role, name in roles.items()
-        if name is not None and (role != "image" or (name in columns and name != "image"))
+        if role != "image" or name != "image"  # the study's own default
         for x in ("--column", f"{role}={name}")
     ]
     return [
-        shlex.join(["lexsem", "annotate", "create", str(study), "--from-build",
-                    str(ctx.out / ctx.input), "-k", "validate", *given]),
+        shlex.join(["lexsem", "annotate", "create", str(study), "--from-build", str(table),
+                    "-k", "validate", *given]),
         shlex.join(["lexsem", "annotate", "serve", str(study)]),
         shlex.join(["lexsem", "annotate", "export", str(study), "--answers", str(answers)]),
     ]  # fmt: skip
 
 
+def _study_table(rows: pa.Table, ctx: StageContext) -> Path:
+    """The table the study is made from: the stage's input (the stage before's output), or for
+    a recipe's first stage a copy of its rows in ``human/validate/rows.parquet``."""
+    if ctx.input:
+        return ctx.out / ctx.input
+    import pyarrow.parquet as pq
+
+    from lexsem.atomic import atomic_path
+
+    path = ctx.out / FOLDER / "rows.parquet"
+    with atomic_path(path) as tmp:
+        pq.write_table(rows, tmp)
+    return path
+
+
 def _pause(
     rows: pa.Table, ctx: StageContext | None, answers: Path, roles: dict[str, str | None]
 ) -> None:
-    """No answers yet: the README of the study written beside the answers file, then the build
+    """No answers yet: the README of the study written in ``human/validate``, then the build
     paused with its commands."""
     n = sum(accepted(rows).to_pylist())
-    commands = study_commands(ctx, answers, roles, rows.column_names)
-    readme = ctx.out / FOLDER / "README.md" if ctx is not None else None
-    if readme is not None:
+    shown = _present(roles, rows.column_names)
+    readme = commands = None
+    if ctx is not None:
+        readme = ctx.out / FOLDER / "README.md"
         readme.parent.mkdir(parents=True, exist_ok=True)
+        commands = study_commands(ctx, _study_table(rows, ctx), answers, shown)
         with atomic_open(readme, encoding="utf-8") as fh:
-            fh.write(_readme(n, roles, commands, answers))
+            fh.write(_readme(n, shown, commands, answers))
     raise HumanStepPending(
-        f"fold_back_validation: waiting for people: no answers file {answers}. {n} rows to "
+        f"fold_back_validation: waiting for people: no answers file {answers}. {_rows(n)} to "
         f"validate (accept, edit or reject {roles['generated']!r}) in a `validate` study"
         + (f"; how: {readme}" if readme is not None else ""),
-        commands=commands,
+        commands=commands or [],
         answers=answers,
     )
 
 
-def _readme(n: int, roles: dict[str, str | None], commands: list[str], answers: Path) -> str:
-    shown = ", ".join(f"{role}: `{name}`" for role, name in roles.items() if name)
+def _rows(n: int) -> str:
+    return "1 row" if n == 1 else f"{n} rows"
+
+
+def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -> str:
+    shown = ", ".join(f"{role}: `{name}`" for role, name in roles.items())
+    images = (
+        " The images are read as an evaluation reads them: VSR's and COCO's from the COCO "
+        "folders (`--coco-val2017 DIR` and `LEXSEM_COCO_TRAIN2017=DIR`), others from "
+        "`--image-root DIR` or as paths relative to the build folder."
+        if "image" in roles
+        else ""
+    )
     return (
         "# Human step: validation (SugarCrepe++, §2.1; VISLA, §3.3)\n\n"
-        f"{n} rows to validate: people accept, edit or reject the text in `{roles['generated']}`"
-        f" (the study's columns: {shown}). Make the study, serve it, export its answers:\n\n"
+        f"{_rows(n)} to validate: people accept, edit or reject the text in "
+        f"`{roles['generated']}` (the study's columns: {shown}). Make the study, serve it, "
+        "export its answers:\n\n"
         + "".join(f"    {c}\n" for c in commands)
-        + "\n(add `--annotators N --overlap K` to the first command for N personal links and K "
+        + "\nAdd `--annotators N --overlap K` to the first command for N personal links and K "
         "validators per item; their decisions are combined by majority, a tie rejects the row "
-        "as `human_disagreement`). The images of VSR and COCO items are read from the COCO "
-        "folders: `--coco-val2017 DIR` and `LEXSEM_COCO_TRAIN2017=DIR`, or `--image-root DIR`."
-        f"\n\nThe build reads `{answers}`; once it is there, run the same `lexsem build` "
-        "command again.\n"
+        f"as `human_disagreement`.{images}\n\nThe build reads `{answers}`; once it is there, "
+        "run the same `lexsem build` command again.\n"
     )
 
 
