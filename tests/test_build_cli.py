@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from builders.recipes import recipe_toml, stage, write_jsonl
 from lexsem.cli.app import app
 from lexsem.cli.build import PAUSED
+from lexsem.config_file import parse_value
 from lexsem.construct.catalog import RECIPES
-from lexsem.construct.recipe import load_recipe, parse_value
+from lexsem.construct.recipe import load_recipe
 from lexsem.errors import LexsemError
 
 if sys.version_info >= (3, 11):

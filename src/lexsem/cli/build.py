@@ -2,7 +2,7 @@
 `lexsem.construct.runner.build`.
 
     lexsem build --list                                  the shipped recipes
-    lexsem build RECIPE --input FILE [--generator SPEC] [--set STAGE.KEY=VALUE] -o DIR
+    lexsem build RECIPE --input FILE [--generator MODEL] [--set STAGE.KEY=VALUE] -o DIR
     lexsem build init RECIPE [--input FILE] [-o FILE]    the recipe as a TOML file to edit
 
 RECIPE is a shipped recipe's name (`lexsem list recipes`) or a recipe file. A build that

@@ -21,8 +21,8 @@ whole before any work: each error is one line naming the file and, where it is o
 
 What `lexsem build` fills in (`load_recipe`'s overrides, applied to the file's keys before they
 are checked, so a mistake is the same one-line error): `--input FILE` is `[input] path`, or the
-`path` setting of a built-in source (`[input.settings] path`); `--generator SPEC` and
-`--image-generator SPEC` the generators; `--set STAGE.KEY=VALUE` a stage's setting (STAGE: its
+`path` setting of a built-in source (`[input.settings] path`); `--generator MODEL` and
+`--image-generator MODEL` the generators; `--set STAGE.KEY=VALUE` a stage's setting (STAGE: its
 `name`, else its `use`; VALUE read as a TOML value — `3`, `true`, `"text"`, `[1, 2]` — else as
 text) and `--set input.KEY=VALUE` a setting of the input. A stage setting whose value is
 ``"{input}"`` (`INPUT_REF`) is the input file, so a shipped recipe names its input once and
@@ -32,25 +32,18 @@ holds no path to edit.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import inspect
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from lexsem.config_file import read_config_file, validate_config
+from lexsem.config_file import parse_value, read_config_file, validate_config
 from lexsem.construct.catalog import SOURCES, find_recipe, get_stage, import_modules
 from lexsem.errors import LexsemError
 from lexsem.registry import did_you_mean
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "INPUT_REF",
@@ -160,16 +153,6 @@ def load_recipe(
             f"{file.path}: [input] path {recipe.input.path!r}: no such file ({where})"
         )
     return recipe
-
-
-def parse_value(text: str) -> Any:
-    """A `--set` value: a TOML value (`3`, `0.5`, `true`, `"a b"`, `[1, 2]`, `{k = 1}`), else
-    the text itself (`/data/coco`, `caption`)."""
-    try:
-        value = tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-    return text if isinstance(value, (datetime.date, datetime.time)) else value
 
 
 def stage_settings(use: str) -> list[str] | None:
