@@ -23,6 +23,7 @@ import typer
 
 from lexsem.cli.options import EVAL, CacheDir, config_option, defaults, from_options
 from lexsem.construct.config import BuildConfig
+from lexsem.construct.stage import HumanStepPending
 from lexsem.errors import LexsemError
 
 __all__ = ["INIT", "PAUSED", "build", "init_recipe"]
@@ -116,7 +117,6 @@ def build(
     from lexsem.cli.list import list_recipes
     from lexsem.construct.recipe import load_recipe
     from lexsem.construct.runner import build as run_build
-    from lexsem.construct.stage import HumanStepPending
 
     if list_:
         list_recipes()
@@ -149,26 +149,25 @@ def build(
         again += ["--generator", generator] if generator is not None else []
         again += ["--image-generator", image_generator] if image_generator is not None else []
         again += [x for s in set_ or [] for x in ("--set", s)]
+        again += ["--replay-only"] if replay_only else []
+        again += ["--max-requests", str(max_requests)] if max_requests is not None else []
         again += ["--cache-dir", str(cache_dir)] if cache_dir is not None else []
         typer.echo(pause_message(pause, shlex.join(again)), err=True)
         raise typer.Exit(PAUSED) from None
     typer.echo(f"done: {res.output} ({res.sent} requests sent)")
 
 
-def pause_message(pause: Exception, again: str) -> str:
+def pause_message(pause: HumanStepPending, again: str) -> str:
     """What a paused build says: where it stopped, the study's commands, the answers file, the
     command that goes on."""
     from lexsem.credentials import redact
 
-    stage = getattr(pause, "stage", "")
-    lines = [f"paused at {stage}: {pause}" if stage else f"paused: {pause}"]
-    commands = list(getattr(pause, "commands", []) or [])
-    answers = getattr(pause, "answers", None)
-    if commands:
+    lines = [f"paused at {pause.stage}: {pause}" if pause.stage else f"paused: {pause}"]
+    if pause.commands:
         lines += ["", "Make the study, collect the answers and export them:"]
-        lines += [f"  {c}" for c in commands]
-    if answers is not None:
-        lines += ["", f"The answers file the build reads: {answers}"]
+        lines += [f"  {c}" for c in pause.commands]
+    if pause.answers is not None:
+        lines += ["", f"The answers file the build reads: {pause.answers}"]
     lines += ["", f"Then run the same command again to go on: {again}"]
     return redact("\n".join(lines))
 
