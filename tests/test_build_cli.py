@@ -54,6 +54,13 @@ def test_a_recipe_name_with_a_typo_is_one_line_with_did_you_mean(tmp_path: Path)
     assert "lexsem build --list" in res.output and not (tmp_path / "b").exists()
     res = cli.invoke(app, ["build", str(tmp_path / "nope.toml"), "-o", str(tmp_path / "b")])
     assert res.exit_code == 2 and "nope.toml: cannot read the recipe" in res.output
+    res = cli.invoke(app, ["build", "-o", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "give a recipe: a shipped one's name" in res.output
+    res = cli.invoke(app, ["build", "scpp_positive"])
+    assert res.exit_code == 2 and "give the build folder: -o DIR" in res.output
+    res = cli.invoke(app, ["build", "init"])
+    assert res.exit_code == 2 and "name the recipe to write" in res.output
+    assert not (tmp_path / "b").exists()
 
 
 def test_a_shipped_recipe_without_its_input_is_one_line_before_any_work(tmp_path: Path) -> None:
