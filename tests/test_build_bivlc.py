@@ -21,6 +21,7 @@ from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
 from lexsem.cli.app import app
 from lexsem.construct.images import BIVLC_SUFFIX, image_prompt
+from lexsem.construct.recipe import with_input_path
 from lexsem.construct.runner import build
 from lexsem.errors import LexsemError, ModelError
 
@@ -74,9 +75,7 @@ def recipe(tmp_path: Path, pipeline_dir: Path, image_cache: Path) -> Path:
     shipped_generator = next(x for x in text.splitlines() if x.startswith("image_generator"))
     assert "unet=mhdang/dpo-sdxl-text2image-v1" in shipped_generator and "guidance=5" in text
     text = text.replace(shipped_generator, f'image_generator = "diffusers:{pipeline_dir}?steps=2"')
-    text = text.replace("PATH/TO/sugarcrepe_items.jsonl", "items.jsonl").replace(
-        "size = 512", "size = 16"
-    )
+    text = with_input_path(text, "items.jsonl").replace("size = 512", "size = 16")
     path = tmp_path / "bivlc.toml"
     path.write_text(text)
     _CACHE[path] = image_cache

@@ -16,7 +16,7 @@ from builders.answers_table import answer, table
 from builders.recipes import recipe_toml, stage, write_jsonl
 from lexsem.cli.app import app
 from lexsem.construct.fold_back_validation import fold_back_validation
-from lexsem.construct.stage import StageContext
+from lexsem.construct.stage import HumanStepPending, StageContext
 from lexsem.errors import DataError, LexsemError
 
 
@@ -65,6 +65,21 @@ def test_accepted_edited_rejected_rows(tmp_path: Path) -> None:
     assert strict.column("rejected").to_pylist()[4] == "not_validated"
 
 
+def test_keep_first_of_keeps_one_kept_row_per_value(tmp_path: Path) -> None:
+    """VISLA's experts select one of a pair's candidates: the first kept one, in table order."""
+    rows = _rows().append_column("pair", pa.array(["p", "p", "p", "q", "q", "q"]))
+    answers = [_v("f:0", "a", "reject"), _v("f:1", "a", "accept"), _v("f:2", "a", "edit", "e"),
+               _v("f:3", "a", "accept"), _v("f:4", "a", "accept")]  # fmt: skip
+    ctx = StageContext(tmp_path)
+    out = fold_back_validation(rows, ctx, answers=table(answers), keep_first_of="pair")
+    assert out.column("rejected").to_pylist() == [
+        "human_rejected", None, "another_selected", None, "another_selected", "duplicated",
+    ]  # fmt: skip
+    assert ctx.counts["another_selected"] == 2
+    with pytest.raises(LexsemError, match=r"no column 'pairs' \(setting `keep_first_of`\)"):
+        fold_back_validation(rows, None, answers=table(answers), keep_first_of="pairs")
+
+
 def test_bad_answers_and_settings_are_refused(tmp_path: Path) -> None:
     stray = [*ANSWERS, _v("g:9", "a", "accept")]
     with pytest.raises(DataError, match=r"1 row\(s\) the build does not have, e.g. g:9"):
@@ -79,7 +94,7 @@ def test_bad_answers_and_settings_are_refused(tmp_path: Path) -> None:
         fold_back_validation(_rows(), None, answers=table([_v("f:0", "a", "maybe")]))
     with pytest.raises(LexsemError, match="no column 'p2'"):
         fold_back_validation(_rows(), None, answers=table(ANSWERS), column="p2")
-    with pytest.raises(DataError, match="no such answers file"):
+    with pytest.raises(HumanStepPending, match=r"waiting for people: no answers file .*missing"):
         fold_back_validation(_rows(), StageContext(tmp_path), answers="missing.parquet")
 
 

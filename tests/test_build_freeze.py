@@ -141,3 +141,42 @@ def test_rebuild_replaces_subsets_and_sugarcrepe_pairs(built: Path) -> None:
     loaded = load_benchmark(f"build:{built}")
     assert {s.spec.name: len(s.items) for s in loaded.subsets} == {"replace": 2, "swap": 1}
     assert loaded.spec.item_kind == "pair"
+
+
+def test_a_visla_freeze_is_scored_with_vislas_tasks(tmp_path: Path, minilm_path: Path) -> None:
+    """Format `visla`: VISLA's tab-separated triplets, run by `-b build:DIR` as VISLA is (T2T,
+    with P1-N and P2-N); a text-only build (no image column) needs no setting."""
+    write_recipe(tmp_path, _recipe(format="visla", p2="p2"), TRIPLETS)
+    out = tmp_path / "build"
+    res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    lines = (out / "benchmark" / "all.tsv").read_text(encoding="utf-8").splitlines()
+    kept = [t for t in TRIPLETS if t["p1"]]
+    assert lines[0].split("\t") == ["caption", "second positive", "negative_caption", "source",
+                                    "source_id"]  # fmt: skip
+    assert [x.split("\t")[1:3] for x in lines[1:]] == [[t["p2"], t["n"]] for t in kept]
+    loaded = load_benchmark(f"build:{out}")
+    assert loaded.spec.text_tasks == ("t2t",) and loaded.spec.image_tasks == ("i2t",)
+    assert [(it.p2, it.n, it.image) for it in loaded.items] == [
+        (t["p2"], t["n"], None) for t in kept
+    ]
+    run = tmp_path / "run"
+    res = runner.invoke(app, ["eval", "-m", "minilm", "-b", f"build:{out}", "-o", str(run),
+                              "--n-boot", "0", "--device", "cpu"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    metrics = {r["metric"] for r in json.loads((run / "run.json").read_text())["results"]}
+    assert {"t2t", "p1n", "p2n"} <= metrics
+
+
+def test_a_visla_freeze_refuses_a_text_with_a_tab(tmp_path: Path) -> None:
+    rows = [*TRIPLETS[:1], {"p1": "a cat", "p2": "one\tcat", "n": "a dog"}]
+    write_recipe(tmp_path, _recipe(format="visla", p2="p2"), rows)
+    out = tmp_path / "build"
+    res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out), "-q"])
+    assert res.exit_code == 2
+    assert "error: freeze: accepted row triplets.jsonl:2: 'one\\tcat' holds a tab or a line " \
+        "break" in res.output  # fmt: skip
+    assert not (out / "benchmark").exists()
+    res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out), "-q",
+                              "--set", "freeze.id=source_id"])  # fmt: skip
+    assert res.exit_code == 2 and "format 'visla' numbers its items by row" in res.output

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shlex
 from importlib import resources
 from pathlib import Path
@@ -22,14 +21,14 @@ from typer.testing import CliRunner
 
 from builders.annotate_studies import MadeStudy, need_annotate_extra, role_policy
 from builders.backends import require_module
-from builders.recipes import stage, stages_toml
 from builders.tiny_diffusers import write_tiny_pipeline
 from builders.tiny_dual_models import write_clip
 from lexsem.annotate.store import Unit, connect
 from lexsem.cli.app import app
 from lexsem.construct import runner
+from lexsem.construct.recipe import with_input_path
 from lexsem.construct.runner import build
-from lexsem.construct.stage import row_ids
+from lexsem.construct.stage import HumanStepPending, row_ids
 from lexsem.errors import DataError, LexsemError
 
 need_annotate_extra()
@@ -123,7 +122,7 @@ def bivlc_recipe(tmp_path: Path, pipeline_dir: Path) -> Path:
     text = _shipped("bivlc")
     line = next(x for x in text.splitlines() if x.startswith("image_generator"))
     text = text.replace(line, f'image_generator = "diffusers:{pipeline_dir}?steps=2"')
-    text = text.replace("PATH/TO/sugarcrepe_items.jsonl", "items.jsonl")
+    text = with_input_path(text, "items.jsonl")
     path = tmp_path / "bivlc.toml"
     path.write_text(text.replace("size = 512", "size = 16"))
     return path
@@ -139,8 +138,12 @@ def _sha(path: Path) -> str:
 
 def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: Path) -> None:
     out = tmp_path / "build"
-    with pytest.raises(LexsemError, match=r"waiting for people: .*best_image.*README"):
+    with pytest.raises(
+        HumanStepPending, match=r"waiting for people: .*best_image.*README"
+    ) as paused:
         _build(bivlc_recipe, out)
+    assert paused.value.stage == "stage 5/8 best_image"  # a pause, not an error: exit status 3
+    assert paused.value.answers == out / "human" / "best_image" / "answers.csv"
     record = json.loads((out / "build.json").read_text())
     images_stage = pq.read_table(out / record["stages"][2]["output"]).to_pylist()
     images = {r["source_id"]: r["images"] for r in images_stage}
@@ -151,6 +154,7 @@ def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: P
         "--from-build", str(out / "stages/04-ask_best_image.parquet"), "-k", "best_of_k",
         "--column", "caption=negative_caption", "--column", "images=images",
     ])  # fmt: skip
+    assert paused.value.commands[0] == create  # what `lexsem build` prints
 
     # step 3: three annotators, every task; the study shows the build's own image files
     study = _study_from(readme, tmp_path, 3)
@@ -295,43 +299,46 @@ class Paraphraser:
         return f"Paraphrased: {PARAPHRASE[p1]}", {}
 
 
-VALIDATION_STAGES = stages_toml(
-    stage("fold_back_validation", name="validation",
-          answers="human/validate/answers.parquet", column="caption2"),
-    stage("freeze", format="scpp", p1="caption", p2="caption2", n="negative_caption",
-          title="Validated second positives"),
-)  # fmt: skip
+def _paused_commands(output: str) -> list[str]:
+    """The `lexsem annotate` commands a paused build printed."""
+    return [x.strip() for x in output.splitlines() if x.strip().startswith("lexsem annotate ")]
 
 
-def test_scpp_positives_validated_in_a_study_edit_reaches_the_benchmark(
+def test_scpp_positive_pauses_for_its_study_and_resumes_to_a_benchmark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm_path: Path
 ) -> None:
+    """`lexsem build scpp_positive --input FILE`: the shipped recipe pauses at the validation
+    (exit status 3, no error) with the study's commands; the study, answered and exported as
+    they say, and the same command again give a frozen benchmark with an edit in it, which
+    `lexsem eval -b build:DIR` runs."""
     monkeypatch.setattr(runner, "_load_generator", lambda spec: Paraphraser())
     (tmp_path / "items.jsonl").write_text("".join(
         json.dumps({"id": f"i{n}", "caption": c, "negative_caption": f"Not {c.lower()}"}) + "\n"
         for n, c in enumerate(PARAPHRASE)
     ))  # fmt: skip
-    text = _shipped("scpp_positive").replace("PATH/TO/items.jsonl", "items.jsonl")
-    text = re.sub(r'(?m)^generator = ".*"$', 'generator = "fake:x"', text)
-    generated = tmp_path / "generated.toml"
-    generated.write_text(text)
     out = tmp_path / "build"
-    res = cli.invoke(app, ["build", str(generated), "-o", str(out), "--cache-dir",
-                           str(tmp_path / "cache")])  # fmt: skip
-    assert res.exit_code == 0, res.output
+    command = ["build", "scpp_positive", "--input", str(tmp_path / "items.jsonl"), "--generator",
+               "fake:x", "-o", str(out), "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
+    res = cli.invoke(app, command)
+    assert res.exit_code == 3, res.output
+    assert "error:" not in res.output
+    assert "paused at stage 2/3 validation: fold_back_validation: waiting for people" in res.output
     stage = out / "stages" / "01-positive.parquet"
-    rows = pq.read_table(stage).to_pylist()
-    assert [r["caption2"] for r in rows] == list(PARAPHRASE.values())
-
+    assert [r["caption2"] for r in pq.read_table(stage).to_pylist()] == list(PARAPHRASE.values())
     folder = out / "human" / "validate"
-    folder.mkdir(parents=True)
-    links = folder / "links.json"
-    res = cli.invoke(app, ["annotate", "create", str(folder / "study.sqlite"), "--from-build",
-                           str(stage), "-k", "validate", "-n", "2", "--overlap", "2", "--links",
-                           str(links), "--base-url", ""])  # fmt: skip
-    assert res.exit_code == 0, res.output
-    urls = json.loads(links.read_text())
-    study = MadeStudy(folder / "study.sqlite", urls["admin"], urls["join"], urls["annotators"])
+    create, serve, export = _paused_commands(res.output)
+    assert create == shlex.join([
+        "lexsem", "annotate", "create", str(folder / "study.sqlite"), "--from-build", str(stage),
+        "-k", "validate", "--column", "original=caption", "--column", "generated=caption2",
+    ])  # fmt: skip
+    assert serve == shlex.join(["lexsem", "annotate", "serve", str(folder / "study.sqlite")])
+    answers = folder / "answers.parquet"
+    assert export == shlex.join(["lexsem", "annotate", "export", str(folder / "study.sqlite"),
+                                 "--answers", str(answers)])  # fmt: skip
+    assert "Then run the same command again to go on: lexsem build scpp_positive" in res.output
+    assert _paused_commands((folder / "README.md").read_text())[0] == create
+
+    study = _study_from(folder / "README.md", folder, 2)
     edited = "Two cats are asleep."
     _answer(study, {
         "i0": ["accept", "accept"],
@@ -339,13 +346,11 @@ def test_scpp_positives_validated_in_a_study_edit_reaches_the_benchmark(
         "i2": ["reject", "reject"],
         "i3": ["accept", "reject"],  # a disagreement
     })  # fmt: skip
-    _export(study, folder / "answers.parquet")
+    _export(study, answers)
 
-    recipe = tmp_path / "validated.toml"
-    recipe.write_text(text + VALIDATION_STAGES)
-    lines: list[str] = []
-    build(recipe, out, cache_dir=tmp_path / "cache", echo=lines.append)
-    assert "reused: positive (unchanged)" in lines
+    res = cli.invoke(app, command)
+    assert res.exit_code == 0, res.output
+    assert "reused: positive (unchanged)" in res.output
     bench = json.loads((out / "benchmark" / "all.json").read_text())
     assert [(b["caption"], b["caption2"]) for b in bench] == [
         ("A dog on a sofa.", "A sofa with a dog on it."),
@@ -369,6 +374,99 @@ def test_scpp_positives_validated_in_a_study_edit_reaches_the_benchmark(
     res = cli.invoke(app, ["eval", "-m", "minilm", "-b", f"build:{out}", "-o", str(run),
                            "--n-boot", "0", "--device", "cpu"])  # fmt: skip
     assert res.exit_code == 0, res.output
+
+
+# (image, caption, relation, label): two swapped pairs on images A and C, other captions as
+# candidates
+VSR = [
+    ("A", "The cat is left of the dog.", "left of", 1),
+    ("A", "The dog is right of the cat.", "right of", 1),
+    ("B", "The cat is right of the dog.", "right of", 1),
+    ("B", "The cat is under the dog.", "under", 1),
+    ("B", "The dog is on the cat.", "on", 1),
+    ("C", "The cup is on the box.", "on", 1),
+    ("C", "The box is under the cup.", "under", 1),
+    ("D", "The cup is in the box.", "in", 1),
+    ("D", "The box is on the cup.", "on", 1),
+]
+
+
+def test_visla_spatial_pauses_for_its_experts_and_resumes_to_a_visla_benchmark(
+    tmp_path: Path, minilm_path: Path
+) -> None:
+    """`lexsem build visla_spatial --input VSR`: pairs and candidates, a pause at the experts'
+    validation (P1, P2 and the candidate shown), answers simulated through the study server;
+    the same command again keeps the first kept candidate of each pair and freezes a `visla`
+    benchmark that `lexsem eval -b build:DIR` scores with T2T (P1-N, P2-N)."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    for n, name in enumerate("ABCD"):
+        Image.new("RGB", (8, 8), (60 * n, 90, 120)).save(photos / f"{name}.png")
+    (tmp_path / "vsr.jsonl").write_text("".join(
+        json.dumps({"image": str(photos / f"{i}.png"), "caption": c, "relation": r,
+                    "label": lab}) + "\n"
+        for i, c, r, lab in VSR
+    ))  # fmt: skip
+    out = tmp_path / "build"
+    command = ["build", "visla_spatial", "--input", str(tmp_path / "vsr.jsonl"), "-o", str(out)]
+    res = cli.invoke(app, command)
+    assert res.exit_code == 3, res.output
+    assert "error:" not in res.output and "paused at stage 3/4 validation" in res.output
+    folder = out / "human" / "validate"
+    create = _paused_commands(res.output)[0]
+    assert create.endswith("-k validate --column original=p1 --column generated=n --column "
+                           "positive=p2")  # fmt: skip
+    candidates = pq.read_table(out / "stages" / "02-candidates.parquet").to_pylist()
+    pairs = sorted({r["source_id"] for r in candidates if r["rejected"] is None})
+    assert len(pairs) >= 2
+    ids = row_ids([r["source"] for r in candidates], [r["source_id"] for r in candidates])
+    by_pair: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for key, row in zip(ids, candidates, strict=True):
+        if row["rejected"] is None:
+            by_pair.setdefault(row["source_id"], []).append((key.split(":", 1)[1], row))
+    # the first pair: rank 1 rejected, rank 2 accepted (its negative), rank 3 accepted too (not
+    # selected); every other pair: its rank 1 edited
+    plan: dict[str, list[Any]] = {}
+    want = []
+    for n, pair in enumerate(pairs):
+        ranked = by_pair[pair]
+        if n == 0:
+            assert len(ranked) == 3
+            plan |= {ranked[0][0]: ["reject"], ranked[1][0]: ["accept"], ranked[2][0]: ["accept"]}
+            want.append((ranked[1][1]["p1"], ranked[1][1]["p2"], ranked[1][1]["n"]))
+        else:
+            plan |= {k: ["accept"] for k, _ in ranked}
+            plan[ranked[0][0]] = [("edit", f"Edited negative {n}.")]
+            want.append((ranked[0][1]["p1"], ranked[0][1]["p2"], f"Edited negative {n}."))
+
+    study = _study_from(folder / "README.md", folder, 1)
+    con = connect(study.path)
+    shown = [json.loads(r[0])["context"] for r in con.execute("SELECT payload FROM units")]
+    con.close()
+    first = by_pair[pairs[0]][0][1]
+    assert [["P1 (original)", first["p1"]], ["P2 (second positive)", first["p2"]],
+            ["N (negative, n): to check", first["n"]]] in shown  # fmt: skip
+    _answer(study, plan)
+    _export(study, folder / "answers.parquet")
+
+    res = cli.invoke(app, command)
+    assert res.exit_code == 0, res.output
+    card = json.loads((out / "benchmark" / "data_card.json").read_text())
+    assert card["format"] == "visla" and [f["file"] for f in card["files"]] == ["all.tsv"]
+    lines = (out / "benchmark" / "all.tsv").read_text().splitlines()
+    head = lines[0].split("\t")
+    assert head == ["filename", "caption", "second positive", "negative_caption", "source",
+                    "source_id"]  # fmt: skip
+    got = [tuple(x.split("\t")[1:4]) for x in lines[1:]]
+    assert got == want
+    (human,) = card["human"]
+    assert human["counts"]["another_selected"] == 1 + sum(len(by_pair[p]) - 1 for p in pairs[1:])
+    run = tmp_path / "run"
+    res = cli.invoke(app, ["eval", "-m", "minilm", "-b", f"build:{out}", "-o", str(run),
+                           "--n-boot", "0", "--device", "cpu"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    items = pq.read_table(run / "items.parquet")
+    assert {"t2t"} <= set(items["task"].to_pylist())
 
 
 # -- rows sharing their provenance: one item id each ------------------------------------------

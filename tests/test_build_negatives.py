@@ -24,6 +24,7 @@ from builders.references import BIVLC, checkout, reference_file
 from builders.tiny_text_scorers import write_tiny_cola, write_tiny_vera
 from lexsem.cli.app import app
 from lexsem.construct import runner
+from lexsem.construct.recipe import with_input_path
 from lexsem.construct.runner import build
 from lexsem.construct.stage import StageContext
 from lexsem.construct.sugarcrepe_negatives import (
@@ -456,7 +457,7 @@ def _recipe(tmp: Path, scorers: dict[str, Path]) -> Path:
     rows = [{"caption": c, "image": f"{i:012d}.jpg"} for i, c in enumerate(CAPTIONS)]
     (tmp / "captions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     text = RECIPE.read_text()
-    text = text.replace("PATH/TO/captions.jsonl", "captions.jsonl")
+    text = with_input_path(text, "captions.jsonl")
     text = re.sub(r'^generator = ".*"$', 'generator = "fake:rules"', text, flags=re.M)
     text = text.replace('"vera:liujch1998/vera"', f'"vera:{scorers["vera"]}"')
     text = text.replace(

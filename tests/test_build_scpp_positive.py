@@ -274,17 +274,22 @@ def test_a_rerun_sends_nothing(tmp_path: Path, gen: RuleGenerator) -> None:
 def test_lexsem_build_runs_the_shipped_recipe_into_triplets(
     tmp_path: Path, gen: RuleGenerator
 ) -> None:
-    """`src/lexsem/construct/recipes/scpp_positive.toml`, its input and generator replaced."""
+    """The shipped recipe written by `lexsem build init` with its input and generator, its
+    seed edited, built: the triplets, then a pause at the people's validation."""
     _recipe(tmp_path, ALL)
-    shipped = Path(__file__).parents[1] / "src/lexsem/construct/recipes/scpp_positive.toml"
-    text = shipped.read_text(encoding="utf-8").replace("PATH/TO/items.jsonl", "triplets.jsonl")
-    text = re.sub(r'(?m)^generator = ".*"$', 'generator = "fake:x"', text)
     recipe = tmp_path / "shipped.toml"
+    init = ["build", "init", "scpp_positive", "--input", str(tmp_path / "triplets.jsonl"),
+            "--generator", "fake:x", "-o", str(recipe)]  # fmt: skip
+    written = CliRunner().invoke(app, init)
+    assert written.exit_code == 0, written.output
+    text = recipe.read_text(encoding="utf-8")
+    assert "PATH/TO" not in text and 'generator = "fake:x"' in text
     recipe.write_text(text.replace("seed = 0", "seed = 7"), encoding="utf-8")
     out = tmp_path / "out"
     args = ["build", str(recipe), "-o", str(out), "--cache-dir", str(tmp_path / "c")]
     done = CliRunner().invoke(app, args)
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == 3, done.output  # paused at the validation study
+    assert "paused at stage 2/3 validation" in done.output and "error:" not in done.output
     assert "positive: 5 requests, 5 to send" in done.output
     table = pq.read_table(out / "stages" / "01-positive.parquet").to_pylist()
     kept = [

@@ -78,7 +78,7 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 @pytest.mark.parametrize("name", ["trohn_text", "trohn_img"])
 def test_the_recipes_load(name: str, _stand_ins: list[str]) -> None:
     with resources.as_file(RECIPES / f"{name}.toml") as path:
-        recipe = load_recipe(path)
+        recipe = load_recipe(path, input="captions_train2017.json")
     uses = [s.use for s in recipe.stages]
     assert recipe.input.source == "coco_captions" and uses[-1] == "train_manifest"
     if name == "trohn_img":
@@ -111,11 +111,9 @@ def test_trohn_text_runs_from_coco_captions_to_a_manifest(
     _stand_in(monkeypatch, Stage("sugarcrepe_negatives", _negatives))
     _stand_in(monkeypatch, Stage("template_filter", _template))
     coco = write_coco_captions(tmp_path / "coco")
-    text = (RECIPES / "trohn_text.toml").read_text(encoding="utf-8")
-    text = text.replace("PATH/TO/annotations/captions_train2017.json", str(coco))
-    text = text.replace("PATH/TO/train2017", str(tmp_path / "coco" / "train2017"))
-    recipe = tmp_path / "trohn_text.toml"
-    recipe.write_text(text)
+    with resources.as_file(RECIPES / "trohn_text.toml") as path:
+        recipe = load_recipe(path, input=coco,
+                             sets=[f"input.images={tmp_path / 'coco' / 'train2017'}"])  # fmt: skip
     said: list[str] = []
     result = build(recipe, tmp_path / "b", echo=said.append)
     rows = result.stages[-1]

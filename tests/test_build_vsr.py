@@ -358,23 +358,20 @@ def test_real_vsr_default_pairs_and_their_visla_coverage(test_data_dir: Path) ->
 def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     test_data_dir: Path, tmp_path: Path
 ) -> None:
-    """`src/lexsem/construct/recipes/visla_spatial.toml` with the real VSR path, run by the CLI:
-    its stage outputs equal the stage functions called directly, and a rerun redoes nothing."""
+    """`lexsem build visla_spatial --input VSR`, the shipped recipe run by name on the real VSR
+    file: its stage outputs equal the stage functions called directly; it pauses at the
+    expert validation (exit status 3, no error), and a rerun redoes nothing before it."""
     import pyarrow.parquet as pq
     from typer.testing import CliRunner
 
     from lexsem.cli import app
 
-    shipped = Path(__file__).parents[1] / "src/lexsem/construct/recipes/visla_spatial.toml"
-    recipe = tmp_path / "visla_spatial.toml"
-    recipe.write_text(
-        shipped.read_text("utf-8").replace("PATH/TO/all_vsr_validated_data.jsonl",
-                                           str(_vsr(test_data_dir))),
-        encoding="utf-8",
-    )  # fmt: skip
     out = tmp_path / "built"
-    res = CliRunner().invoke(app, ["build", str(recipe), "-o", str(out), "-q"])
-    assert res.exit_code == 0, res.output
+    args = ["build", "visla_spatial", "--input", str(_vsr(test_data_dir)), "-o", str(out), "-q"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 3, res.output
+    assert "error:" not in res.output
+    assert "paused at stage 3/4 validation: fold_back_validation: waiting for people" in res.output
     stages = sorted((out / "stages").glob("*.parquet"))
     assert [p.name.split("-", 1)[1] for p in stages] == ["pairs.parquet", "candidates.parquet"]
     settings = [s.get("settings", {}) for s in tomllib.loads(recipe.read_text("utf-8"))["stages"]]
@@ -384,7 +381,7 @@ def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     got = pq.read_table(stages[1])
     assert got.select(want.column_names).equals(want)
     record = json.loads((out / "build.json").read_text("utf-8"))
-    assert record["complete"] is True
-    again = CliRunner().invoke(app, ["build", str(recipe), "-o", str(out), "-q"])
-    assert again.exit_code == 0, again.output
+    assert record["complete"] is False and len(record["stages"]) == 2
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 3, again.output
     assert json.loads((out / "build.json").read_text("utf-8"))["stages"] == record["stages"]

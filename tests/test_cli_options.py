@@ -86,8 +86,14 @@ REPRODUCE_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
 BUILD_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "cache_dir": (EvalConfig, "cache_dir"),  # evaluation's shared option
     "recipe": None,
+    "name": None,  # `build init NAME`
     "out": None,
     "quiet": None,  # progress, the other way round
+    "list_": None,  # what to do, not how
+    "input": None,  # the recipe's own settings: load_recipe's keywords
+    "generator": None,
+    "image_generator": None,
+    "set_": None,
 }
 
 

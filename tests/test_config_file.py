@@ -4,7 +4,6 @@ is bounded in size, YAML aliases are refused."""
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
@@ -13,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from lexsem.config_file import MAX_CONFIG_BYTES, load_config_file, read_config_file
-from lexsem.construct.recipe import load_recipe
+from lexsem.construct.recipe import load_recipe, with_input_path
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import expand, load_grid
 
@@ -68,7 +67,7 @@ def test_a_yaml_grid_loads_as_the_same_toml_grid(tmp_path: Path) -> None:
 
 def _input_replaced(text: str) -> str:
     """A shipped recipe's `[input] path` as `in.jsonl` (a file that is there)."""
-    return re.sub(r'(?m)^path = ".*"$', 'path = "in.jsonl"', text)
+    return with_input_path(text, "in.jsonl")
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in RECIPES.glob("*.toml")))

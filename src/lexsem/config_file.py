@@ -10,6 +10,8 @@ is used, so that the model's checks see what the file holds, once.
 
     file = read_config_file(path, what="grid file")      # its bytes and its keys
     grid = validate_config(file, Grid, numbered={"block": ("block", None)})
+
+`parse_value` reads one value given on the command line the same way (`--set KEY=VALUE`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = ["MAX_CONFIG_BYTES", "YAML_SUFFIXES", "ConfigFile", "load_config_file",
-           "read_config_file", "validate_config"]  # fmt: skip
+           "parse_value", "read_config_file", "validate_config"]  # fmt: skip
 
 #: The largest config file read (bytes): a grid of thousands of models fits in far less.
 MAX_CONFIG_BYTES = 4 * 2**20
@@ -79,6 +81,19 @@ def read_config_file(path: str | Path, *, what: str = "config file") -> ConfigFi
     if bad is not None:
         raise LexsemError(f"{path}: key {bad!r} is not a name (write it in quotes)")
     return ConfigFile(path, data, raw)
+
+
+def parse_value(text: str) -> Any:
+    """One value given on the command line (`lexsem build --set KEY=VALUE`): a TOML value
+    (`3`, `0.5`, `true`, `"a b"`, `[1, 2]`, `{ k = 1 }`), else the text itself (`/data/coco`,
+    `caption`; a TOML date or time is kept as its text)."""
+    import datetime
+
+    try:
+        value = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+    return text if isinstance(value, (datetime.date, datetime.time)) else value
 
 
 def _toml(path: Path, text: str) -> Any:

@@ -2,8 +2,10 @@
 human steps of dataset construction.
 
 - ``validate``: accept / edit / reject a generated caption (SugarCrepe++ §2.1 second
-  positives; VISLA §3.3 negatives). Columns: ``original`` (default ``caption``), ``generated``
-  (default ``caption2``; ``negative_caption`` for negatives), ``image`` (optional).
+  positives; VISLA §3.3 negatives). Columns: ``original`` (P1, default ``caption``),
+  ``generated`` (the text to check: default ``caption2``, a second positive P2; a negative,
+  e.g. ``negative_caption`` or VISLA's ``n``), ``positive`` (optional, default ``p2``: the
+  second positive P2 shown where the text to check is a negative), ``image`` (optional).
 - ``best_of_k``: choose the best of K generated images or none (BiVLC §3 step 3). Columns:
   ``caption`` (default ``negative_caption``), ``images`` (default ``images``: a list of paths).
 - ``ambiguity``: the original caption and both images (BiVLC §3 step 4). Columns: ``caption``
@@ -26,12 +28,17 @@ from lexsem.errors import DataError, LexsemError
 __all__ = ["BUILD_KINDS", "DEFAULT_COLUMNS", "build_queries"]
 
 DEFAULT_COLUMNS: dict[str, dict[str, str]] = {
-    "validate": {"original": "caption", "generated": "caption2", "image": "image"},
+    "validate": {
+        "original": "caption",
+        "generated": "caption2",
+        "positive": "p2",
+        "image": "image",
+    },
     "best_of_k": {"caption": "negative_caption", "images": "images"},
     "ambiguity": {"caption": "caption", "image0": "image", "image1": "negative_image"},
 }
 BUILD_KINDS = tuple(DEFAULT_COLUMNS)
-_OPTIONAL = {("validate", "image")}
+_OPTIONAL = {("validate", "image"), ("validate", "positive")}
 
 
 def build_queries(
@@ -96,7 +103,14 @@ def _validate(row, cols, item, subset, bench, image, file, line) -> Query:  # ty
     generated = _text(row, cols["generated"], file, line)
     ref = row.get(cols["image"])
     sha = image(ref) if isinstance(ref, str) and ref else None
-    ctx = (("Original caption", original), (f"Generated ({cols['generated']})", generated))
+    second = row.get(cols["positive"]) if cols["positive"] != cols["generated"] else None
+    if isinstance(second, str) and second.strip():  # the text to check is a negative
+        ctx = (("P1 (original)", original), ("P2 (second positive)", second),
+               (f"N (negative, {cols['generated']}): to check", generated))  # fmt: skip
+    else:
+        ctx = (("P1 (original)", original),
+               (f"P2 (generated second positive, {cols['generated']}): to check",
+                generated))  # fmt: skip
     return Query(
         "validate", item, subset, bench, (), None, base_image=sha, context=ctx, edit_text=generated
     )

@@ -34,7 +34,7 @@ KIND_QUESTIONS: dict[str, str] = {
     "bivlc_t2i": "Choose the image that BEST matches the description.",
     "best_of_k": "Select one image that adequately represents the description, or None.",
     "ambiguity": "Choose the image that best matches the description, or Both.",
-    "validate": "Is the generated caption right? Accept it, edit it, or reject it.",
+    "validate": "Is the caption marked 'to check' right? Accept it, edit it, or reject it.",
 }
 
 KIND_INSTRUCTIONS: dict[str, str] = {
@@ -63,10 +63,11 @@ KIND_INSTRUCTIONS: dict[str, str] = {
     "best_of_k": BIVLC_STEPS["best_image"],
     "ambiguity": BIVLC_STEPS["ambiguity"],
     "validate": (
-        "Each question shows an original caption and a generated one. A generated second "
-        "positive must mean exactly what the original means, in different words; a generated "
-        "negative must contradict it. Accept it if it is right, edit it (and save the edit) if a "
-        "small change makes it right, reject it otherwise (SugarCrepe++, §2.1; VISLA, §3.3)."
+        "Each question shows the original caption P1 and a caption to check: either a "
+        "generated second positive P2, which must mean exactly what P1 means in different "
+        "words, or a negative N (shown with the second positive P2), which must contradict P1 "
+        "and P2. Accept it if it is right, edit it (and save the edit) if a small change makes "
+        "it right, reject it otherwise (SugarCrepe++, §2.1; VISLA, §3.3)."
     ),
 }
 

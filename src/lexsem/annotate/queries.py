@@ -133,7 +133,7 @@ def _validate(item: TripletItem, benchmark: str, image: ImageFn) -> list[Query]:
             (),
             None,
             base_image=sha,
-            context=(("Original caption", item.p1), ("Generated second positive", item.p2)),
+            context=(("P1 (original)", item.p1), ("P2 (second positive): to check", item.p2)),
             edit_text=item.p2,
         )
     ]

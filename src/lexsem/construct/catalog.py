@@ -121,11 +121,19 @@ def stage_names() -> list[str]:
 
 
 def find_recipe(recipe: str | Path) -> Path:
-    """The recipe file `recipe` names: a file, or else a shipped recipe's name."""
+    """The recipe file `recipe` names: a file, or else a shipped recipe's name; a name that
+    is neither (no such file, no folder or suffix in it) is an error naming the shipped
+    recipes, with "did you mean"."""
     path = Path(recipe)
-    if path.exists() or str(recipe) not in RECIPES:
+    if path.exists():
         return path
-    return RECIPES.get(str(recipe))
+    name = str(recipe)
+    if name in RECIPES or (len(path.parts) == 1 and not path.suffix):
+        try:
+            return RECIPES.get(name)
+        except LexsemError as exc:
+            raise LexsemError(f"{exc} (lexsem build --list); or give a recipe file") from None
+    return path
 
 
 def import_modules(names: Sequence[str]) -> None:

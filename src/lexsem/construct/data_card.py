@@ -46,6 +46,7 @@ PAPERS = {
     "scpp_second_positive": (SCPP,),
     "vsr_spatial_pairs": (VISLA,),
     "vsr_negative_candidates": (VISLA,),
+    "fold_back_validation": (SCPP, VISLA),
 }
 
 # per format: what an item is, the papers' tasks run on it, Hugging Face task categories
@@ -62,6 +63,13 @@ FORMATS = {
         "a model is right when it scores the caption above the negative.",
         SUGARCREPE,
         ("image-to-text",),
+    ),
+    "visla": (
+        "VISLA triplets: an image (optional), two captions that mean the same (P1, P2) and a "
+        "lexically close negative caption (N) that changes the meaning (VISLA, §3); `lexsem eval` "
+        "runs VISLA's tasks: text-to-text (T2T, with P1-N and P2-N) and, with images, I2T.",
+        VISLA,
+        ("sentence-similarity", "image-to-text"),
     ),
     "bivlc": (
         "BiVLC quads: two images and two captions, each caption right for one image (BiVLC, "
@@ -104,7 +112,7 @@ def yaml_header(card: dict[str, Any]) -> dict[str, Any]:
     elif licences:
         licence = [*licences, "unknown"]
     tasks = FORMATS.get(card["format"], ("", "", ()))[2]
-    if card["format"] == "scpp" and not _has_images(card):  # text-only triplets
+    if card["format"] in ("scpp", "visla") and not _has_images(card):  # text-only triplets
         tasks = ("sentence-similarity",)
     return {
         "license": licence,

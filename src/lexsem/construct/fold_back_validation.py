@@ -20,20 +20,50 @@ decision, by majority of its validators, where an edit counts as keeping the row
 - no answer → ``validation = null``, kept as it is, or rejected as ``not_validated`` with
   ``unvalidated = "reject"``.
 
+With `keep_first_of` (a column, e.g. ``source_id``), of the kept rows that share its value
+only the first in table order stays; the others are rejected as ``another_selected`` (VISLA,
+§3.3: experts "select" one of a pair's top three negative candidates, which come in rank order).
+
 Answers about rows the table does not have are an error naming the first, unless
-``unknown = "ignore"``. The counts (``accepted``, ``edited``, ``human_rejected``,
-``human_disagreement``, ``not validated``) go to the stage's counts in build.json, which the
-frozen data card holds (`lexsem.construct.freeze`).
+``unknown = "ignore"``.
+
+The answers file (default ``human/validate/answers.parquet`` in the build folder) is the study's
+export. Until it exists the stage pauses the build (`HumanStepPending`): it writes
+``human/validate/README.md`` with the study's commands — ``lexsem annotate create
+human/validate/study.sqlite --from-build <its input table> -k validate --column ...`` (the
+table: the stage before's output, or for a recipe's first stage a copy of its rows in
+``human/validate/rows.parquet``; the stage's `original`, `column`, `positive` and `image`
+columns, those the rows have, as the study's roles), ``lexsem annotate
+serve`` and ``lexsem annotate export ... --answers <the answers file>`` — and says them; the
+same build command run again once the file is there goes on (the file's sha256 is part of the
+stage's digest, so a new export reruns it).
+
+The counts (``accepted``, ``edited``, ``human_rejected``, ``human_disagreement``, ``not
+validated``) go to the stage's counts in build.json, which the frozen
+data card holds (`lexsem.construct.freeze`).
 """
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.stage import PROVENANCE, REJECTED, Stage, StageContext, reject, row_ids
+from lexsem.atomic import atomic_open
+from lexsem.construct.stage import (
+    PROVENANCE,
+    REJECTED,
+    HumanStepPending,
+    Stage,
+    StageContext,
+    accepted,
+    reject,
+    row_ids,
+)
 from lexsem.errors import DataError, LexsemError
 from lexsem.results.answers_table import (
     StudyAnswer,
@@ -43,9 +73,20 @@ from lexsem.results.answers_table import (
     read_answers,
 )
 
-__all__ = ["DISAGREEMENT", "HUMAN_REJECTED", "NOT_VALIDATED", "STAGE", "fold_back_validation"]
+__all__ = [
+    "ANSWERS",
+    "DISAGREEMENT",
+    "HUMAN_REJECTED",
+    "NOT_SELECTED",
+    "NOT_VALIDATED",
+    "STAGE",
+    "fold_back_validation",
+]
 
+FOLDER = "human/validate"  # in the build folder: the study, its README, its answers
+ANSWERS = f"{FOLDER}/answers.parquet"  # the default answers file
 HUMAN_REJECTED = "human_rejected"
+NOT_SELECTED = "another_selected"
 DISAGREEMENT = "human_disagreement"
 NOT_VALIDATED = "not_validated"
 VALIDATION = "validation"
@@ -87,15 +128,21 @@ def fold_back_validation(
     rows: pa.Table,
     ctx: StageContext | None,
     *,
-    answers: str | pa.Table,
+    answers: str | pa.Table = ANSWERS,
     column: str = "caption2",
+    original: str = "caption",
+    positive: str | None = None,
+    image: str = "image",
+    keep_first_of: str | None = None,
     unvalidated: str = "keep",
     unknown: str = "error",
 ) -> pa.Table:
     """The rows with the validation study's decisions (see the module doc): `answers`, the
     study's answers table (a Parquet file, relative to the build folder, or a table);
     `column`, the text the validators checked (default ``caption2``, SugarCrepe++'s second
-    positive; ``negative_caption`` for negatives)."""
+    positive; ``negative_caption`` or VISLA's ``n`` for negatives); `original`, `positive` and
+    `image`: what the study shows beside it (P1; P2 where the checked text is a negative; the
+    image where the rows have that column)."""
     if unvalidated not in ("keep", "reject"):
         raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
                           f"{unvalidated!r}")  # fmt: skip
@@ -106,10 +153,18 @@ def fold_back_validation(
             f"fold_back_validation: the rows have no column {column!r} (setting `column`); they "
             f"have {', '.join(rows.column_names)}"
         )
+    if keep_first_of is not None and keep_first_of not in rows.column_names:
+        raise LexsemError(
+            f"fold_back_validation: the rows have no column {keep_first_of!r} (setting "
+            f"`keep_first_of`); they have {', '.join(rows.column_names)}"
+        )
     source: str | Path | pa.Table = answers
     if isinstance(answers, str):
-        path = Path(answers)
-        source = path if path.is_absolute() or ctx is None else ctx.out / path
+        source = _answers_path(ctx.out if ctx is not None else None, answers)
+        if not source.is_file():
+            roles = {"original": original, "generated": column, "positive": positive,
+                     "image": image}  # fmt: skip
+            _pause(rows, ctx, source, roles)
     where = str(source) if not isinstance(source, pa.Table) else "answers"
     by_row = _answers(source, where)
     ids = row_ids(rows[PROVENANCE[0]].to_pylist(), rows[PROVENANCE[1]].to_pylist())
@@ -147,6 +202,8 @@ def fold_back_validation(
             out = out.append_column(name, arr)
     already = out[REJECTED].to_pylist() if REJECTED in out.column_names else [None] * len(ids)
     out = reject(out, reasons)
+    if keep_first_of is not None:
+        out = _keep_first(out, keep_first_of)
     if ctx is not None:
         for what in ("accepted", "edited", HUMAN_REJECTED, DISAGREEMENT, "not validated"):
             ctx.count(what, counts.get(what, 0))
@@ -155,8 +212,124 @@ def fold_back_validation(
             r is not None and a is not None for r, a in zip(reasons, already, strict=True)
         )
         ctx.count("already rejected", overridden)
+        if keep_first_of is not None:
+            left = out[REJECTED].to_pylist()
+            ctx.count(NOT_SELECTED, sum(r == NOT_SELECTED for r in left))
         ctx.log(", ".join(f"{k}: {v}" for k, v in counts.items()))
     return out
 
 
-STAGE = Stage("fold_back_validation", fold_back_validation)
+def _keep_first(rows: pa.Table, column: str) -> pa.Table:
+    """Of the accepted rows sharing a value of `column`, all but the first rejected."""
+    seen: set[Any] = set()
+    reasons: list[str | None] = []
+    for ok, key in zip(accepted(rows).to_pylist(), rows[column].to_pylist(), strict=True):
+        reasons.append(NOT_SELECTED if ok and key in seen else None)
+        if ok:
+            seen.add(key)
+    return reject(rows, reasons)
+
+
+def _answers_path(out: Path | None, answers: str) -> Path:
+    path = Path(answers).expanduser()
+    return path if path.is_absolute() or out is None else out / path
+
+
+def _answer_files(out: Path, **settings: Any) -> list[Path]:
+    """The file the stage reads (its sha256 is part of the stage's digest)."""
+    answers = settings.get("answers", ANSWERS)
+    return [_answers_path(out, answers)] if isinstance(answers, str) else []
+
+
+def _present(roles: dict[str, str | None], columns: Sequence[str]) -> dict[str, str]:
+    """The study's roles whose columns the rows have (the image and P2 are optional)."""
+    return {role: name for role, name in roles.items() if name is not None and name in columns}
+
+
+def study_commands(
+    ctx: StageContext | None, table: Path, answers: Path, roles: dict[str, str]
+) -> list[str]:
+    """The `lexsem annotate` commands of the validation study of `table` (the stage's input),
+    its answers exported to `answers` (none outside a build)."""
+    if ctx is None:
+        return []
+    study = ctx.out / FOLDER / "study.sqlite"
+    given = [
+        x
+        for role, name in roles.items()
+        if role != "image" or name != "image"  # the study's own default
+        for x in ("--column", f"{role}={name}")
+    ]
+    return [
+        shlex.join(["lexsem", "annotate", "create", str(study), "--from-build", str(table),
+                    "-k", "validate", *given]),
+        shlex.join(["lexsem", "annotate", "serve", str(study)]),
+        shlex.join(["lexsem", "annotate", "export", str(study), "--answers", str(answers)]),
+    ]  # fmt: skip
+
+
+def _study_table(rows: pa.Table, ctx: StageContext) -> Path:
+    """The table the study is made from: the stage's input (the stage before's output), or for
+    a recipe's first stage a copy of its rows in ``human/validate/rows.parquet``."""
+    if ctx.input:
+        return ctx.out / ctx.input
+    import pyarrow.parquet as pq
+
+    from lexsem.atomic import atomic_path
+
+    path = ctx.out / FOLDER / "rows.parquet"
+    with atomic_path(path) as tmp:
+        pq.write_table(rows, tmp)
+    return path
+
+
+def _pause(
+    rows: pa.Table, ctx: StageContext | None, answers: Path, roles: dict[str, str | None]
+) -> None:
+    """No answers yet: the README of the study written in ``human/validate``, then the build
+    paused with its commands."""
+    n = sum(accepted(rows).to_pylist())
+    shown = _present(roles, rows.column_names)
+    readme = commands = None
+    if ctx is not None:
+        readme = ctx.out / FOLDER / "README.md"
+        readme.parent.mkdir(parents=True, exist_ok=True)
+        commands = study_commands(ctx, _study_table(rows, ctx), answers, shown)
+        with atomic_open(readme, encoding="utf-8") as fh:
+            fh.write(_readme(n, shown, commands, answers))
+    raise HumanStepPending(
+        f"fold_back_validation: waiting for people: no answers file {answers}. {_rows(n)} to "
+        f"validate (accept, edit or reject {roles['generated']!r}) in a `validate` study"
+        + (f"; how: {readme}" if readme is not None else ""),
+        commands=commands or [],
+        answers=answers,
+    )
+
+
+def _rows(n: int) -> str:
+    return "1 row" if n == 1 else f"{n} rows"
+
+
+def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -> str:
+    shown = ", ".join(f"{role}: `{name}`" for role, name in roles.items())
+    images = (
+        " The images are read as an evaluation reads them: VSR's and COCO's from the COCO "
+        "folders (`--coco-val2017 DIR` and `LEXSEM_COCO_TRAIN2017=DIR`), others from "
+        "`--image-root DIR` or as paths relative to the build folder."
+        if "image" in roles
+        else ""
+    )
+    return (
+        "# Human step: validation (SugarCrepe++, §2.1; VISLA, §3.3)\n\n"
+        f"{_rows(n)} to validate: people accept, edit or reject the text in "
+        f"`{roles['generated']}` (the study's columns: {shown}). Make the study, serve it, "
+        "export its answers:\n\n"
+        + "".join(f"    {c}\n" for c in commands)
+        + "\nAdd `--annotators N --overlap K` to the first command for N personal links and K "
+        "validators per item; their decisions are combined by majority, a tie rejects the row "
+        f"as `human_disagreement`.{images}\n\nThe build reads `{answers}`; once it is there, "
+        "run the same `lexsem build` command again.\n"
+    )
+
+
+STAGE = Stage("fold_back_validation", fold_back_validation, files=_answer_files)

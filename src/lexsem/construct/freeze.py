@@ -11,14 +11,18 @@ accepted / edited / rejected items; section "Human steps") and what the recipe a
 
 Output, in the build folder (layout: `lexsem.benchmarks.frozen`), written as one folder swapped
 into place (`lexsem.atomic.replace_dir`): ``benchmark/<subset>.json`` (format ``scpp``:
-SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs) or ``benchmark/test.parquet`` (format
-``bivlc``: BiVLC's quads, two images and two captions per row, the images' bytes embedded as
-`datasets` writes Image cells, subsets ``<type>_<subtype>``; image paths relative to the build
+SugarCrepe++ triplets; ``sugarcrepe``: SugarCrepe pairs), ``benchmark/<subset>.tsv`` (format
+``visla``: VISLA's triplet file, columns ``filename`` (where the rows have images), ``caption``,
+``second positive``, ``negative_caption``, ``source``, ``source_id``; scored with VISLA's tasks,
+T2T with P1-N and P2-N, and I2T; item ids are the row numbers) or ``benchmark/test.parquet``
+(format ``bivlc``: BiVLC's quads, two images and two captions per row, the images' bytes embedded
+as `datasets` writes Image cells, subsets ``<type>_<subtype>``; image paths relative to the build
 folder, or to `image_root` for the positive images), ``benchmark/data_card.json``,
 ``benchmark/README.md`` (a Hugging Face dataset card, `lexsem.construct.data_card`) and, for
-``scpp`` and ``sugarcrepe``, ``benchmark/data/<subset>.parquet`` (`datasets.load_dataset` reads
-the folder: `lexsem.construct.dataset_files`). `lexsem eval -b build:DIR` runs it. The rows are
-returned unchanged; rejected rows are left out of the benchmark and counted per reason.
+``scpp``, ``sugarcrepe`` and ``visla``, ``benchmark/data/<subset>.parquet``
+(`datasets.load_dataset` reads the folder: `lexsem.construct.dataset_files`). `lexsem eval -b
+build:DIR` runs it. The rows are returned unchanged; rejected rows are left out of the benchmark
+and counted per reason.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ from lexsem.errors import LexsemError
 
 __all__ = ["freeze"]
 
-FORMATS = ("scpp", "sugarcrepe", "bivlc")
+FORMATS = ("scpp", "sugarcrepe", "bivlc", "visla")
+VISLA_COLUMNS = ("caption", "second positive", "negative_caption")  # VISLA's generic file
 BIVLC_FILE = "test.parquet"  # the split BiVLC's loader reads
 SUBSET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _T = TypeVar("_T")
@@ -100,7 +105,7 @@ def _items(
         key = str(ids[i]) if ids is not None else str(len(items))
         texts = {k: _text(v[i], prov, k) for k, v in data.items()}
         image = images[i] if isinstance(images[i], str) and images[i] else None
-        if fmt == "scpp":
+        if fmt in ("scpp", "visla"):
             item = {"id": key, "filename": image, "caption": texts["p1"],
                     "caption2": texts["p2"], "negative_caption": texts["n"]}  # fmt: skip
         else:
@@ -184,7 +189,31 @@ def _write_bivlc(items: list[dict[str, Any]], path: Path) -> None:
     pq.write_table(pa.table(arrays).replace_schema_metadata(meta), path)
 
 
+def _write_visla(items: list[dict[str, Any]], path: Path) -> None:
+    """VISLA's tab-separated triplets (literal fields, no quoting: `read_tsv`), `filename`
+    first where any item has an image, the provenance last."""
+    images = any(it.get("filename") for it in items)
+    head = ["filename"] * images + [*VISLA_COLUMNS, "source", "source_id"]
+    keys = ["filename"] * images + ["caption", "caption2", "negative_caption", "source",
+                                    "source_id"]  # fmt: skip
+    lines = ["\t".join(head)]
+    for it in items:
+        fields = [str(it.get(k) or "") for k in keys]
+        bad = next((f for f in fields if any(c in f for c in "\t\r\n")), None)
+        if bad is not None:
+            raise LexsemError(
+                f"freeze: accepted row {it['source']}:{it['source_id']}: {bad!r:.60} holds a tab "
+                "or a line break, which VISLA's tab-separated file cannot hold; clean it in an "
+                "earlier stage"
+            )
+        lines.append("\t".join(fields))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _write_items(fmt: str, items: list[dict[str, Any]], path: Path) -> None:
+    if fmt == "visla":
+        _write_visla(items, path)
+        return
     if fmt == "sugarcrepe":
         body: Any = {it["id"]: {k: v for k, v in it.items() if k != "id"} for it in items}
     else:
@@ -237,15 +266,15 @@ def freeze(
 ) -> Any:
     """Write the accepted rows as a benchmark in `ctx.out`/benchmark (see the module doc).
 
-    `p1`, `p2`, `n`, `image`: the columns of the positive, second positive (``scpp`` only;
-    default ``p2``), negative and image reference (optional: a missing column or a null is an
-    item without an image); `id`: the column of item ids (default: 0, 1, ... per subset);
-    `subset`: the column naming each row's subset (default: every row in `default_subset`);
-    `licences`: {source: licence} for the card; `notes`: more sections of the card (e.g.
-    ``{"human validation" = {...}, "blind-text baselines" = {...}}``). Format ``bivlc``:
-    `image` and `negative_image` are the columns of the two images' paths (the positive read
-    from `image_root`, default the build folder, when relative), `type` and `subtype` the
-    columns of SugarCrepe's category."""
+    `p1`, `p2`, `n`, `image`: the columns of the positive, second positive (``scpp`` and ``visla``;
+    default ``p2``), negative and image reference (optional: a missing column or a null is an item
+    without an image, so a text-only build needs no setting); `id`: the column of item ids (default:
+    0, 1, ... per subset); `subset`: the column naming each row's subset (default: every row in
+    `default_subset`); `licences`: {source: licence} for the card; `notes`: more sections of the
+    card (e.g. ``{"human validation" = {...}, "blind-text baselines" = {...}}``). Format ``bivlc``:
+    `image` and `negative_image` are the columns of the two images' paths (the positive read from
+    `image_root`, default the build folder, when relative), `type` and `subtype` the columns of
+    SugarCrepe's category."""
     if ctx is None:
         raise LexsemError("freeze: needs the build folder (a StageContext)")
     _check_settings(format, p2, default_subset, subset, id)
@@ -311,6 +340,8 @@ def _check_settings(
         raise LexsemError("freeze: format 'sugarcrepe' is pairs: it takes no `p2` column")
     if not SUBSET_NAME.match(default_subset):
         raise LexsemError(f"freeze: default_subset {default_subset!r} is not a file name")
+    if format == "visla" and id is not None:
+        raise LexsemError("freeze: format 'visla' numbers its items by row: it takes no `id`")
     if format == "bivlc" and (p2 is not None or subset is not None or id is not None):
         raise LexsemError(
             "freeze: format 'bivlc' is quads in one file: it takes no `p2`, `subset` or `id` "
@@ -326,7 +357,8 @@ def _columns(
     if format == "bivlc":
         return {"p1": p1, "n": n, "image": image or "image", "negative_image": negative_image,
                 "type": type, "subtype": subtype}  # fmt: skip
-    return {"p1": p1, "p2": (p2 or "p2") if format == "scpp" else None, "n": n, "image": image}
+    triplets = format in ("scpp", "visla")
+    return {"p1": p1, "p2": (p2 or "p2") if triplets else None, "n": n, "image": image}
 
 
 def _category_names(
@@ -354,7 +386,8 @@ def _write_subsets(
     """Each subset's file written into `folder`; the card's ``files`` rows."""
     files = []
     for name in sorted(subsets):
-        path = folder / (BIVLC_FILE if format == "bivlc" else f"{name}.json")
+        suffix = ".tsv" if format == "visla" else ".json"
+        path = folder / (BIVLC_FILE if format == "bivlc" else f"{name}{suffix}")
         if format == "bivlc":
             _write_bivlc(subsets[name], path)
         else:

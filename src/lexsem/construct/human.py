@@ -51,7 +51,15 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.atomic import atomic_open
-from lexsem.construct.stage import PROVENANCE, Stage, StageContext, accepted, reject, row_ids
+from lexsem.construct.stage import (
+    PROVENANCE,
+    HumanStepPending,
+    Stage,
+    StageContext,
+    accepted,
+    reject,
+    row_ids,
+)
 from lexsem.errors import DataError, LexsemError
 from lexsem.jsonl import read_jsonl
 from lexsem.results.answers_table import StudyAnswer, answers_by_item, majority, read_answers
@@ -277,6 +285,15 @@ def _readme(task: str, n: int, commands: list[str]) -> str:
     )
 
 
+def _readme_commands(readme: Path) -> list[str]:
+    """The `lexsem annotate` commands the export stage wrote in `readme` (none if unreadable)."""
+    try:
+        lines = readme.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [x.strip() for x in lines if x.startswith("    lexsem annotate ")]
+
+
 def _answers_path(out: Path, task: str, folder: str | None, answers: str | None) -> Path:
     if answers is not None:
         p = Path(answers).expanduser()
@@ -364,11 +381,13 @@ def fold_back_answers(
         ctx.count("answers", 0)
         return rows
     if not answers_path.is_file():
-        raise LexsemError(
+        raise HumanStepPending(
             f"{where}: waiting for people: no answers file {answers_path}. The {task} tasks are "
             f"in {tasks_path} (instructions, and the commands of a study of them: "
             f"{tasks_path.parent / README}); fill in the answers, or export the study's answers, "
-            "and run the same command again"
+            "and run the same command again",
+            commands=_readme_commands(tasks_path.parent / README),
+            answers=answers_path,
         )
     given: dict[str, tuple[int, str]] = {}
     in_file: list[tuple[int, str, str]] = []

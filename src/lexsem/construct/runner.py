@@ -10,6 +10,11 @@ answers), the sha256 of its input and of its output, rows, accepted and rejected
 reason, the stage's own counts, requests (asked, served by the store, sent, retried; images
 included) and seconds.
 
+Human steps: a stage waiting for people's answers raises `HumanStepPending`; the stages
+before it are recorded (build.json, `complete: false`) and the pause goes up to the caller
+(`lexsem build` exits with status 3 and prints what to do). Run again once the answers are
+there, the build resumes at that stage.
+
 Resume: stage k is not run again when its settings digest and its input's sha256 equal the
 recorded ones and its output file is the one recorded; from the first stage that runs, every
 later stage runs too (so a change in stage k reruns k and everything after it). `force` runs
@@ -55,7 +60,14 @@ from lexsem.construct.build_record import (
 from lexsem.construct.catalog import get_stage
 from lexsem.construct.inputs import read_input
 from lexsem.construct.recipe import Recipe, StageSpec, load_recipe
-from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted, check_rows
+from lexsem.construct.stage import (
+    REJECTED,
+    HumanStepPending,
+    Stage,
+    StageContext,
+    accepted,
+    check_rows,
+)
 from lexsem.credentials import redact, redacted
 from lexsem.digests import file_sha256, json_sha256
 from lexsem.errors import LexsemError
@@ -373,7 +385,12 @@ class _Run:
                     self.plan(n, rows)
                     checked_first = True
                 self.check_budget(spec, stage, rows)
-                rows = self.run_stage(record, spec, stage, rows)
+                try:
+                    rows = self.run_stage(record, spec, stage, rows)
+                except HumanStepPending as pause:  # build.json keeps the stages done
+                    pause.stage = f"stage {n}/{len(self.stages)} {spec.label}"
+                    self.write(complete=False)  # even with none done: a build folder
+                    raise
                 rerun = True
             self.records.append(record)
             input_sha = record.output_sha256

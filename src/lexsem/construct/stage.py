@@ -17,7 +17,10 @@ A stage that makes images says so (`image_generator=True`: a recipe without an
 ``image_generator`` is refused); its `requests` are then `ImageRequest`s
 (`lexsem.models.image_gen`), counted against the same `--max-requests`. A stage that reads
 files people fill in (answers to human tasks) names them (`files(out, **settings)`): their
-sha256 is part of the stage's settings digest, so a changed file reruns the stage.
+sha256 is part of the stage's settings digest, so a changed file reruns the stage. Until
+those files exist such a stage raises `HumanStepPending`: the build pauses there (not an error:
+`lexsem build` exits with status 3 and says what to do), and the same command run again once
+the answers are there resumes at that stage.
 
 `StageContext.images(requests)` asks the recipe's image generator through the same store
 (`lexsem.engine.image_gen`): each image keyed by its prompt, index, seed and size and the
@@ -43,6 +46,7 @@ from lexsem.errors import LexsemError
 __all__ = [
     "PROVENANCE",
     "REJECTED",
+    "HumanStepPending",
     "Stage",
     "StageContext",
     "StageFn",
@@ -58,6 +62,21 @@ REJECTED = "rejected"
 StageFn = Callable[..., Any]  # (rows: pa.Table, ctx: StageContext, **settings) -> pa.Table
 RequestsFn = Callable[..., Sequence[Any]]  # (rows: pa.Table, **settings) -> prompts
 FilesFn = Callable[..., Sequence[Path]]  # (out: Path, **settings) -> files the stage reads
+
+
+class HumanStepPending(LexsemError):
+    """The build waits for people's answers at a stage: `str()` says where the tasks are and
+    how to answer them, `commands` are the `lexsem annotate` commands of a study of them (if
+    any), `answers` the file the stage reads once it exists. `stage` is filled by the runner
+    (``stage 3/5 validation``)."""
+
+    def __init__(
+        self, message: str, *, commands: Sequence[str] = (), answers: Path | None = None
+    ) -> None:
+        super().__init__(message)
+        self.commands = list(commands)
+        self.answers = answers
+        self.stage = ""
 
 
 @dataclass(frozen=True)
