@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 from importlib import resources
 from pathlib import Path

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-import tomllib
 
 from lexsem.construct.vsr_spatial import (
     caption_words,
@@ -374,10 +373,9 @@ def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     assert "paused at stage 3/4 validation: fold_back_validation: waiting for people" in res.output
     stages = sorted((out / "stages").glob("*.parquet"))
     assert [p.name.split("-", 1)[1] for p in stages] == ["pairs.parquet", "candidates.parquet"]
-    settings = [s.get("settings", {}) for s in tomllib.loads(recipe.read_text("utf-8"))["stages"]]
     captions = vsr_read(None, None, path=_vsr(test_data_dir))
-    pairs = vsr_positive_pairs(captions, None, **settings[0])
-    want = vsr_negative_candidates(pairs, None, **settings[1])
+    pairs = vsr_positive_pairs(captions, None)
+    want = vsr_negative_candidates(pairs, None, path=_vsr(test_data_dir), top_k=3)
     got = pq.read_table(stages[1])
     assert got.select(want.column_names).equals(want)
     record = json.loads((out / "build.json").read_text("utf-8"))

@@ -1,9 +1,10 @@
 """A frozen benchmark as files `datasets.load_dataset(FOLDER)` reads: Parquet files and the
 ``configs`` of the data card's YAML header (docs/building.md, "Freeze").
 
-Formats ``scpp``, ``sugarcrepe`` and ``visla``: beside each ``<subset>.json`` (``.tsv``) the same items are written as
-``data/<subset>.parquet`` with the columns of the JSON file, in its order (``id``, ``subset``,
-``caption``, ``caption2`` for ``scpp`` and ``visla``, ``negative_caption``, ``filename``, ``source``,
+Formats ``scpp``, ``sugarcrepe`` and ``visla``: beside each ``<subset>.json`` (``.tsv``) the
+same items are written as ``data/<subset>.parquet`` with the columns of the JSON file, in its
+order (``id``, ``subset``, ``caption``, ``caption2`` for ``scpp`` and ``visla``,
+``negative_caption``, ``filename``, ``source``,
 ``source_id``), all strings. ``filename`` is the image reference the JSON file holds (null for an
 item without an image): a path, read where `lexsem eval` reads it (the images of such a build are
 usually a public dataset's, COCO's among them, with their own licence and size, so they are
