@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lexsem.report.paper.facts import Column, find_result
-from lexsem.report.paper.generative_runs import by_model, method_of
+from lexsem.report.paper.generative_runs import by_model, model_row
 from lexsem.report.paper.layout import RunColumn, RunLayout, RunRow, benchmarks_of
 from lexsem.report.paper.tables.bivlc import MAIN, SUGARCREPE
 from lexsem.results.schema import RunRecord
@@ -34,11 +34,7 @@ def _columns(records: Sequence[RunRecord], bench: str) -> list[RunColumn]:
 
 def _rows(records: Sequence[RunRecord], bench: str, labels: Mapping[str, str]) -> list[RunRow]:
     return [
-        RunRow(
-            (labels[runs[0].run_id], method_of(runs[0].model) or ""),
-            tuple(runs),
-            labels[runs[0].run_id],
-        )
+        model_row(runs, labels)
         for runs in by_model(records).values()
         if find_result(runs, bench, "bivlc", "group", MICRO) is not None
     ]
