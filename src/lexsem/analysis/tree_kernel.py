@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict, get_args
 
 import numpy as np
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 KernelKind = Literal["ltk", "sst"]
-KERNELS: tuple[str, ...] = ("ltk", "sst")
+KERNELS: tuple[str, ...] = get_args(KernelKind)
 
 #: FastKASSIM's defaults (``LabelTreeKernel.config``): LTK, sigma=1, lambda=0.4, average=False.
 FASTKASSIM_LAMBDA = 0.4
