@@ -86,6 +86,15 @@ _CORENLP_HELP = (
 )
 
 
+def _imported(name: str, missing: str) -> Any:
+    """The top-level module `name`, imported (by the `import` statement's hook); a
+    `ParserUnavailableError(missing)` where it is not installed."""
+    try:
+        return __import__(name)
+    except ImportError as e:
+        raise ParserUnavailableError(missing) from e
+
+
 class StanzaParser:
     """Stanza's constituency parser (tokenize, pos, constituency). Never downloads by default."""
 
@@ -109,10 +118,7 @@ class StanzaParser:
     def _pipeline(self) -> Any:
         if self._nlp is not None:
             return self._nlp
-        try:
-            import stanza
-        except ImportError as e:
-            raise ParserUnavailableError(f"stanza is not installed.\n{_STANZA_HELP}") from e
+        stanza = _imported("stanza", f"stanza is not installed.\n{_STANZA_HELP}")
         kwargs: dict[str, Any] = {
             "lang": self.lang,
             "processors": "tokenize,pos,constituency",
@@ -155,13 +161,9 @@ class BeneparParser:
     def _pipeline(self) -> Any:
         if self._nlp is not None:
             return self._nlp
-        try:
-            import benepar  # noqa: F401  (registers the spaCy component)
-            import spacy
-        except ImportError as e:
-            raise ParserUnavailableError(
-                f"benepar and/or spaCy are not installed.\n{_BENEPAR_HELP}"
-            ) from e
+        missing = f"benepar and/or spaCy are not installed.\n{_BENEPAR_HELP}"
+        _imported("benepar", missing)  # registers the spaCy component
+        spacy = _imported("spacy", missing)
         try:
             nlp = spacy.load(self.spacy_model)
             if "benepar" not in nlp.pipe_names:
@@ -234,10 +236,7 @@ class CoreNLPParser:
         return " ".join(_root(s["parse"]) for s in data.get("sentences", []))
 
     def parse(self, texts: Sequence[str]) -> list[str]:
-        try:
-            import httpx
-        except ImportError as e:  # pragma: no cover - httpx is a core dependency
-            raise ParserUnavailableError(f"httpx is not installed.\n{_CORENLP_HELP}") from e
+        httpx = _imported("httpx", f"httpx is not installed.\n{_CORENLP_HELP}")
         if self._client is not None:
             return [self._parse_one(self._client, t) for t in texts]
         with httpx.Client() as client:

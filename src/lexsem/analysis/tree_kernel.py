@@ -32,12 +32,15 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypedDict, get_args
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 KernelKind = Literal["ltk", "sst"]
-KERNELS: tuple[str, ...] = ("ltk", "sst")
+KERNELS: tuple[str, ...] = get_args(KernelKind)
 
 #: FastKASSIM's defaults (``LabelTreeKernel.config``): LTK, sigma=1, lambda=0.4, average=False.
 FASTKASSIM_LAMBDA = 0.4
@@ -242,38 +245,26 @@ def _sst(fx: _Flat, fy: _Flat, lam: float, sigma: float) -> float:
     return math.fsum(delta(i, j) for i in fx.internal for j in fy.internal)
 
 
-def tree_kernel(
-    a: TreeLike,
-    b: TreeLike,
-    *,
-    kind: KernelKind = "ltk",
-    lam: float | None = None,
-    sigma: float = FASTKASSIM_SIGMA,
-    include_leaves: bool = False,
-    fastkassim_compat: bool = True,
-) -> float:
-    """The raw (unnormalised) kernel K(a, b) of two single trees.
+class KernelOptions(TypedDict, total=False):
+    """The keyword arguments that configure a kernel: those of `TreeKernel`, `average` aside."""
 
-    ``lam`` defaults to 0.4 for the LTK (FastKASSIM) and 1.0 for the SST (fragment counting).
-    ``include_leaves`` only applies to the SST (the LTK never looks at words, as FastKASSIM).
-    """
-    ta, tb = _as_tree(a), _as_tree(b)
-    if kind == "ltk":
-        lam_ = FASTKASSIM_LAMBDA if lam is None else lam
-        shared = ta == tb  # FastKASSIM reuses the same nodes when the trees are equal
-        fa = _flatten(ta)
-        fb = fa if shared else _flatten(tb)
-        return _ltk(fa, fb, shared, lam_, sigma, fastkassim_compat)
-    if kind == "sst":
-        lam_ = 1.0 if lam is None else lam
-        fa = _flatten(ta, include_leaves)
-        fb = fa if ta == tb else _flatten(tb, include_leaves)
-        return _sst(fa, fb, lam_, sigma)
-    raise ValueError(f"unknown tree kernel {kind!r}; choose one of {', '.join(KERNELS)}")
+    kind: KernelKind
+    lam: float | None
+    sigma: float
+    include_leaves: bool
+    fastkassim_compat: bool
+
+
+def tree_kernel(a: TreeLike, b: TreeLike, **options: Unpack[KernelOptions]) -> float:
+    """The raw (unnormalised) kernel K(a, b) of two single trees (`options`: `TreeKernel`'s)."""
+    return TreeKernel(**options).kernel(_as_tree(a), _as_tree(b))
 
 
 class TreeKernel:
     """A configured kernel with memoised parsing and self-kernels, for many comparisons.
+
+    ``lam`` defaults to 0.4 for the LTK (FastKASSIM) and 1.0 for the SST (fragment counting).
+    ``include_leaves`` only applies to the SST (the LTK never looks at words, as FastKASSIM).
 
     ``similarity(a, b)`` is the normalised kernel K(a,b)/sqrt(K(a,a)K(b,b)) of two sentence trees
     (0 when either self-kernel is 0); ``document_similarity`` is FastKASSIM's text-level score over
@@ -376,52 +367,24 @@ class TreeKernel:
         return float(m[rows, cols].sum() / max(len(fa), len(fb)))
 
 
-def normalized_tree_kernel(
-    a: TreeLike,
-    b: TreeLike,
-    *,
-    kind: KernelKind = "ltk",
-    lam: float | None = None,
-    sigma: float = FASTKASSIM_SIGMA,
-    include_leaves: bool = False,
-    fastkassim_compat: bool = True,
-) -> float:
+def normalized_tree_kernel(a: TreeLike, b: TreeLike, **options: Unpack[KernelOptions]) -> float:
     """K(a,b) / sqrt(K(a,a) K(b,b)) for two single trees (FastKASSIM's per-sentence score)."""
-    tk = TreeKernel(
-        kind,
-        lam=lam,
-        sigma=sigma,
-        include_leaves=include_leaves,
-        fastkassim_compat=fastkassim_compat,
-    )
-    return tk.similarity(a, b)
+    return TreeKernel(**options).similarity(a, b)
 
 
 def syntactic_similarity(
     a: TreeLike | Sequence[TreeLike],
     b: TreeLike | Sequence[TreeLike],
     *,
-    kind: KernelKind = "ltk",
-    lam: float | None = None,
-    sigma: float = FASTKASSIM_SIGMA,
-    include_leaves: bool = False,
-    fastkassim_compat: bool = True,
     average: bool = False,
+    **options: Unpack[KernelOptions],
 ) -> float:
     """FastKASSIM syntactic similarity of two parsed texts (defaults = FastKASSIM's defaults).
 
     ``a`` and ``b`` are bracketed strings (one tree per sentence), ``Tree`` objects or lists of
     them. For many pairs build one ``TreeKernel`` and call ``document_similarity`` (it memoises).
     """
-    tk = TreeKernel(
-        kind,
-        lam=lam,
-        sigma=sigma,
-        include_leaves=include_leaves,
-        fastkassim_compat=fastkassim_compat,
-        average=average,
-    )
-    return tk.document_similarity(a, b)
+    return TreeKernel(average=average, **options).document_similarity(a, b)
 
 
 def unique_labels(trees: Iterable[Tree]) -> set[str]:

@@ -16,7 +16,7 @@ full, and who may still come in.
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import Literal, get_args
 
 from lexsem.annotate import store
 from lexsem.annotate.config import StudySettings
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 State = Literal["open", "paused", "closed"]
-STATES: tuple[State, ...] = ("open", "paused", "closed")
+STATES: tuple[State, ...] = get_args(State)
 
 NOT_OPEN = {
     "paused": "This study is paused. Please come back later.",

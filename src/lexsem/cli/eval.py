@@ -13,6 +13,7 @@ import typer
 from lexsem.cli.options import (
     EVAL,
     AnswerRule,
+    BatchSize,
     CacheDir,
     CocoTrain,
     CocoVal,
@@ -21,6 +22,7 @@ from lexsem.cli.options import (
     ImageRoot,
     NBoot,
     Seed,
+    TiePolicy,
     config_option,
 )
 from lexsem.config import EvalConfig
@@ -30,8 +32,6 @@ __all__ = ["eval_cmd"]
 Benchmarks = config_option(EvalConfig, "benchmarks", "--benchmark", "-b", more="Repeat it.")
 Tasks = config_option(EvalConfig, "tasks", "--task", "-t")
 Name = config_option(EvalConfig, "name", "--name")
-TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
-BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
 Dtype = config_option(EvalConfig, "dtype", "--dtype")
 SkipBad = config_option(EvalConfig, "skip_bad_images", "--skip-bad-images")
 MaxPixels = config_option(EvalConfig, "max_image_pixels", "--max-image-pixels")

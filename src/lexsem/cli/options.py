@@ -26,9 +26,9 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "CacheDir", "CocoTrain", "CocoVal",
-           "Confidence", "DataDir", "Device", "ImageRoot", "JsonOut", "NBoot", "Seed",
-           "check_bounds",
+__all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir", "CocoTrain",
+           "CocoVal", "Confidence", "DataDir", "Device", "ImageRoot", "JsonOut", "NBoot", "Seed",
+           "TiePolicy", "check_bounds",
            "config_option", "defaults", "from_options", "one_of"]  # fmt: skip
 
 
@@ -190,6 +190,8 @@ NBoot = config_option(EvalConfig, "n_boot", "--n-boot")
 Seed = config_option(EvalConfig, "seed", "--seed")
 Confidence = config_option(EvalConfig, "confidence", "--confidence")
 AnswerRule = config_option(EvalConfig, "answer_rule", "--answer-rule")
+BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
+TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
 
 # -- options several commands share that set no config field ------------------------------------
 # `--json FILE`, everywhere: also write what the command printed as JSON to FILE (a JSON object

@@ -12,6 +12,7 @@ import typer
 
 from lexsem.cli.options import (
     EVAL,
+    BatchSize,
     CacheDir,
     CocoTrain,
     CocoVal,
@@ -32,7 +33,6 @@ __all__ = ["reproduce"]
 
 REPRODUCE = defaults(ReproduceConfig)
 
-BatchSize = config_option(EvalConfig, "batch_size", "--batch-size")
 OnlyInstalled = config_option(ReproduceConfig, "only_installed", "--only-installed")
 Rows = config_option(ReproduceConfig, "rows", "--row", more="Repeat it.")
 Force = config_option(ReproduceConfig, "force", "--force")

@@ -8,7 +8,9 @@ Retrieval" (Miranda et al., 2024), §5.1 and Appendix F, generated TROHN-Text wi
 provided in SugarCrepe"; the text below is the one in BiVLC's released script
 (IMirandaM/BiVLC, src/Training_data/TROHN_Text/TROHN_Text_generation.py, `templates`), kept
 verbatim, its indentation and its quirks included (the swap categories' own question reads
-"swap attributes" for objects too). These are prompts, facts of the method, and lexsem's data.
+"swap attributes" for objects too); the instructions the templates share are written once
+(`_numbered`, `_requirements`, `_swap_steps`). These are prompts, facts of the method, and
+lexsem's data.
 
 Each template is a three-turn conversation: the user's instructions ending with a worked
 input (`demonstration`), the assistant's worked answer (`answer`), then the caption asked
@@ -60,22 +62,52 @@ class Template:
 
 _SWAP = {"ask": ASK_SWAP, "marker": OUTPUT, "needs_yes": True}
 
+# The script's prompts indent a line by 24 spaces and a numbered step by 28.
+_LINE, _STEP = " " * 24, " " * 28
+# the first of the three requirements: of the replace, the swap and the add categories
+_AS_DIFFERENT = (
+    "The new sentence must be describing a scene that is as different as possible from the "
+    "original scene."
+)
+_DIFFERENT = "The new sentence must be describing a different scene from the input sentence."
+_NEW_SCENE = "The new sentence must describe a clearly new and different scene."
+
+
+def _numbered(*steps: str) -> str:
+    """Numbered steps, one a line, as the script indents them."""
+    return "".join(f"{_STEP}{i}. {step}\n" for i, step in enumerate(steps, 1))
+
+
+def _requirements(first: str) -> str:
+    """The three requirements every template states (the first is the category's)."""
+    return f"{_LINE}The new sentence must meet the following three requirements:\n" + _numbered(
+        first,
+        "The new sentence must be fluent and grammatically correct.",
+        "The new sentence must make logical sense.",
+    )
+
+
+def _swap_steps(what: str) -> str:
+    """How the swap templates ask to answer: whether a swap is possible, which `what`, the swap."""
+    return f"{_LINE}To complete the task, you should:\n" + _numbered(
+        "Answer the question of whether generating such a new sentence is possible using Yes or "
+        "No.",
+        f"Output the swappable {what}.",
+        "Swap them to make a new sentence.",
+    )
+
+
 TEMPLATES: dict[str, Template] = {
     "replace_obj": Template(
         demonstration=(
             "Given an input sentence describing a scene, your task is to:\n"
-            "                            1. Locate the noun words in the sentence.\n"
-            "                            2. Randomly pick one noun word.\n"
-            "                            3. Replace the selected noun word with a new noun word "
-            "to make a new sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must be describing a scene that is "
-            "as different as possible from the original scene.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        Here are some examples:\n"
+            + _numbered(
+                "Locate the noun words in the sentence.",
+                "Randomly pick one noun word.",
+                "Replace the selected noun word with a new noun word to make a new sentence.",
+            )
+            + _requirements(_AS_DIFFERENT)
+            + "                        Here are some examples:\n"
             "                        Original sentence: A man is in a kitchen making pizzas.\n"
             '                        Nouns: ["man", "kitchen", "pizzas"]\n'
             "                        Selected noun: man\n"
@@ -96,19 +128,15 @@ TEMPLATES: dict[str, Template] = {
     "replace_att": Template(
         demonstration=(
             "Given an input sentence describing a scene, your task is to:\n"
-            "                            1. Locate the adjective words describing objects in "
-            "the sentence. If there are no adjective words, return an empty list.\n"
-            "                            2. Randomly pick one adjective word.\n"
-            "                            3. Replace the selected adjective word with a new "
-            "adjective word to make a new sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must be describing a scene that is "
-            "as different as possible from the original scene.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        Here are some examples:\n"
+            + _numbered(
+                "Locate the adjective words describing objects in the sentence. If there are no "
+                "adjective words, return an empty list.",
+                "Randomly pick one adjective word.",
+                "Replace the selected adjective word with a new adjective word to make a new "
+                "sentence.",
+            )
+            + _requirements(_AS_DIFFERENT)
+            + "                        Here are some examples:\n"
             "                        Original sentence: a blue bike parked on a side walk.\n"
             '                        Adjectives: ["blue"]\n'
             "                        Selected adjective: blue\n"
@@ -128,20 +156,14 @@ TEMPLATES: dict[str, Template] = {
     "replace_rel": Template(
         demonstration=(
             "Given an input sentence describing a scene, your task is to:\n"
-            "                            1. Find any action or spatial relationships between "
-            "two objects in the sentence. If there are no such relationships, return an empty "
-            "list.\n"
-            "                            2. Randomly pick one relationship.\n"
-            "                            3. Replace the selected relationship with a new "
-            "relationship to make a new sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must be describing a scene that is "
-            "as different as possible from the original scene.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        Here are some examples:\n"
+            + _numbered(
+                "Find any action or spatial relationships between two objects in the sentence. "
+                "If there are no such relationships, return an empty list.",
+                "Randomly pick one relationship.",
+                "Replace the selected relationship with a new relationship to make a new sentence.",
+            )
+            + _requirements(_AS_DIFFERENT)
+            + "                        Here are some examples:\n"
             "                        Original sentence: The dining table near the kitchen has a "
             "bowl of fruit on it.\n"
             '                        Relationships: ["near", "on"]\n'
@@ -164,19 +186,9 @@ TEMPLATES: dict[str, Template] = {
             "Given an input sentence describing a scene, your task is to first locate two "
             "swappable noun phrases in the sentence, and then swap them to make a new "
             "sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must be describing a different "
-            "scene from the input sentence.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        To complete the task, you should:\n"
-            "                            1. Answer the question of whether generating such a "
-            "new sentence is possible using Yes or No.\n"
-            "                            2. Output the swappable noun phrases.\n"
-            "                            3. Swap them to make a new sentence.\n"
-            "                        Here are some examples:\n"
+            + _requirements(_DIFFERENT)
+            + _swap_steps("noun phrases")
+            + "                        Here are some examples:\n"
             "                        Input: A cat resting on a laptop next to a person.\n"
             "                        Is it possible to swap noun phrases in the input sentence "
             "to generate a new sentence that is different from the input sentence and makes "
@@ -202,19 +214,9 @@ TEMPLATES: dict[str, Template] = {
             "Given an input sentence describing a scene, your task is to first locate two "
             "swappable adjectives in the sentence describing different objects, and then swap "
             "them to make a new sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must be describing a different "
-            "scene from the input sentence.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        To complete the task, you should:\n"
-            "                            1. Answer the question of whether generating such a "
-            "new sentence is possible using Yes or No.\n"
-            "                            2. Output the swappable adjectives.\n"
-            "                            3. Swap them to make a new sentence.\n"
-            "                        Here are some examples:\n"
+            + _requirements(_DIFFERENT)
+            + _swap_steps("adjectives")
+            + "                        Here are some examples:\n"
             "                        Input: A girl in a pink shirt holding a blue umbrella.\n"
             "                        Is it possible to swap attributes in the input sentence to "
             "generate a new sentence that is different from the input sentence and makes "
@@ -238,19 +240,14 @@ TEMPLATES: dict[str, Template] = {
     "add_obj": Template(
         demonstration=(
             "Given an input sentence describing a scene, your task is:\n"
-            "                            1. Find the objects in the sentence.\n"
-            "                            2. Randomly pick one object.\n"
-            "                            3. Generate a new object that's not in the sentence.\n"
-            "                            4. Add the new object next to the selected object to "
-            "make a new sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must describe a clearly new and "
-            "different scene.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        Here are some examples:\n"
+            + _numbered(
+                "Find the objects in the sentence.",
+                "Randomly pick one object.",
+                "Generate a new object that's not in the sentence.",
+                "Add the new object next to the selected object to make a new sentence.",
+            )
+            + _requirements(_NEW_SCENE)
+            + "                        Here are some examples:\n"
             "                        Original sentence: An elephant standing under the shade of "
             "a tree.\n"
             '                        Objects: ["elephant", "shade of a tree"]\n'
@@ -271,20 +268,15 @@ TEMPLATES: dict[str, Template] = {
     "add_att": Template(
         demonstration=(
             "Given an input sentence describing a scene, your task is:\n"
-            "                            1. Find the objects in the sentence.\n"
-            "                            2. Randomly pick one object.\n"
-            "                            3. Generate a new plausible but uncommon attribute for "
-            "this object that's not in the sentence.\n"
-            "                            4. Add the new attribute next to the selected object "
-            "to make a new sentence.\n"
-            "                        The new sentence must meet the following three "
-            "requirements:\n"
-            "                            1. The new sentence must describe a clearly new and "
-            "different scene.\n"
-            "                            2. The new sentence must be fluent and grammatically "
-            "correct.\n"
-            "                            3. The new sentence must make logical sense.\n"
-            "                        Here are some examples:\n"
+            + _numbered(
+                "Find the objects in the sentence.",
+                "Randomly pick one object.",
+                "Generate a new plausible but uncommon attribute for this object that's not in "
+                "the sentence.",
+                "Add the new attribute next to the selected object to make a new sentence.",
+            )
+            + _requirements(_NEW_SCENE)
+            + "                        Here are some examples:\n"
             "                        Original sentence: A large white airplane and a person on "
             "a lot.\n"
             '                        Objects: ["airplane", "person"]\n'

@@ -43,7 +43,7 @@ model's log-probabilities (VQAScore through a `LogprobChatModel`).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,9 +149,9 @@ def chat_records(
         request_of = dict(zip(keys, requests, strict=True))
         sending = _Sending(concurrency, retries, backoff, progress, label)
         if callable(getattr(model, "send_batch", None)):
-            _send_batches(model, todo, request_of, store, records, stats, sending)
+            _send_batches(_Todo(model, todo, request_of, store, records, stats), sending)
         else:
-            _send_all(model, todo, request_of, store, records, stats, sending)
+            _send_all(_Todo(model, todo, request_of, store, records, stats), sending)
     if stats.failures:
         raise ModelError(failed_message(model, stats, len(todo), retries))
     return [records[k] for k in keys], stats
@@ -219,16 +219,25 @@ class _Sending:
         )
 
 
-def _send_all(
-    model: Any,
-    todo: list[str],
-    request_of: dict[str, ChatRequest],
-    store: RequestStore | None,
-    records: dict[str, dict[str, Any]],
-    stats: ChatStats,
-    sending: _Sending,
-) -> None:
+@dataclass(frozen=True)
+class _Todo:
+    """What is to be sent and where it goes: `model`, the `keys` to send (`request_of[key]`
+    each), the `store` each answer is written to as it arrives, the `records` and `stats` it
+    fills."""
+
+    model: Any
+    keys: list[str]
+    request_of: Mapping[str, Any]
+    store: Any
+    records: dict[str, dict[str, Any]]
+    stats: ChatStats
+
+
+def _send_all(job: _Todo, sending: _Sending) -> None:
     import httpx
+
+    model, todo, request_of = job.model, job.keys, job.request_of
+    store, records, stats = job.store, job.records, job.stats
 
     lock = threading.Lock()
     stop = sending.stop
@@ -304,7 +313,7 @@ def send_requests(
     records: dict[str, dict[str, Any]] = {}
     if keys:
         sending = _Sending(concurrency, retries, backoff, progress)
-        _send_all(model, list(keys), request_of, store, records, stats, sending)
+        _send_all(_Todo(model, list(keys), request_of, store, records, stats), sending)
     return records, stats
 
 
@@ -312,20 +321,15 @@ class _GaveUp(Exception):
     pass
 
 
-def _send_batches(
-    model: Any,
-    todo: list[str],
-    request_of: dict[str, ChatRequest],
-    store: RequestStore | None,
-    records: dict[str, dict[str, Any]],
-    stats: ChatStats,
-    sending: _Sending,
-) -> None:
+def _send_batches(job: _Todo, sending: _Sending) -> None:
     """Send `todo` to a model that answers a batch per call (`send_batch(client, bodies)`,
     `batch_size` bodies at a time), one call at a time; each batch's answers are stored as it
     returns, so a killed run keeps every finished batch. A batch that fails fails each of its
     requests (none is stored); `StopRun` stops the run."""
     import httpx
+
+    model, todo, request_of = job.model, job.keys, job.request_of
+    store, records, stats = job.store, job.records, job.stats
 
     size = max(1, int(getattr(model, "batch_size", 1) or 1))
     lock = threading.Lock()  # one thread: kept for `_with_retries`

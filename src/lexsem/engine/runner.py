@@ -12,13 +12,13 @@ model's request store, so a rerun asks the model nothing it has already answered
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lexsem.engine.chat import ChatStats, answer_probabilities, asked_answers, chat_records
+from lexsem.engine.chat import answer_probabilities, asked_answers, chat_records
 from lexsem.engine.conversations import answer_requests, image_reader, no_images
 from lexsem.engine.cosine import l2_normalize
 from lexsem.engine.embed import embed_texts
@@ -87,6 +87,20 @@ class Outcome:
     timing: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What each step of `execute` reads (the model, the plan and its works, the store, the
+    images, the options) and the outcome it fills."""
+
+    model: Any
+    plan: Plan
+    works: Sequence[Work]
+    store: RequestStore | None
+    images: Any
+    opts: RunOptions
+    out: Outcome
+
+
 def execute(
     model: Any,
     plan: Plan,
@@ -98,35 +112,30 @@ def execute(
     """Make every request of `plan` (of `works`) with `model` (through `store`)."""
     caps = capabilities(model)
     out = Outcome(Scores(), {"encode_s": 0.0, "cache_s": 0.0, "image_s": 0.0})
+    run = _Run(model, plan, works, store, images, opts, out)
     if VOTES in caps:
         out.scores.votes = model.votes_for(works)
     if plan.texts:
-        _texts(model, caps, plan, store, opts, out)
+        _texts(run, SCORER in caps)
     if plan.pairs:
         t0 = time.perf_counter()
         if PAIR in caps:
-            _pairs(model, plan, store, images, opts, out)
+            _pairs(run)
         elif CHAT_SCORES in caps:
-            _chat_scores(model, plan, store, images, opts, out)
+            _chat_scores(run)
         else:
-            _images(model, plan, store, images, opts, out)
+            _images(run)
         out.timing["image_s"] = time.perf_counter() - t0
     if plan.asks:
         t0 = time.perf_counter()
-        _chats(model, works, store, images, opts, out)
+        _chats(run)
         out.timing["image_s"] = out.timing.get("image_s", 0.0) + time.perf_counter() - t0
     return out
 
 
-def _texts(
-    model: Any,
-    caps: set[str],
-    plan: Plan,
-    store: RequestStore | None,
-    opts: RunOptions,
-    out: Outcome,
-) -> None:
-    if SCORER in caps:
+def _texts(run: _Run, scorer: bool) -> None:
+    model, plan, store, opts, out = run.model, run.plan, run.store, run.opts, run.out
+    if scorer:
         vals, st = score_texts(
             model, plan.texts, store, batch_size=opts.batch_size, progress=opts.progress
         )
@@ -179,38 +188,60 @@ def _add_reasons(timing: dict[str, Any], reasons: dict[str, int]) -> None:
         into[k] = into.get(k, 0) + v
 
 
-def _pairs(
-    model: Any,
-    plan: Plan,
-    store: RequestStore | None,
-    images: Any,
-    opts: RunOptions,
-    out: Outcome,
-) -> None:
+def _add_skipped(timing: dict[str, Any], skipped: Mapping[str, str]) -> None:
+    """Count the images a chat step skipped (ref -> reason) into the run's timings."""
+    if skipped:
+        _add(timing, n_images_skipped=len(skipped))
+        _add_reasons(timing, count_reasons(skipped))
+
+
+def _pairs(run: _Run) -> None:
     from lexsem.engine.pair_scores import pair_scores
 
+    plan, opts, out = run.plan, run.opts, run.out
     values: list[np.ndarray] = []
     for profile, pairs in plan.pairs.items():
-        vals, pst, _ = pair_scores(model, pairs, images, store, **_image_args(plan, opts, profile))
+        vals, pst, _ = pair_scores(
+            run.model, pairs, run.images, run.store, **_image_args(plan, opts, profile)
+        )
         base = sum(len(v) for v in values)
         out.scores.pair_index.update({(profile, r, t): base + i for i, (r, t) in enumerate(pairs)})
         values.append(np.asarray(vals))
-        _add_pair_stats(out.timing, pst)
+        _add_stats(out.timing, pst, _PAIR_STATS)
     out.scores.pair_values = np.concatenate(values)
 
 
-def _add_pair_stats(timing: dict[str, Any], st: Any) -> None:
-    """Count what one `pair_scores` call did into the run's timings."""
-    _add(
-        timing,
-        n_pairs_unique=st.n_unique,
-        n_pairs_cached=st.n_cached,
-        n_pairs_scored=st.n_scored,
-        n_images_unique=st.n_images,
-        n_images_from_memory=st.n_from_memory,
-        n_images_skipped=st.n_skipped,
-    )
-    _add_reasons(timing, st.skip_reasons)
+# the run's timings (key) that a step's stats (attribute) add to
+_PAIR_STATS = {
+    "n_pairs_unique": "n_unique",
+    "n_pairs_cached": "n_cached",
+    "n_pairs_scored": "n_scored",
+    "n_images_unique": "n_images",
+    "n_images_from_memory": "n_from_memory",
+    "n_images_skipped": "n_skipped",
+}
+_IMAGE_STATS = {
+    "n_images_unique": "n_unique",
+    "n_images_cached": "n_cached",
+    "n_images_encoded": "n_encoded",
+    "n_images_from_memory": "n_from_memory",
+    "n_images_skipped": "n_skipped",
+}
+_CHAT_STATS = {
+    "n_requests": "n_requests",
+    "n_requests_stored": "n_stored",
+    "n_requests_imported": "n_imported",
+    "n_requests_sent": "n_sent",
+    "n_request_attempts": "n_attempts",
+}
+
+
+def _add_stats(timing: dict[str, Any], st: Any, names: Mapping[str, str]) -> None:
+    """Count what one call did (its stats `st`) into the run's timings, as `names` says; and
+    the reasons of the images it skipped, where it skips images."""
+    _add(timing, **{key: getattr(st, attr) for key, attr in names.items()})
+    if hasattr(st, "skip_reasons"):
+        _add_reasons(timing, st.skip_reasons)
 
 
 def chat_options(model: Any, opts: RunOptions) -> dict[str, Any]:
@@ -226,30 +257,13 @@ def chat_options(model: Any, opts: RunOptions) -> dict[str, Any]:
     }
 
 
-def _add_chat_stats(timing: dict[str, Any], st: ChatStats) -> None:
-    _add(
-        timing,
-        n_requests=st.n_requests,
-        n_requests_stored=st.n_stored,
-        n_requests_imported=st.n_imported,
-        n_requests_sent=st.n_sent,
-        n_request_attempts=st.n_attempts,
-    )
-
-
-def _chats(
-    model: Any,
-    works: Sequence[Work],
-    store: RequestStore | None,
-    images: Any,
-    opts: RunOptions,
-    out: Outcome,
-) -> None:
+def _chats(run: _Run) -> None:
     """The answers of every `answer` column: one conversation per item and column. A model
     that answers by item (`by_item`: recorded answers) is shown no image."""
+    model, store, opts, out = run.model, run.store, run.opts, run.out
     by_item = bool(getattr(model, "by_item", False))
-    read = no_images if by_item else image_reader(images)
-    asked = answer_requests(works, read, shots=0 if by_item else opts.shots,
+    read = no_images if by_item else image_reader(run.images)
+    asked = answer_requests(run.works, read, shots=0 if by_item else opts.shots,
                             shot_seed=opts.shot_seed,
                             skip_bad_images=opts.skip_bad_images,
                             exif_transpose=opts.exif_transpose)  # fmt: skip
@@ -259,26 +273,18 @@ def _chats(
     records, st = chat_records(model, asked.requests, store, **chat_options(model, opts))
     out.scores.answers.update({k: r["text"] for k, r in zip(asked.keys, records, strict=True)})
     out.scores.answers.update(dict.fromkeys(asked.skipped))
-    _add_chat_stats(out.timing, st)
-    if asked.skipped:
-        _add(out.timing, n_images_skipped=len(asked.skipped))
-        _add_reasons(out.timing, count_reasons(asked.skipped))
+    _add_stats(out.timing, st, _CHAT_STATS)
+    _add_skipped(out.timing, asked.skipped)
 
 
-def _chat_scores(
-    model: Any,
-    plan: Plan,
-    store: RequestStore | None,
-    images: Any,
-    opts: RunOptions,
-    out: Outcome,
-) -> None:
+def _chat_scores(run: _Run) -> None:
     """VQAScore of every (image, text) pair from `model`'s log-probabilities
     (`lexsem.models.vqascore`: the `vqa:` backend's definition); a pair whose image is skipped
     scores NaN."""
+    model, plan, store, opts, out = run.model, run.plan, run.store, run.opts, run.out
     settings = model.vqascore
     answers = asked_answers(model, settings.answer, settings.negative, settings.score)
-    read = image_reader(images)
+    read = image_reader(run.images)
     values: list[float] = []
     for profile, pairs in plan.pairs.items():
         asked: list[tuple[int, bytes | None, str]] = []
@@ -309,37 +315,23 @@ def _chat_scores(
             }  # fmt: skip
         values += row
         out.scores.pair_index.update({(profile, r, t): base + i for i, (r, t) in enumerate(pairs)})
-        _add_chat_stats(out.timing, st)
-        if skipped:
-            _add(out.timing, n_images_skipped=len(skipped))
-            _add_reasons(out.timing, count_reasons(skipped))
+        _add_stats(out.timing, st, _CHAT_STATS)
+        _add_skipped(out.timing, skipped)
     out.scores.pair_values = np.asarray(values, dtype=np.float64)
 
 
-def _images(
-    model: Any,
-    plan: Plan,
-    store: RequestStore | None,
-    images: Any,
-    opts: RunOptions,
-    out: Outcome,
-) -> None:
+def _images(run: _Run) -> None:
     from lexsem.engine.image_embed import embed_images
 
+    plan, opts, out = run.plan, run.opts, run.out
     units: list[np.ndarray] = []
     for profile, pairs in plan.pairs.items():
         refs = list(dict.fromkeys(r for r, _ in pairs))
-        img, ist, _ = embed_images(model, refs, images, store, **_image_args(plan, opts, profile))
+        img, ist, _ = embed_images(
+            run.model, refs, run.images, run.store, **_image_args(plan, opts, profile)
+        )
         base = sum(len(u) for u in units)
         out.scores.image_index.update({(profile, r): base + i for i, r in enumerate(refs)})
         units.append(l2_normalize(img))
-        _add(
-            out.timing,
-            n_images_unique=ist.n_unique,
-            n_images_cached=ist.n_cached,
-            n_images_encoded=ist.n_encoded,
-            n_images_from_memory=ist.n_from_memory,
-            n_images_skipped=ist.n_skipped,
-        )
-        _add_reasons(out.timing, ist.skip_reasons)
+        _add_stats(out.timing, ist, _IMAGE_STATS)
     out.scores.image_unit = np.concatenate(units)

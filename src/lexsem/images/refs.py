@@ -110,19 +110,14 @@ class ResolvedImage:
             with open(self.path, "rb") as fh:
                 return fh.read()
         except FileNotFoundError as exc:
-            raise ImageError(
-                f"image {self.ref!r} disappeared before it could be read ({exc.strerror})",
-                ref=self.ref,
-                reason="missing",
-                file=self.path,
-            ) from None
+            what = f"disappeared before it could be read ({exc.strerror})"
+            raise self._error(what, "missing", self.path) from None
         except OSError as exc:
-            raise ImageError(
-                f"image {self.ref!r} cannot be read: {exc}",
-                ref=self.ref,
-                reason="unreadable",
-                file=self.path,
-            ) from None
+            raise self._error(f"cannot be read: {exc}", "unreadable", self.path) from None
+
+    def _error(self, what: str, reason: str, file: Path | None = None) -> ImageError:
+        """The error `image 'REF' WHAT` about this image (naming `file`, where it is one)."""
+        return ImageError(f"image {self.ref!r} {what}", ref=self.ref, reason=reason, file=file)
 
     def _read_mapping(self, mapping: Mapping[str, bytes]) -> bytes:
         limited = getattr(mapping, LIMITED_READ, None)
@@ -134,20 +129,12 @@ class ResolvedImage:
         except ImageError:  # the mapping's own verdict (too large, unsafe path): kept as is
             raise
         except KeyError:
-            raise ImageError(
-                f"image {self.ref!r} is no longer provided by its dataset",
-                ref=self.ref,
-                reason="missing",
-            ) from None
+            raise self._error("is no longer provided by its dataset", "missing") from None
         except DataError as exc:  # e.g. an HF row whose image field is empty
-            raise ImageError(
-                f"image {self.ref!r} cannot be read: {exc}", ref=self.ref, reason="unreadable"
-            ) from None
+            raise self._error(f"cannot be read: {exc}", "unreadable") from None
         except Exception as exc:
-            raise ImageError(
-                f"image {self.ref!r} cannot be read: {type(exc).__name__}: {exc}",
-                ref=self.ref,
-                reason="unreadable",
+            raise self._error(
+                f"cannot be read: {type(exc).__name__}: {exc}", "unreadable"
             ) from None
         if not isinstance(blob, (bytes, bytearray, memoryview)):
             raise ImageError(

@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from lexsem.errors import ModelError
 
 __all__ = ["DETECTOR_KINDS", "DetectorHead", "head_paths", "load_head", "save_head"]
 
 DetectorKind = Literal["text", "image"]
-DETECTOR_KINDS: tuple[DetectorKind, ...] = ("text", "image")
+DETECTOR_KINDS: tuple[DetectorKind, ...] = get_args(DetectorKind)
 
 
 @dataclass(frozen=True)

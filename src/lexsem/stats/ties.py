@@ -8,12 +8,12 @@ The number of ties is reported either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 TiePolicy = Literal["strict", "lenient"]
-TIE_POLICIES: tuple[str, ...] = ("strict", "lenient")
+TIE_POLICIES: tuple[str, ...] = get_args(TiePolicy)
 
 
 def check_policy(policy: str) -> TiePolicy:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from lexsem.tasks.answers import ParsedAnswer, parse_answer
 
@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 AnswerRuleChoice = Literal["authors", "strict"]
-ANSWER_RULES: tuple[AnswerRuleChoice, ...] = ("authors", "strict")
+ANSWER_RULES: tuple[AnswerRuleChoice, ...] = get_args(AnswerRuleChoice)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 NegativeDraw = Literal["per_epoch", "first"]
-NEGATIVE_DRAWS: tuple[str, ...] = ("per_epoch", "first")
+NEGATIVE_DRAWS: tuple[str, ...] = get_args(NegativeDraw)
 #: Separates the negatives' generator from the batch order's (both seeded with seed, epoch).
 _NEGATIVE_STREAM = 1
 #: The generator of the ``per_epoch`` draw, as the training record states it.

@@ -33,7 +33,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from lexsem.benchmarks.items import Item, QuadItem
 from lexsem.benchmarks.load import LoadedBenchmark
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 Kind = Literal["image", "coco_id", "caption"]
-KINDS: tuple[Kind, ...] = ("image", "coco_id", "caption")
+KINDS: tuple[Kind, ...] = get_args(Kind)
 MAX_EXAMPLES = 5
 
 _COCO_NAME = re.compile(r"^(?:COCO_[A-Za-z]+20\d\d_)?(\d{12})\.(?:jpe?g|png)$", re.IGNORECASE)

@@ -46,16 +46,20 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from lexsem.errors import DataError
 from lexsem.images.refs import ROOT_NAME_RE, unsafe_reason
 from lexsem.train.manifest import MANIFEST_ROOT, SPLITS, Example, manifest_format, write_manifest
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
     "DEFAULT_SPLIT_MAP",
     "TROHN_IMG_COLUMNS",
     "TROHN_TEXT_COLUMNS",
+    "ConvertOptions",
     "trohn_img_manifest",
     "trohn_text_manifest",
 ]
@@ -447,17 +451,27 @@ def _plan(
     return plan
 
 
+class ConvertOptions(TypedDict, total=False):
+    """The options both manifests take (`trohn_text_manifest` says what each means)."""
+
+    images_root: str
+    split_map: Mapping[str, str | None]
+    limit: int | None
+    images_dir: str
+    skip_invalid: bool
+
+
 def _convert(
     source: Source,
     out: str | Path,
     cols: _Columns,
     kind: str,
     *,
-    images_root: str,
-    split_map: Mapping[str, str | None],
-    limit: int | None,
-    images_dir: str,
-    skip_invalid: bool,
+    images_root: str = "train2017",
+    split_map: Mapping[str, str | None] = DEFAULT_SPLIT_MAP,
+    limit: int | None = None,
+    images_dir: str = "images",
+    skip_invalid: bool = False,
 ) -> dict[str, Any]:
     _check_args(images_root, images_dir, limit)
     _check_split_map(split_map)
@@ -498,52 +512,36 @@ def trohn_text_manifest(
     source: Source,
     out: str | Path,
     *,
-    images_root: str = "train2017",
-    split_map: Mapping[str, str | None] = DEFAULT_SPLIT_MAP,
-    limit: int | None = None,
     image_column: str = "image_id",
     caption_column: str = "caption",
     negative_column: str = "negative_caption",
-    images_dir: str = "images",
-    skip_invalid: bool = False,
+    **options: Unpack[ConvertOptions],
 ) -> dict[str, Any]:
     """A manifest at `out` (``.jsonl`` / ``.parquet``) from TROHN-Text (see the module doc):
     one row per dataset row, its COCO train2017 image (``<images_root>:<file name>``), its
     caption and its generated negative caption(s) as ``negatives``.
 
     `source`: a `datasets.Dataset` / `DatasetDict`, a ``save_to_disk`` folder, or parquet
-    files. `split_map`: source split → ``train`` / ``dev`` / None (left out). `limit`: the
-    most rows kept of each source split. The column names default to the published dataset's.
+    files. The column names default to the published dataset's. `options`: `images_root`
+    (default ``train2017``); `split_map`: source split → ``train`` / ``dev`` / None (left out;
+    default `DEFAULT_SPLIT_MAP`); `limit`: the most rows kept of each source split (default
+    all); `images_dir` (default ``images``); `skip_invalid` (default False).
     Returns a summary: path, rows, rows per manifest split, rows read per source split,
     distinct images, images written, rows skipped (`skip_invalid`) and the first reasons.
     """
     cols = _Columns(image_column, caption_column, negative_column)
-    return _convert(
-        source,
-        out,
-        cols,
-        "text",
-        images_root=images_root,
-        split_map=split_map,
-        limit=limit,
-        images_dir=images_dir,
-        skip_invalid=skip_invalid,
-    )
+    return _convert(source, out, cols, "text", **options)
 
 
 def trohn_img_manifest(
     source: Source,
     out: str | Path,
     *,
-    images_root: str = "train2017",
-    split_map: Mapping[str, str | None] = DEFAULT_SPLIT_MAP,
-    limit: int | None = None,
     image_column: str = "image_id",
     caption_column: str = "caption",
     negative_caption_column: str = "negative_caption",
     negative_image_column: str = "negative_image",
-    images_dir: str = "images",
-    skip_invalid: bool = False,
+    **options: Unpack[ConvertOptions],
 ) -> dict[str, Any]:
     """A manifest at `out` (``.jsonl`` / ``.parquet``) from TROHN-Img (see the module doc):
     one row per dataset row, the positive pair (the COCO train2017 image and its caption) and
@@ -554,14 +552,4 @@ def trohn_img_manifest(
     The other arguments and the summary are `trohn_text_manifest`'s.
     """
     cols = _Columns(image_column, caption_column, negative_caption_column, negative_image_column)
-    return _convert(
-        source,
-        out,
-        cols,
-        "img",
-        images_root=images_root,
-        split_map=split_map,
-        limit=limit,
-        images_dir=images_dir,
-        skip_invalid=skip_invalid,
-    )
+    return _convert(source, out, cols, "img", **options)

@@ -1,13 +1,15 @@
 """What a generative run is, read from its record (never from its spec string): its method
 (VGPTScore, VQAScore, ...), its yes/no question, its number of demonstrations; and its runs
-grouped by model. The paper tables of generative runs select their rows with these."""
+grouped by model, and a model's runs as one row of a paper's table. The paper tables of
+generative runs select their rows with these."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lexsem.report.paper.layout import RunRow
 from lexsem.results.schema import ModelInfo, RunRecord
 from lexsem.tasks.choice_task import CHOICE_TASKS
 
@@ -103,3 +105,13 @@ def base_model(model: ModelInfo) -> str:
     """The model without its question: runs differing only in the prompt are one model."""
     fp = {k: v for k, v in model.fingerprint.items() if k != "question"}
     return json.dumps(fp, sort_keys=True, default=str)
+
+
+def model_row(
+    runs: Sequence[RunRecord], labels: Mapping[str, str], method_first: bool = False
+) -> RunRow:
+    """One model's runs (`by_model`) as a row named by its label, led by its label and its
+    method (the method first where `method_first`)."""
+    name = labels[runs[0].run_id]
+    method = method_of(runs[0].model) or ""
+    return RunRow((method, name) if method_first else (name, method), tuple(runs), name)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
-from lexsem.report.paper.generative_runs import by_model, method_of
+from lexsem.report.paper.generative_runs import by_model, method_of, model_row
 from lexsem.report.paper.layout import RunColumn, RunLayout, RunRow, benchmarks_of, plain_subsets
 from lexsem.report.paper.tables.scpp import PAPER, SUBSETS
 from lexsem.report.tables import label
@@ -49,14 +49,7 @@ def _method_rank(method: str) -> int:
 def _rows(records: Sequence[RunRecord], bench: str, labels: Mapping[str, str]) -> list[RunRow]:
     models = sorted(by_model(records).values(),
                     key=lambda rs: _method_rank(method_of(rs[0].model) or ""))  # fmt: skip
-    return [
-        RunRow(
-            (method_of(runs[0].model) or "", labels[runs[0].run_id]),
-            tuple(runs),
-            labels[runs[0].run_id],
-        )
-        for runs in models
-    ]
+    return [model_row(runs, labels, method_first=True) for runs in models]
 
 
 LAYOUT = RunLayout(
