@@ -20,15 +20,13 @@ from lexsem.cli.options import (
     JsonOut,
     NBoot,
     Seed,
+    TiePolicy,
     check_bounds,
-    config_option,
 )
-from lexsem.config import EvalConfig
 
 __all__ = ["STATS_COMMANDS", "agreement", "human_run", "labelstudio_export", "labelstudio_import"]
 
 Answers = Annotated[Path, typer.Argument(help="The study's answers table (Parquet).")]
-TiePolicy = config_option(EvalConfig, "tie_policy", "--tie-policy")
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output.")]
 
 
