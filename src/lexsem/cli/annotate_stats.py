@@ -23,6 +23,7 @@ from lexsem.cli.options import (
     TiePolicy,
     check_bounds,
 )
+from lexsem.config import EvalConfig
 
 __all__ = ["STATS_COMMANDS", "agreement", "human_run", "labelstudio_export", "labelstudio_import"]
 
