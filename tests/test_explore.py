@@ -1,0 +1,177 @@
+"""`lexsem explore`: the joined table of many runs, slices and their counts, the routes (bad
+parameters are 400 / 404, no path reaches a file), and exports: the benchmark file evaluates to
+the same per-item hits as the slice shows, the figure is a PNG / a PDF with TrueType fonts, the
+study zip holds the file and the `lexsem annotate create` command."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+import lexsem
+from builders.explore_runs import synthetic_runs, two_runs
+from builders.fakes import BagOfWordsEncoder
+from lexsem.explore.app import create_app
+from lexsem.explore.runs_table import open_runs
+from lexsem.explore.slices import Slice, counts, select
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, str]:
+    return two_runs(tmp_path_factory.mktemp("explore"))
+
+
+@pytest.fixture(scope="module")
+def client(runs: tuple[list[Path], Path, str]) -> TestClient:
+    return TestClient(create_app(open_runs(runs[0]), n_boot=50))
+
+
+def _hits(folder: Path, metric: str) -> dict[tuple[str, str], bool]:
+    from lexsem.results.run import Run
+
+    t = Run.load(folder).items.to_pylist()
+    return {(r["subset"], r["item_id"]): r["hit"] for r in t if r["metric"] == metric}
+
+
+def test_the_table_joins_runs_by_item_and_metric(runs: Any) -> None:
+    table = open_runs(runs[0])
+    assert [r.label for r in table.runs] == ["bow", "tiny-dual"]
+    tot = table.column("metric") == "tot"
+    assert tot.sum() == 5  # the 5 items once, both runs scored them
+    assert (table.hit[tot] >= 0).all()
+    itt = table.column("metric") == "itt"
+    assert (table.hit[itt, 0] == -1).all() and (table.hit[itt, 1] >= 0).all()
+    for k, folder in enumerate(runs[0]):
+        want = _hits(folder, "tot")
+        got = {(table.column("subset")[i], table.column("item_id")[i]): bool(table.hit[i, k])
+               for i in np.flatnonzero(tot)}  # fmt: skip
+        assert got == want
+    # a hit is a positive margin (TOT: s(P1,P2) - max(s(P1,N), s(P2,N))), a tied item none
+    m, h, tie = table.margin[tot], table.hit[tot], table.tie[tot]
+    assert ((m > 0) == (h == 1)).all() and (m[tie] <= 0).all() and tie.any()
+
+
+def test_slices_select_and_count(runs: Any) -> None:
+    table = open_runs(runs[0])
+    every = select(table, Slice(metric="tot", all_wrong=True))
+    assert len(every) and (table.hit[every] == 0).all()
+    a_b = select(table, Slice(right=1, wrong=0, metric="itt_p2n"))
+    assert len(a_b) == 0  # run 0 has no image metric
+    by_margin = select(table, Slice(metric="tot", sort="margin", mrun=0))
+    assert list(np.diff(table.margin[by_margin, 0]) >= 0) == [True] * (len(by_margin) - 1)
+    c = counts(table, select(table, Slice(metric="tot")), n_boot=0)
+    assert c[0].n == 5 and c[0].accuracy == pytest.approx(100 * c[0].hits / 5)
+    with pytest.raises(ValueError, match="right=5: there are 2 runs"):
+        select(table, Slice(right=5))
+    with pytest.raises(ValueError, match="no run of people's answers"):
+        select(table, Slice(disagree=True))
+
+
+@pytest.mark.parametrize(
+    ("url", "status", "says"),
+    [
+        ("/?size=100000", 400, "size"),
+        ("/?right=7", 400, "right=7"),
+        ("/?sort=best", 400, "sort"),
+        ("/?mmin=1&mmax=0", 400, "mmin=1.0 is above"),
+        ("/?nosuch=1", 400, "nosuch"),
+        ("/?page=99", 400, "page=99"),
+        ("/?q=" + "x" * 201, 400, "q"),
+        ("/item/999", 404, "no such item"),
+        ("/item/..%2f..%2fetc%2fpasswd", 404, ""),
+        ("/image/0/5", 404, "no such image"),
+        ("/image/-1/0", 404, ""),
+        ("/static/..%2fapp.py", 404, ""),
+        ("/export/nosuch", 404, "no export"),
+        ("/export/benchmark?sel=abc", 404, "no such item"),
+        ("/export/figure.png?columns=3", 400, "columns"),
+    ],
+)
+def test_bad_parameters_are_refused(client: TestClient, url: str, status: int, says: str) -> None:
+    res = client.get(url)
+    assert res.status_code == status, res.text
+    assert says in res.text
+    assert "Traceback" not in res.text
+
+
+def test_the_page_shows_a_slice_with_headers(client: TestClient) -> None:
+    res = client.get("/?metric=tot&q=horse")
+    assert res.status_code == 200
+    assert res.text.count('class="row"') == 1 and "swap_obj #1" in res.text  # rides a horse
+    assert "<mark>" in res.text
+    csp = res.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "default-src 'none'" in csp
+    assert client.get("/", headers={"host": "evil.example"}).status_code == 400
+    item = client.get("/item/0")
+    assert item.status_code == 200 and "s_p1_p2=" in item.text
+    img = client.get("/image/5/0")  # an item of the image metric: its thumbnail
+    assert img.status_code == 200 and img.content[:4] == b"\x89PNG"
+
+
+def test_exported_benchmark_evaluates_to_the_slice_hits(
+    client: TestClient, runs: Any, tmp_path: Path
+) -> None:
+    folders = runs[0]
+    table = open_runs(folders)
+    s = Slice(metric="tot", wrong=0)
+    rows = select(table, s)
+    res = client.get("/export/benchmark?metric=tot&wrong=0")
+    assert res.status_code == 200
+    file = tmp_path / "hard.json"
+    file.write_bytes(res.content)
+    run = lexsem.evaluate(BagOfWordsEncoder(16, "bow"), [f"scpp:{file}"], n_boot=0,
+                          cache_dir=tmp_path / "cache", tasks=["tot"])  # fmt: skip
+    got = {r["item_id"]: r["hit"] for r in run.items.to_pylist()}
+    want = {f"{table.column('subset')[k]}/{table.column('item_id')[k]}": bool(table.hit[k, 0])
+            for k in rows}  # fmt: skip
+    assert got == want and len(got) == len(rows) > 0
+
+
+def test_figure_and_study_exports(client: TestClient) -> None:
+    png = client.get("/export/figure.png?metric=tot&columns=1")
+    assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
+    pdf = client.get("/export/figure.pdf?metric=tot")
+    assert pdf.status_code == 200 and pdf.content[:5] == b"%PDF-"
+    assert b"/FontFile2" in pdf.content and b"/Type3" not in pdf.content  # TrueType embedded
+    z = client.get("/export/study?sel=0&sel=1")
+    assert z.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(z.content)) as f:
+        assert sorted(f.namelist()) == ["create-study.sh", "items.json"]
+        assert len(json.loads(f.read("items.json"))) == 2
+        assert "lexsem annotate create" in f.read("create-study.sh").decode()
+    too_many = client.get("/export/figure.png")  # every row of every metric: 25 items
+    assert too_many.status_code in (200, 400)
+
+
+def test_runs_on_other_data_are_shown_apart(tmp_path: Path) -> None:
+    a = synthetic_runs(tmp_path / "a", 1, 8)
+    b = synthetic_runs(tmp_path / "b", 1, 8, seed=1)
+    from lexsem.results.run_folder import load_items, load_run, save_run
+
+    rec = load_run(b[0])
+    info = rec.benchmarks[0]
+    files = [f.model_copy(update={"sha256": "1" * 64}) for f in info.files]
+    rec = rec.model_copy(update={"run_id": "other-data", "benchmarks": [
+        info.model_copy(update={"files": files})]})  # fmt: skip
+    save_run(tmp_path / "other", rec, load_items(b[0]))
+    table = open_runs([a[0], tmp_path / "other"])
+    assert set(table.column("view")) == {"sugarcrepe_pp", "sugarcrepe_pp · data 2"}
+    assert len(table) == 16 and ((table.hit >= 0).sum(1) == 1).all()
+    assert any("shown apart" in n for n in table.notes)
+
+
+def test_the_command_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
+    from lexsem.cli import app
+
+    res = CliRunner().invoke(app, ["explore", str(tmp_path)])
+    assert res.exit_code == 2 and "no run among" in res.output
+    res = CliRunner().invoke(app, ["explore", "--port", "0", str(tmp_path)])
+    assert res.exit_code != 0 and "port" in res.output.lower()
