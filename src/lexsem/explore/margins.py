@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["margins"]
 
@@ -67,18 +69,18 @@ def _rule(metric: str, columns: Cols) -> str | None:
     return metric if metric in _RULES else None
 
 
-def margins(metric: np.ndarray, columns: Cols) -> np.ndarray:
+def margins(metric: pa.Array | pa.ChunkedArray, columns: Cols) -> np.ndarray:
     """The margin of each row (float64, NaN where its metric has none): `metric` the rows'
     metric names, `columns` the run's score columns (float, NaN where a row lacks one)."""
     out = np.full(len(metric), np.nan)
-    for name in np.unique(metric) if len(metric) else ():
+    for name in pc.unique(metric).to_pylist():
         rule = _rule(str(name), columns)
         if rule is None:
             continue
         needs, fn = _RULES[rule]
         if not all(c in columns for c in needs):
             continue
-        rows = metric == name
+        rows = pc.equal(metric, name).to_numpy(zero_copy_only=False)
         with np.errstate(invalid="ignore"):
             out[rows] = fn({c: columns[c][rows] for c in needs})
     return out

@@ -10,6 +10,7 @@ shown as `NAME · data 2`, ... and its rows are never matched with the first gro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,12 +100,49 @@ def _score_arrays(items: pa.Table) -> dict[str, np.ndarray]:
     return out
 
 
+def _keys(items: pa.Table, views: dict[str, str]) -> pa.Table:
+    """A run's key columns (`benchmark` and KEY_COLUMNS), each benchmark under its view."""
+    bench = items.column("benchmark")
+    view = bench
+    for name, shown in views.items():
+        if shown != name:
+            view = pc.if_else(pc.equal(bench, name), pa.scalar(shown), view)
+    cols = {"benchmark": bench, "view": view} | {c: items.column(c) for c in KEY_COLUMNS[1:]}
+    return pa.table(cols)
+
+
+def _join(tables: list[pa.Table]) -> tuple[list[np.ndarray], pa.Table]:
+    """Per table, each row's key number; and the keys (first-seen order). Tables with the same
+    keys in the same order (runs of one benchmark and tasks) are encoded once."""
+    distinct: list[int] = []
+    same_as: list[int] = []
+    for k, t in enumerate(tables):
+        match = next((d for d in distinct if tables[d].equals(t)), None)
+        if match is None:
+            distinct.append(k)
+        same_as.append(k if match is None else match)
+    every = pa.concat_tables([tables[d] for d in distinct]).combine_chunks()
+    joined = pc.binary_join_element_wise(
+        *(every.column(c).combine_chunks() for c in KEY_COLUMNS), _SEP
+    )
+    codes = joined.dictionary_encode().indices.to_numpy(zero_copy_only=False)
+    _, first = np.unique(codes, return_index=True)
+    part: dict[int, np.ndarray] = {}
+    start = 0
+    for d in distinct:
+        part[d] = codes[start : start + tables[d].num_rows]
+        start += tables[d].num_rows
+    return [part[same_as[k]] for k in range(len(tables))], every.take(pa.array(first))
+
+
 def open_runs(folders: Sequence[Path]) -> RunsTable:
     """Read the run folders and join their items; a folder that is no run, or whose files are
     damaged, is an error naming it."""
     if not folders:
         raise LexsemError("no run folders given")
-    records = [load_run(f) for f in folders]
+    with ThreadPoolExecutor(max_workers=min(8, len(folders))) as pool:  # pyarrow reads in C
+        read = list(pool.map(lambda f: (load_run(f), load_items(f)), folders))
+    records = [r for r, _ in read]
     seen: dict[str, Path] = {}
     for f, r in zip(folders, records, strict=True):
         if r.run_id in seen:
@@ -112,45 +150,21 @@ def open_runs(folders: Sequence[Path]) -> RunsTable:
         seen[r.run_id] = f
     labels = run_labels(records)
     runs = tuple(
-        ExploreRun(labels[r.run_id], Path(f), r, load_items(f))
-        for f, r in zip(folders, records, strict=True)
+        ExploreRun(labels[r.run_id], Path(f), r, items)
+        for f, (r, items) in zip(folders, read, strict=True)
     )
     views, notes = _views(records)
-    parts = []
-    for k, run in enumerate(runs):
-        t = run.items.select(list(_BASE))
-        bench = t.column("benchmark")
-        view = bench
-        for name, shown in views[k].items():
-            if shown != name:
-                view = pc.if_else(pc.equal(bench, name), pa.scalar(shown), view)
-        n = t.num_rows
-        parts.append(
-            t.append_column("view", view)
-            .append_column("run", pa.array(np.full(n, k, np.int32)))
-            .append_column("row", pa.array(np.arange(n, dtype=np.int64)))
-        )
-    every = pa.concat_tables(parts).combine_chunks()
-    joined = pc.binary_join_element_wise(
-        *(every.column(c).combine_chunks() for c in KEY_COLUMNS), _SEP
-    )
-    codes = joined.dictionary_encode().indices.to_numpy(zero_copy_only=False)
-    _, first = np.unique(codes, return_index=True)
-    keys = every.take(pa.array(first)).select(["benchmark", *KEY_COLUMNS])
-    n_keys, n_runs = len(first), len(runs)
-    run = every.column("run").to_numpy()
+    codes, keys = _join([_keys(run.items, views[k]) for k, run in enumerate(runs)])
+    n_keys, n_runs = keys.num_rows, len(runs)
     hit = np.full((n_keys, n_runs), -1, np.int8)
     tie = np.zeros((n_keys, n_runs), bool)
     margin = np.full((n_keys, n_runs), np.nan)
     row = np.full((n_keys, n_runs), -1, np.int64)
-    hit[codes, run] = every.column("hit").to_numpy(zero_copy_only=False).astype(np.int8)
-    tie[codes, run] = every.column("tie").to_numpy(zero_copy_only=False).astype(bool)
-    row[codes, run] = every.column("row").to_numpy()
-    start = 0
     for k, r in enumerate(runs):
-        n = r.items.num_rows
-        metric = r.items.column("metric").to_numpy(zero_copy_only=False)
-        margin[codes[start : start + n], k] = margins(metric, _score_arrays(r.items))
-        start += n
+        at = codes[k]
+        hit[at, k] = r.items.column("hit").to_numpy(zero_copy_only=False).astype(np.int8)
+        tie[at, k] = r.items.column("tie").to_numpy(zero_copy_only=False).astype(bool)
+        row[at, k] = np.arange(len(at))
+        margin[at, k] = margins(r.items.column("metric"), _score_arrays(r.items))
     cols = {c: keys.column(c).to_numpy(zero_copy_only=False) for c in keys.column_names}
     return RunsTable(runs, keys, hit, tie, margin, row, tuple(notes), cols)
