@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from builders.explore_runs import synthetic_runs  # noqa: E402
-from lexsem.explore.runs_table import open_runs  # noqa: E402
-from lexsem.explore.slices import Slice, select  # noqa: E402
+from builders.explore_runs import synthetic_runs
+from lexsem.explore.runs_table import open_runs
+from lexsem.explore.slices import Slice, select
 
 SLICES = {
     "every model wrong": Slice(all_wrong=True),
