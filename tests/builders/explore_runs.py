@@ -3,7 +3,13 @@ user files of `fakes.TRIPLETS`, and synthetic run folders of any size (`syntheti
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -54,3 +60,26 @@ def synthetic_runs(base: Path, n_runs: int, n_items: int, seed: int = 0) -> list
         })  # fmt: skip
         out.append(save_run(base / f"run{k}", rec, items))
     return out
+
+
+@contextlib.contextmanager
+def served(app: Any) -> Iterator[str]:
+    """`app` served by uvicorn on 127.0.0.1 in a thread: its base URL; stopped on exit."""
+    import uvicorn
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the explorer did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
