@@ -175,3 +175,49 @@ def test_the_command_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no run among" in res.output
     res = CliRunner().invoke(app, ["explore", "--port", "0", str(tmp_path)])
     assert res.exit_code != 0 and "port" in res.output.lower()
+
+
+def test_people_and_models_disagree(runs: Any, tmp_path: Path) -> None:
+    from builders.explore_runs import human_run
+
+    folders, _, selector = runs
+    base = folders[0].parent.parent
+    model = _hits(folders[0], "tot")
+    # people right where the text model is wrong, and on one item where it is right
+    right = {k: (not hit) or k == ("replace_att", "1") for k, hit in model.items()}
+    people = human_run(base, selector, right)
+    table = open_runs([*folders, people])
+    assert table.runs[2].human and table.runs[2].label
+    rows = select(table, Slice(metric="tot", disagree=True))
+    shown = {(table.column("subset")[k], table.column("item_id")[k]) for k in rows}
+    both = {k for k, hit in model.items() if not hit and not _hits(folders[1], "tot")[k]}
+    assert shown == both and shown  # the models (both wrong) against the people (right)
+    app = TestClient(create_app(table, n_boot=0))
+    res = app.get("/?metric=tot&disagree=1")
+    assert res.status_code == 200 and "people" in res.text
+    item = app.get(f"/item/{int(rows[0])}")
+    assert "right_" in item.text  # the people's votes, as the human run keeps them
+
+
+def test_the_report_links_qualitative_cases_to_the_explorer(runs: Any, client: TestClient) -> None:
+    import html
+    import re
+
+    from lexsem.report.analyses import ReportOptions, build_report
+    from lexsem.results.run import Run
+
+    loaded = [Run.load(f) for f in runs[0]]
+    url = "http://127.0.0.1:8765"
+    page = build_report(loaded, ReportOptions(n_boot=0, explore_url=url))
+    links = [
+        html.unescape(h) for h in re.findall(r'<a href="(http://127\.0\.0\.1:8765/[^"]*)"', page)
+    ]
+    assert any("subset=swap_obj" in h and "item=" not in h for h in links)  # a subset
+    items = [h for h in links if "item=" in h]
+    assert items  # each example item of a case
+    assert "start it with <code>lexsem explore RUN...</code>" in page
+    for h in items:  # each opens its item in the explorer: one row
+        res = client.get(h.removeprefix(url))
+        assert res.status_code == 200 and res.text.count('class="row"') == 1, h
+    plain = build_report(loaded, ReportOptions(n_boot=0))
+    assert "8765" not in plain and "lexsem explore" not in plain

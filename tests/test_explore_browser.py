@@ -17,8 +17,18 @@ from typing import Any
 
 import pytest
 
+from builders.backends import require_module
 from builders.explore_runs import served, two_runs
-from test_annotate_browser import browser, check_layout, shots  # noqa: F401  (the fixture)
+from test_annotate_browser import check_layout, chromium, shots
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    sync_api = require_module("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
 
 
 @pytest.fixture(scope="module")

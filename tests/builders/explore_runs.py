@@ -34,6 +34,33 @@ def two_runs(base: Path) -> tuple[list[Path], Path, str]:
     return runs, images, selector
 
 
+def human_run(base: Path, selector: str, right: dict[tuple[str, str], bool]) -> Path:
+    """A run of people's TOT answers on the `selector` files (`lexsem annotate human-run`):
+    two annotators per item, both right where `right[(subset, id)]`, both wrong elsewhere."""
+    import pyarrow.parquet as pq
+    from typer.testing import CliRunner
+
+    import lexsem.cli.app  # noqa: F401  (adds the stats commands to `annotate`)
+    from builders.answers_table import answer, table
+    from lexsem.cli.annotate import annotate_app
+
+    rows = [
+        answer("tot", item, who, "n" if ok else "p1", subset=sub, benchmark=selector)
+        for (sub, item), ok in right.items()
+        for who in ("a", "b")
+    ]
+    answers = base / "answers.parquet"
+    pq.write_table(table(rows), answers)
+    out = base / "runs" / "people"
+    res = CliRunner().invoke(annotate_app, [
+        "human-run", str(answers), "-o", str(out), "--n-boot", "0",
+        "--cache-dir", str(base / "cache"),
+    ])  # fmt: skip
+    if res.exit_code != 0:
+        raise RuntimeError(res.output)
+    return out
+
+
 def synthetic_runs(base: Path, n_runs: int, n_items: int, seed: int = 0) -> list[Path]:
     """`n_runs` run folders of `n_items` text-triplet items each (random scores), as
     `lexsem eval` writes them."""

@@ -2,8 +2,8 @@
 their bounds (a bad value is a 400 naming the parameter), the rows they select in order, and
 each run's count and accuracy over them with a bootstrap interval (`lexsem.stats.bootstrap`).
 
-- `bench`, `subset`, `metric`: exact names (`bench` as shown, `NAME · data 2` for runs on
-  other data);
+- `bench`, `subset`, `metric`, `item`: exact names (`bench` as shown, `NAME · data 2` for
+  runs on other data; `item` an item id);
 - `right=A&wrong=B`: run A (its number on the page, from 0) right and run B wrong;
 - `all_wrong`: every model run that scored the row missed it (people's runs not counted);
 - `ties`: some run's deciding comparison tied;
@@ -42,6 +42,7 @@ class Slice(BaseModel):
     bench: str | None = Field(None, max_length=300)
     subset: str | None = Field(None, max_length=300)
     metric: str | None = Field(None, max_length=100)
+    item: str | None = Field(None, max_length=300)
     right: int | None = Field(None, ge=0, le=10_000)
     wrong: int | None = Field(None, ge=0, le=10_000)
     all_wrong: bool = False
@@ -97,7 +98,8 @@ def select(table: RunsTable, s: Slice, text: Callable[[], np.ndarray] | None = N
     does not fit these runs."""
     _check(table, s)
     mask = np.ones(len(table), bool)
-    for name, col in (("bench", "view"), ("subset", "subset"), ("metric", "metric")):
+    exact = (("bench", "view"), ("subset", "subset"), ("metric", "metric"), ("item", "item_id"))
+    for name, col in exact:
         value = getattr(s, name)
         if value is not None:
             mask &= table.column(col) == value
