@@ -147,8 +147,30 @@ def test_figure_and_study_exports(client: TestClient) -> None:
         assert sorted(f.namelist()) == ["create-study.sh", "items.json"]
         assert len(json.loads(f.read("items.json"))) == 2
         assert "lexsem annotate create" in f.read("create-study.sh").decode()
-    too_many = client.get("/export/figure.png")  # every row of every metric: 25 items
-    assert too_many.status_code in (200, 400)
+    every = client.get("/export/figure.png")  # 20 rows (4 metrics) are 5 items
+    assert every.status_code == 200
+
+
+def test_exports_are_bounded_and_of_triplets_or_pairs() -> None:
+    from lexsem.benchmarks.items import QuadItem, TripletItem
+    from lexsem.errors import LexsemError
+    from lexsem.explore import exports
+    from lexsem.explore.figure import MAX_FIGURE_ITEMS, FigureItem, item_grid
+
+    cell = FigureItem("x", [("P1", [("a", False), ("dog", True)])], [("m", "right")], [])
+    assert item_grid([cell], columns=1)[:4] == b"\x89PNG"
+    with pytest.raises(LexsemError, match=f"at most {MAX_FIGURE_ITEMS}"):
+        item_grid([cell] * (MAX_FIGURE_ITEMS + 1))
+    quad = QuadItem(id="0", subset="s", image0="a.jpg", caption0="a", image1="b.jpg",
+                    caption1="b")  # fmt: skip
+    with pytest.raises(LexsemError, match=r"triplets .* or pairs"):
+        exports.benchmark_file([quad])
+    triplet = TripletItem(id="0", subset="s", image=None, p1="a", p2="b", n="c")
+    with pytest.raises(LexsemError, match="export at most"):
+        exports.benchmark_file([triplet] * (exports.MAX_EXPORT_ITEMS + 1))
+    _, _, data = exports.benchmark_file([triplet])
+    assert json.loads(data) == [{"id": "0", "caption": "a", "caption2": "b",
+                                 "negative_caption": "c"}]  # fmt: skip
 
 
 def test_runs_on_other_data_are_shown_apart(tmp_path: Path) -> None:
@@ -221,3 +243,23 @@ def test_the_report_links_qualitative_cases_to_the_explorer(runs: Any, client: T
         assert res.status_code == 200 and res.text.count('class="row"') == 1, h
     plain = build_report(loaded, ReportOptions(n_boot=0))
     assert "8765" not in plain and "lexsem explore" not in plain
+
+
+def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path) -> None:
+    folders, _, _ = two_runs(tmp_path / "edited")
+    file = tmp_path / "edited" / "triplets" / "swap_obj.json"
+    file.write_text(file.read_text().replace("A cat", "A bird"), encoding="utf-8")
+    app = TestClient(create_app(open_runs(folders), n_boot=0))
+    res = app.get("/?subset=swap_obj&metric=tot")
+    assert res.status_code == 200
+    assert "captions not shown" in res.text and "the run of bow scored (another sha256)" in res.text
+    assert "A bird" not in res.text and "A cat" not in res.text
+    res = app.get("/export/benchmark?subset=swap_obj&metric=tot")
+    assert res.status_code == 409 and "captions are not readable" in res.text
+
+
+def test_the_same_run_twice_is_refused(runs: Any) -> None:
+    from lexsem.errors import LexsemError
+
+    with pytest.raises(LexsemError, match="hold the same run"):
+        open_runs([runs[0][0], runs[0][0]])

@@ -103,7 +103,7 @@ class ItemSource:
         if changed:
             why = (
                 f"captions not shown: the file of {bench}/{changed[0]} is not the one the run "
-                "of {run.label} scored (another sha256)"
+                f"of {run.label} scored (another sha256)"
             )
             return _Loaded({}, loaded.spec.decode, why)
         items = {(it.subset, str(it.id)): it for it in loaded.items}
