@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,7 @@ def test_exported_benchmark_evaluates_to_the_slice_hits(
     assert got == want and len(got) == len(rows) > 0
 
 
-def test_figure_and_study_exports(client: TestClient) -> None:
+def test_figure_and_study_exports(client: TestClient, tmp_path: Path) -> None:
     png = client.get("/export/figure.png?metric=tot&columns=1")
     assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
     pdf = client.get("/export/figure.pdf?metric=tot")
@@ -146,7 +147,20 @@ def test_figure_and_study_exports(client: TestClient) -> None:
     with zipfile.ZipFile(io.BytesIO(z.content)) as f:
         assert sorted(f.namelist()) == ["create-study.sh", "items.json"]
         assert len(json.loads(f.read("items.json"))) == 2
-        assert "lexsem annotate create" in f.read("create-study.sh").decode()
+        script = f.read("create-study.sh").decode()
+        assert "lexsem annotate create" in script
+        f.extractall(tmp_path / "study")
+    # the study the script makes: its command, run here with one kind
+    from lexsem.cli import app
+
+    (line,) = [ln for ln in script.splitlines() if ln.startswith("lexsem annotate create")]
+    quoted = re.search(r'-b "(.*)" "\$@"', line)
+    assert quoted is not None, line
+    selector = quoted.group(1).replace('$(dirname "$0")', str(tmp_path / "study"))
+    res = CliRunner().invoke(app, ["annotate", "create", str(tmp_path / "s.sqlite"), "-b",
+                                   selector, "-k", "tot"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "s.sqlite").is_file()
     every = client.get("/export/figure.png")  # 20 rows (4 metrics) are 5 items
     assert every.status_code == 200
 

@@ -64,10 +64,12 @@ def study_zip(items: Sequence[Any], name: str = "items") -> bytes:
     fmt, file, data = benchmark_file(items, name)
     script = (
         "#!/bin/sh\n"
-        f"# a study of the {len(items)} items of {file} (lexsem explore); add --kind, --gold,\n"
-        "# --annotators ... as `lexsem annotate create --help` shows\n"
-        f'lexsem annotate create "${{1:-study.sqlite}}" -b "{fmt}:{file}" '
-        '--coco-val2017 "${LEXSEM_COCO_VAL2017:-images}"\n'
+        f"# a study of the {len(items)} items of {file} (lexsem explore): sh create-study.sh\n"
+        "# STUDY.sqlite [OPTION...], options as `lexsem annotate create --help` shows (--kind,\n"
+        "# --gold, --annotators, --coco-val2017 for the images, ...)\n"
+        'study="${1:-study.sqlite}"\n'
+        "[ $# -gt 0 ] && shift\n"
+        f'lexsem annotate create "$study" -b "{fmt}:$(dirname "$0")/{file}" "$@"\n'
     )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:

@@ -23,6 +23,7 @@ WIDTHS = {1: 3.5, 2: 7.16}  # inches: one and two columns of a two-column paper
 MAX_FIGURE_ITEMS = 24
 _RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "font.family": "DejaVu Sans", "font.size": 7,
        "text.usetex": False}  # fmt: skip
+_LINE = 0.115  # inches per line of 6.5 pt text at 1.25 line spacing
 _SPECIAL = str.maketrans({c: f"\\{c}" for c in "$_^{}%&#~\\"})
 
 
@@ -61,31 +62,39 @@ def item_grid(items: Sequence[FigureItem], *, columns: Literal[1, 2] = 2,
         raise LexsemError(f"{len(items)} items: a figure shows at most {MAX_FIGURE_ITEMS}")
     width = WIDTHS[columns]
     per_row = 1 if columns == 1 else 2
-    rows = -(-len(items) // per_row)
-    cell_h = 1.45
+    cell_w = width / per_row
+    wrap = max(20, int(cell_w * 12) - 14)
+    texts = [
+        "\n".join([it.title, *(_caption_text(r, w, wrap) for r, w in it.captions)]) for it in items
+    ]
+    rows = [list(range(k, min(k + per_row, len(items)))) for k in range(0, len(items), per_row)]
+    heights = [  # inches: the text's lines (or the image), then the verdicts' line
+        max(0.7, max(texts[k].count("\n") + 1 for k in row) * _LINE) + 0.22 for row in rows
+    ]
+    total = sum(heights) + 0.05
     with matplotlib.rc_context(_RC):
-        fig = Figure(figsize=(width, rows * cell_h))
+        fig = Figure(figsize=(width, total))
         (FigureCanvasPdf if fmt == "pdf" else FigureCanvasAgg)(fig)
-        cell_w = 1.0 / per_row
-        wrap = int(width / per_row * 11)
-        for k, it in enumerate(items):
-            r, c = divmod(k, per_row)
-            x0, y0 = c * cell_w, 1.0 - (r + 1) / rows
-            h = 1.0 / rows
-            img_w = 0.0
-            for j, image in enumerate(it.images[:2]):
-                ax = fig.add_axes((x0 + 0.005 + j * 0.16 * cell_w, y0 + h * 0.3,
-                                   0.15 * cell_w, h * 0.62))  # fmt: skip
-                ax.imshow(image)
-                ax.set_axis_off()
-                img_w = (j + 1) * 0.16 * cell_w
-            text = [f"{it.title}"]
-            text += [_caption_text(role, words, wrap - 8) for role, words in it.captions]
-            fig.text(x0 + img_w + 0.01, y0 + h * 0.95, "\n".join(text), va="top", ha="left",
-                     fontsize=6.5, linespacing=1.25)  # fmt: skip
-            verdicts = "   ".join(f"{run}: {v}" for run, v in it.verdicts)
-            fig.text(x0 + 0.01, y0 + h * 0.06, verdicts, va="bottom", ha="left", fontsize=6,
-                     color="#333333", wrap=True)  # fmt: skip
+        top = total - 0.05
+        for row, h in zip(rows, heights, strict=True):
+            for c, k in enumerate(row):
+                it = items[k]
+                x0 = c * cell_w
+                img_w = 0.0
+                for j, image in enumerate(it.images[:2]):
+                    side = 0.62
+                    fig.add_axes((
+                        (x0 + 0.04 + j * (side + 0.04)) / width, (top - 0.04 - side) / total,
+                        side / width, side / total,
+                    )).imshow(image)  # fmt: skip
+                    fig.axes[-1].set_axis_off()
+                    img_w = (j + 1) * (side + 0.04)
+                fig.text((x0 + img_w + 0.06) / width, (top - 0.03) / total, texts[k],
+                         va="top", ha="left", fontsize=6.5, linespacing=1.25)  # fmt: skip
+                verdicts = "   ".join(f"{run}: {v}" for run, v in it.verdicts)
+                fig.text((x0 + 0.04) / width, (top - h + 0.05) / total, verdicts, va="bottom",
+                         ha="left", fontsize=6, color="#333333")  # fmt: skip
+            top -= h
         buf = io.BytesIO()
         fig.savefig(buf, format=fmt, dpi=200, metadata={"Creator": "lexsem explore"})
     return buf.getvalue()
