@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import DataDir, config_option, defaults
+from lexsem.cli.options import (
+    EVAL,
+    CocoTrain,
+    CocoVal,
+    DataDir,
+    ImageRoot,
+    config_option,
+    defaults,
+)
 from lexsem.explore.config import ExploreConfig
 
 __all__ = ["explore"]
@@ -22,7 +30,10 @@ def explore(
     runs: Annotated[
         list[Path], typer.Argument(help="Run folders (a sweep's folder stands for its runs).")
     ],
-    data_dir: DataDir = None,
+    data_dir: DataDir = EVAL.data_dir,
+    coco_val2017: CocoVal = EVAL.coco_val2017,
+    coco_train2017: CocoTrain = EVAL.coco_train2017,
+    image_root: ImageRoot = EVAL.image_root,
     host: Host = EXPLORE.host,
     port: Port = EXPLORE.port,
     n_boot: NBootSlice = EXPLORE.n_boot,
@@ -40,7 +51,10 @@ def explore(
                        "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
     table = open_runs(run_folders(runs))
     hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
-    app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, allowed_hosts=hosts)
+    folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
+               "image_root": image_root}  # fmt: skip
+    app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
+                     allowed_hosts=hosts)  # fmt: skip
     typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
                f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
     uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")

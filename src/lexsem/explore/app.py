@@ -8,6 +8,7 @@ another site)."""
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -81,6 +82,11 @@ class _State:
             t.column("item_id")[key],
         )  # fmt: skip
 
+    def images(self, key: int) -> tuple[list[str], str | None]:
+        """Row `key`'s image references whose files are found, and why others are not."""
+        it = self.item(key)
+        return self.source.found(self.scorer(key), image_refs(it) if it is not None else [])
+
     def text(self) -> np.ndarray:
         """Each row's item id and captions, lower-cased (for the text search)."""
         if self._text is None:
@@ -143,7 +149,7 @@ def _row_view(st: _State, key: int) -> dict[str, Any]:
             (r, marked(c, caps[against[r]]) if r in against else [(c, False)])
             for r, c in caps.items()
         ],
-        "images": len(image_refs(it)) if it is not None else 0,
+        "images": len(st.images(key)[0]),
         "runs": [
             {
                 "hit": int(t.hit[key, k]),
@@ -197,13 +203,13 @@ def _figure(st: _State, rows: list[tuple[int, Any]], fmt: str, columns: int) -> 
 
     t = st.table
     cells = []
-    for k, it in rows[: MAX_FIGURE_ITEMS + 1]:
+    for k, _ in rows[: MAX_FIGURE_ITEMS + 1]:
         view = _row_view(st, k)
         images = []
-        for ref in image_refs(it)[:2]:
+        for ref in st.images(k)[0][:2]:
             try:
                 png = st.source.image_png(view["view"], st.scorer(k), ref, THUMB_PX)
-                images.append(np.asarray(Image.open(__import__("io").BytesIO(png))))
+                images.append(np.asarray(Image.open(io.BytesIO(png))))
             except LexsemError:
                 continue
         verdicts = [(r.label, v["verdict"]) for r, v in zip(t.runs, view["runs"], strict=True)
@@ -218,10 +224,12 @@ def _figure(st: _State, rows: list[tuple[int, Any]], fmt: str, columns: int) -> 
 
 def create_app(
     table: RunsTable, *, data_dir: Path | None = None, n_boot: int = 1000,
+    image_folders: dict[str, Path | None] | None = None,
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "testserver"),
 ) -> FastAPI:  # fmt: skip
-    """The explorer over `table` (the runs, opened: `lexsem.explore.runs_table.open_runs`)."""
-    st = _State(table, ItemSource(table.runs, data_dir), n_boot)
+    """The explorer over `table` (the runs, opened: `lexsem.explore.runs_table.open_runs`);
+    `image_folders`: `coco_val2017`, `coco_train2017`, `image_root` over the runs' own."""
+    st = _State(table, ItemSource(table.runs, data_dir, image_folders), n_boot)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(_Headers)
@@ -268,8 +276,7 @@ def create_app(
     @app.get("/image/{key}/{n}")
     def image(key: str, n: str, full: bool = False) -> Response:
         k = _key(st, key)
-        it = st.item(k)
-        refs = image_refs(it) if it is not None else []
+        refs = st.images(k)[0]
         if not n.isdigit() or int(n) >= len(refs):
             raise HTTPException(404, "no such image")
         try:
@@ -331,5 +338,8 @@ def _scores(run: Any, row: int) -> list[tuple[str, str]]:
 
 
 def _caption_notes(st: _State, shown: np.ndarray) -> list[str]:
+    """Why captions or images of the rows shown are not shown (once each)."""
     views = {(st.table.column("view")[k], st.scorer(int(k))) for k in shown}
-    return sorted({w for v, r in views if (w := st.source.loaded(v, r).why)})
+    notes = {w for v, r in views if (w := st.source.loaded(v, r).why)}
+    missing = next((w for k in shown if (w := st.images(int(k))[1])), None)
+    return sorted(notes) + ([missing] if missing else [])

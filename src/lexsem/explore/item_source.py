@@ -3,8 +3,10 @@ files, and images decoded as the benchmark decodes them (`lexsem.images.decode`)
 
 The files are found as the run found them: the selector the run was given (its
 `config.evaluation.benchmarks`), offline, in `--data-dir` or the data and cache folders the run
-recorded. Captions are shown only when every subset read has the sha256 the run recorded (an
-edited file is not the one scored); otherwise the view shows ids, with the reason."""
+recorded; images in the folders given to the explorer (`--coco-val2017`, `--image-root`), else
+in those the run recorded. Captions are shown only when every subset read has the sha256 the
+run recorded (an edited file is not the one scored); otherwise the view shows ids, with the
+reason; an image whose file is not found is left out, with the reason."""
 
 from __future__ import annotations
 
@@ -77,9 +79,14 @@ def _selector(run: ExploreRun, bench: str) -> str:
 class ItemSource:
     """The benchmarks' items of the runs' views, each read once, when first asked for."""
 
-    def __init__(self, runs: tuple[ExploreRun, ...], data_dir: Path | None = None) -> None:
+    def __init__(
+        self, runs: tuple[ExploreRun, ...], data_dir: Path | None = None,
+        image_folders: dict[str, Path | None] | None = None,
+    ) -> None:  # fmt: skip
         self._runs = runs
         self._data_dir = data_dir
+        # coco_val2017, coco_train2017, image_root given to the explorer: over the runs' own
+        self._folders = {k: v for k, v in (image_folders or {}).items() if v is not None}
         self._lock = threading.Lock()
         self._loaded: dict[str, _Loaded] = {}
         self._stores: dict[int, ImageStore] = {}
@@ -127,7 +134,7 @@ class ItemSource:
             if run not in self._stores:
                 from lexsem.evaluator import attach_embedded_images
 
-                ev = self._runs[run].record.config.evaluation or {}
+                ev = (self._runs[run].record.config.evaluation or {}) | self._folders
                 store = ImageStore(
                     coco_val2017=_path(ev.get("coco_val2017")),
                     coco_train2017=_path(ev.get("coco_train2017")),
@@ -137,6 +144,18 @@ class ItemSource:
                 attach_embedded_images(store)
                 self._stores[run] = store
             return self._stores[run]
+
+    def found(self, run: int, refs: list[str]) -> tuple[list[str], str | None]:
+        """The references among `refs` whose files `run`'s image store finds, and why the
+        first missing one is not there."""
+        store, kept, why = self.store(run), [], None
+        for ref in refs:
+            try:
+                store.resolve(ref)
+                kept.append(ref)
+            except LexsemError as exc:
+                why = why or f"images not shown: {exc}"
+        return kept, why
 
     def image_png(self, view: str, run: int, ref: str, longest: int) -> bytes:
         """The image `ref` of an item of `view`, decoded with the benchmark's profile and
