@@ -277,3 +277,20 @@ def test_the_same_run_twice_is_refused(runs: Any) -> None:
 
     with pytest.raises(LexsemError, match="hold the same run"):
         open_runs([runs[0][0], runs[0][0]])
+
+
+def test_a_run_of_a_frozen_build_shows_its_captions(tmp_path: Path) -> None:
+    from builders.recipes import write_recipe
+    from lexsem.cli import app
+    from test_build_freeze import RECIPE, TRIPLETS
+
+    write_recipe(tmp_path, RECIPE, TRIPLETS)
+    res = CliRunner().invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o",
+                                   str(tmp_path / "build")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lexsem.evaluate(BagOfWordsEncoder(16, "bow"), [f"build:{tmp_path / 'build'}"], n_boot=0,
+                    tasks=["tot"], out=tmp_path / "run")  # fmt: skip
+    app_ = TestClient(create_app(open_runs([tmp_path / "run"]), n_boot=0))
+    page = app_.get("/")
+    assert page.status_code == 200 and "captions not shown" not in page.text
+    assert page.text.count('class="row"') == 3 and "<mark>" in page.text and "sofa" in page.text
