@@ -294,3 +294,35 @@ def test_a_run_of_a_frozen_build_shows_its_captions(tmp_path: Path) -> None:
     page = app_.get("/")
     assert page.status_code == 200 and "captions not shown" not in page.text
     assert page.text.count('class="row"') == 3 and "<mark>" in page.text and "sofa" in page.text
+
+
+def test_margins_of_each_item_kind_agree_with_the_hits() -> None:
+    import pyarrow as pa
+
+    from lexsem.explore.margins import margins
+    from lexsem.tasks.pair import S_I_NEG, S_I_POS
+    from lexsem.tasks.quad import S_I0_C0, S_I0_C1, S_I1_C0, S_I1_C1
+
+    rng = np.random.default_rng(0)
+    s = {c: rng.random(40) for c in (S_I0_C0, S_I0_C1, S_I1_C0, S_I1_C1)}
+    i2t = (s[S_I0_C0] > s[S_I0_C1]) & (s[S_I1_C1] > s[S_I1_C0])
+    t2i = (s[S_I0_C0] > s[S_I1_C0]) & (s[S_I1_C1] > s[S_I0_C1])
+    for metric, hit in (("i2t", i2t), ("t2i", t2i), ("group", i2t & t2i)):
+        m = margins(pa.array([metric] * 40), s)
+        assert ((m > 0) == hit).all(), metric
+    p = {S_I_POS: rng.random(9), S_I_NEG: rng.random(9)}
+    m = margins(pa.array(["acc"] * 9), p)
+    assert ((m > 0) == (p[S_I_POS] > p[S_I_NEG])).all()
+    assert np.isnan(margins(pa.array(["mc_accuracy"] * 9), p)).all()  # no margin defined
+
+
+def test_word_differences() -> None:
+    from lexsem.explore.word_diff import marked, roles_against
+
+    assert marked("A cat chases a dog.", "A dog chases a cat.") == [
+        ("A", False), ("cat", True), ("chases", False), ("a", False), ("dog.", True),
+    ]  # fmt: skip
+    assert roles_against({"P1": "", "P2": "", "N": ""}) == {"P1": "N", "P2": "N", "N": "P1"}
+    assert roles_against({"caption 0": "", "caption 1": ""}) == {
+        "caption 0": "caption 1", "caption 1": "caption 0",
+    }  # fmt: skip

@@ -3,12 +3,13 @@ one's (negative: a miss by that much, zero: a tie), from the score columns a run
 
 A margin exists where a metric compares similarities or scores directly:
 
-- triplet, text (TOT / T2T): s(P1,P2) - max(s(P1,N), s(P2,N)) (SugarCrepe++, §3.2);
-- triplet, image (ITT / I2T): min(s(I,P1), s(I,P2)) - s(I,N) (SugarCrepe++, §3.2), each half
+- triplet, text (TOT / T2T): s(P1,P2) - max(s(P1,N), s(P2,N)) (SugarCrepe++, §3);
+- triplet, image (ITT / I2T): min(s(I,P1), s(I,P2)) - s(I,N) (SugarCrepe++, §3), each half
   (P1 vs N, P2 vs N) its own difference;
-- pair (SugarCrepe): s(I,pos) - s(I,neg);
+- pair (SugarCrepe, its accuracy): s(I,pos) - s(I,neg);
 - quad (BiVLC, Winoground): I2T min(s(I0,C0) - s(I0,C1), s(I1,C1) - s(I1,C0)), T2I
-  min(s(I0,C0) - s(I1,C0), s(I1,C1) - s(I0,C1)), group the smaller of the two.
+  min(s(I0,C0) - s(I1,C0), s(I1,C1) - s(I0,C1)), group the smaller of the two (BiVLC's four
+  directional metrics have none here).
 
 Other metrics (multiple choice, people's votes, blind scores) have none (NaN)."""
 
@@ -65,7 +66,7 @@ def _rule(metric: str, columns: Cols) -> str | None:
     if "s_i0_c0" in columns:
         return _QUAD.get(metric)
     if "s_i_pos" in columns:
-        return "pair"
+        return "pair" if metric == "acc" else None
     return metric if metric in _RULES else None
 
 
