@@ -333,7 +333,8 @@ def _scores(run: Any, row: int) -> list[tuple[str, str]]:
     out = []
     for c in run.score_columns():
         v = run.items.column(c)[row].as_py()
-        out.append((c, f"{v:.4f}" if isinstance(v, float) else str(v)))
+        if v is not None and v == v:  # a column of another task's rows: none here
+            out.append((c, f"{v:.4f}" if isinstance(v, float) else str(v)))
     return out
 
 
