@@ -2,7 +2,8 @@
 as `lexsem eval` writes them, tests/builders/explore_runs.py): the time to open and join them
 (target under 1 s) and to select a slice (target under 300 ms each: every model wrong, run A
 right and B wrong, a margin range sorted by margin, sorted by disagreement, a subset), each
-the best of `--repeat` tries, and the page of a slice served (the route, 50 rows). Prints the
+the best of `--repeat` tries; and pages served (the route, 50 rows: the whole table, slices
+whose intervals are bootstrapped, the next page of one, its counts kept). Prints the
 figures; exits 1 when a target is missed."""
 
 from __future__ import annotations
@@ -62,9 +63,14 @@ def main() -> None:
         from lexsem.explore.app import create_app
 
         client = TestClient(create_app(table, n_boot=1000))
-        t, res = _best(lambda: client.get("/?all_wrong=1&sort=margin"), args.repeat)
-        print(f"explore: the page of a slice (50 rows, {args.runs} bootstrap intervals): "
-              f"{t * 1000:.0f} ms, status {res.status_code}")  # fmt: skip
+        client.get("/?right=0&wrong=1&metric=tot&subset=add_rel&mmax=-0.5")  # imports scipy
+        for url in ("/", "/?all_wrong=1&sort=margin", "/?right=1&wrong=2&subset=swap_att",
+                    "/?all_wrong=1&sort=margin&page=2"):  # fmt: skip
+            t0 = time.perf_counter()
+            res = client.get(url)
+            ms = (time.perf_counter() - t0) * 1000
+            print(f"explore: the page {url} (50 rows, {args.runs} runs' counts and intervals): "
+                  f"{ms:.0f} ms, status {res.status_code}")  # fmt: skip
     sys.exit(1 if failed else 0)
 
 

@@ -326,3 +326,17 @@ def test_word_differences() -> None:
     assert roles_against({"caption 0": "", "caption 1": ""}) == {
         "caption 0": "caption 1", "caption 1": "caption 0",
     }  # fmt: skip
+
+
+def test_intervals_are_bootstrapped_for_bounded_slices(tmp_path: Path) -> None:
+    from lexsem.explore.slices import MAX_CI_ROWS
+    from lexsem.stats.bootstrap import confidence_interval, micro_mean
+
+    table = open_runs(synthetic_runs(tmp_path, 1, MAX_CI_ROWS + 10))
+    small = np.arange(100)
+    (c,) = counts(table, small, n_boot=200)
+    hits = (table.hit[small, 0] == 1).astype(float)
+    assert (c.ci_low, c.ci_high) == confidence_interval([hits], micro_mean, 200, 0, 0.95)
+    assert c.ci_low is not None and c.ci_low <= c.accuracy <= c.ci_high
+    (big,) = counts(table, np.arange(len(table)), n_boot=200)
+    assert big.n == MAX_CI_ROWS + 10 and big.accuracy is not None and big.ci_low is None

@@ -28,7 +28,7 @@ from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_zip
 from lexsem.explore.figure import MAX_FIGURE_ITEMS, FigureItem, item_grid
 from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_of, image_refs
 from lexsem.explore.runs_table import RunsTable
-from lexsem.explore.slices import Slice, counts, select
+from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, counts, select
 from lexsem.explore.word_diff import marked, roles_against
 
 __all__ = ["EXPORT_KINDS", "MAX_SELECTED", "create_app"]
@@ -70,6 +70,7 @@ class _State:
     source: ItemSource
     n_boot: int
     _text: np.ndarray | None = field(default=None, repr=False)
+    _counts: dict[str, list[RunCount]] = field(default_factory=dict, repr=False)
 
     def scorer(self, key: int) -> int:
         """A run that scored row `key` (whose files its items are read from)."""
@@ -81,6 +82,15 @@ class _State:
             t.column("view")[key], self.scorer(key), t.column("subset")[key],
             t.column("item_id")[key],
         )  # fmt: skip
+
+    def counts(self, s: Slice, rows: np.ndarray) -> list[RunCount]:
+        """Each run's count and interval over the slice, kept for its next pages and sorts."""
+        key = s.model_copy(update={"page": 1, "size": 50, "sort": "item"}).query()
+        if key not in self._counts:
+            if len(self._counts) >= 64:
+                self._counts.pop(next(iter(self._counts)))
+            self._counts[key] = counts(self.table, rows, n_boot=self.n_boot)
+        return self._counts[key]
 
     def images(self, key: int) -> tuple[list[str], str | None]:
         """Row `key`'s image references whose files are found, and why others are not."""
@@ -254,7 +264,7 @@ def create_app(
         shown = rows[(s.page - 1) * s.size : s.page * s.size]
         ctx = {
             "s": s, "n_rows": len(rows), "pages": pages, "runs": table.runs,
-            "counts": counts(table, rows, n_boot=st.n_boot),
+            "counts": st.counts(s, rows), "max_ci": MAX_CI_ROWS,
             "rows": [_row_view(st, int(k)) for k in shown], "choices": _choices(st),
             "notes": [*table.notes, *_caption_notes(st, shown)],
             "humans": any(r.human for r in table.runs), "kinds": EXPORT_KINDS,

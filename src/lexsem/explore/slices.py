@@ -28,10 +28,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from lexsem.explore.runs_table import RunsTable
 from lexsem.stats.bootstrap import confidence_interval, micro_mean
 
-__all__ = ["MAX_PAGE", "RunCount", "Slice", "counts", "select"]
+__all__ = ["MAX_CI_ROWS", "MAX_PAGE", "RunCount", "Slice", "counts", "select"]
 
 MAX_PAGE = 200
 MAX_QUERY = 200
+MAX_CI_ROWS = 2000  # the most rows of a run whose interval is computed (a bootstrap per page)
 
 
 class Slice(BaseModel):
@@ -153,7 +154,8 @@ def counts(
     confidence: float = 0.95,
 ) -> list[RunCount]:  # fmt: skip
     """Each run's count and accuracy over `rows`, with the percentile bootstrap interval of
-    `lexsem.stats.bootstrap.confidence_interval` (none below two rows or with `n_boot` 0)."""
+    `lexsem.stats.bootstrap.confidence_interval` (none below two rows, above `MAX_CI_ROWS`
+    rows — a whole benchmark's intervals are in its run's tables — or with `n_boot` 0)."""
     out = []
     for k in range(len(table.runs)):
         h = table.hit[rows, k]
@@ -161,6 +163,7 @@ def counts(
         if not len(got):
             out.append(RunCount(0, 0, None, None, None))
             continue
-        lo, hi = confidence_interval([got], micro_mean, n_boot, seed, confidence)
+        boot = n_boot if len(got) <= MAX_CI_ROWS else 0
+        lo, hi = confidence_interval([got], micro_mean, boot, seed, confidence)
         out.append(RunCount(len(got), int(got.sum()), 100.0 * got.mean(), lo, hi))
     return out
