@@ -24,6 +24,8 @@ from lexsem.explore.app import create_app
 from lexsem.explore.runs_table import open_runs
 from lexsem.explore.slices import Slice, counts, select
 
+pytestmark = pytest.mark.torch  # the dual encoder's images (builders.fakes)
+
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Path], Path, str]:
@@ -340,3 +342,27 @@ def test_intervals_are_bootstrapped_for_bounded_slices(tmp_path: Path) -> None:
     assert c.ci_low is not None and c.ci_low <= c.accuracy <= c.ci_high
     (big,) = counts(table, np.arange(len(table)), n_boot=200)
     assert big.n == MAX_CI_ROWS + 10 and big.accuracy is not None and big.ci_low is None
+
+
+def test_bivlc_items_show_two_captions_and_two_images(tmp_path: Path) -> None:
+    from builders.fakes import TinyDualEncoder
+    from builders.hf_parquet import bivlc_columns, write_parquet
+
+    path = tmp_path / "my_bivlc.parquet"
+    write_parquet(path, bivlc_columns())
+    lexsem.evaluate(TinyDualEncoder(), [f"bivlc:{path}"], n_boot=0, num_workers=0,
+                    out=tmp_path / "run")  # fmt: skip
+    table = open_runs([tmp_path / "run"])
+    app = TestClient(create_app(table, n_boot=0))
+    rows = select(table, Slice(metric="group"))
+    assert len(rows) == 5
+    m, h = table.margin[rows, 0], table.hit[rows, 0]
+    assert ((m > 0) == (h == 1)).all()  # group: both directions won
+    page = app.get("/?metric=group")
+    assert page.status_code == 200 and "captions not shown" not in page.text
+    assert "caption 0" in page.text and "caption 1" in page.text and "<mark>" in page.text
+    key = int(rows[0])
+    for n in (0, 1):
+        img = app.get(f"/image/{key}/{n}?full=1")
+        assert img.status_code == 200 and img.content[:4] == b"\x89PNG"
+    assert app.get(f"/image/{key}/2").status_code == 404

@@ -21,6 +21,8 @@ from builders.backends import require_module
 from builders.explore_runs import served, two_runs
 from test_annotate_browser import check_layout, chromium, shots
 
+pytestmark = pytest.mark.torch  # the dual encoder's images (builders.fakes)
+
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
