@@ -366,3 +366,14 @@ def test_bivlc_items_show_two_captions_and_two_images(tmp_path: Path) -> None:
         img = app.get(f"/image/{key}/{n}?full=1")
         assert img.status_code == 200 and img.content[:4] == b"\x89PNG"
     assert app.get(f"/image/{key}/2").status_code == 404
+
+
+def test_report_refuses_an_explore_url_that_is_no_web_address(runs: Any, tmp_path: Path) -> None:
+    from lexsem.cli import app
+
+    args = ["report", str(runs[0][0]), "--html", str(tmp_path / "r.html"), "--explore-url"]
+    res = CliRunner().invoke(app, [*args, "127.0.0.1:8765"])
+    assert (
+        res.exit_code == 2 and "--explore-url 127.0.0.1:8765: give http://HOST:PORT" in res.output
+    )
+    assert not (tmp_path / "r.html").exists()
