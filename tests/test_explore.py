@@ -282,11 +282,18 @@ def test_the_same_run_twice_is_refused(runs: Any) -> None:
 
 
 def test_a_run_of_a_frozen_build_shows_its_captions(tmp_path: Path) -> None:
-    from builders.recipes import write_recipe
+    from builders.recipes import recipe_toml, stage, write_recipe
     from lexsem.cli import app
-    from test_build_freeze import RECIPE, TRIPLETS
 
-    write_recipe(tmp_path, RECIPE, TRIPLETS)
+    triplets = [
+        {"p1": "a dog on a sofa", "p2": "a sofa with a dog on it", "n": "a sofa on a dog"},
+        {"p1": "two cats near a box", "p2": "a box near two cats", "n": "two boxes near a cat"},
+        {"p1": "a man rides a horse", "p2": "a horse carries a man", "n": "a horse rides a man"},
+    ]
+    freeze = stage("freeze", format="scpp", image="image", title="Tiny triplets",
+                   licences={"triplets.jsonl": "CC0-1.0"})  # fmt: skip
+    recipe = recipe_toml("tiny", 7, stage("caption_format", name="format", column="p1"), freeze)
+    write_recipe(tmp_path, recipe, triplets)
     res = CliRunner().invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o",
                                    str(tmp_path / "build")])  # fmt: skip
     assert res.exit_code == 0, res.output
