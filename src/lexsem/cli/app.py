@@ -21,6 +21,7 @@ from lexsem.cli.compare import compare
 from lexsem.cli.convert_answers import convert_answers
 from lexsem.cli.download import download
 from lexsem.cli.eval import eval_cmd
+from lexsem.cli.explore import explore
 from lexsem.cli.list import list_cmd
 from lexsem.cli.report import report
 from lexsem.cli.reproduce import reproduce
@@ -92,6 +93,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "validate": validate,
     "report": report,
     "compare": compare,
+    "explore": explore,
     "reproduce": reproduce,
     "list": list_cmd,
     "ask": ask,

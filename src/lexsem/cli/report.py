@@ -48,6 +48,10 @@ def report(
     n_boot: NBoot = 1000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed (at least 0).")] = 0,
     title: Annotated[str, typer.Option(help="Title of the HTML page.")] = "lexsem report",
+    explore_url: Annotated[
+        str | None,
+        typer.Option(help="A running `lexsem explore` (http://HOST:PORT): --html links to it."),
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -69,6 +73,8 @@ def report(
     from lexsem.results.run_folder import load_run
 
     check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot)})
+    if explore_url is not None and not explore_url.startswith(("http://", "https://")):
+        raise LexsemError(f"--explore-url {explore_url}: give http://HOST:PORT")
     if seed < 0:
         raise LexsemError(f"--seed {seed}: must be at least 0")
     for path, option, example in ((out, "--out", f"tables.{fmt}"), (html, "--html", "report.html")):
@@ -108,6 +114,7 @@ def report(
             parser=parser,
             n_boot=n_boot,
             seed=seed,
+            explore_url=explore_url,
         )
         extra = training_sections(trained) + _sweep_sections(given)  # curves; jobs without a run
         page = build_report(loaded, opt, title=title, extra=extra)  # per-item tables

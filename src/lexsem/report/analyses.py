@@ -67,6 +67,8 @@ class ReportOptions:
     prior_min_items: int = 10
     qualitative_rows: int = 8  # example items shown per case
     max_prior_maps: int = 8  # prior-map figures per benchmark (one per model)
+    # a running `lexsem explore` (http://HOST:PORT): the qualitative cases link to its slices
+    explore_url: str | None = None
 
 
 Names = dict[str, str]  # run id -> the run's label in the report (`lexsem.report.labels`)
@@ -655,6 +657,12 @@ def qualitative_section(
         for case, n in df["case"].value_counts().items():
             counts.rows.append([str(case), str(n), _fmt(100.0 * n / len(df), 1)])
         sub = Section(f"{bench}", tables=[counts])
+        if opt.explore_url:
+            subsets = list(dict.fromkeys(str(x) for x in df["subset"]))
+            counts.notes.append("In the explorer: " + ", ".join(
+                [_explore_link(opt, "all items", bench=bench)]
+                + [_explore_link(opt, x, bench=bench, subset=x) for x in subsets]
+            ))  # fmt: skip
         text_cols = [c for c in ("p1", "p2", "n", "pos", "neg") if c in df.columns]
         for case in qualitative.case_names(a, b)[:2]:
             rows = df[df["case"] == case].head(opt.qualitative_rows)
@@ -675,6 +683,12 @@ def qualitative_section(
                      _fmt(100 * r[f"frac_pass_{a}"], 0) + "%",
                      _fmt(100 * r[f"frac_pass_{b}"], 0) + "%"]
                 )  # fmt: skip
+            if opt.explore_url:
+                ex.notes.append("In the explorer: " + ", ".join(
+                    _explore_link(opt, str(r["item_id"]), bench=bench, subset=r["subset"],
+                                  item=r["item_id"], metric=b)
+                    for r in rows.to_dict("records")
+                ))  # fmt: skip
             sub.tables.append(ex)
         sec.subsections.append(sub)
     if not sec.subsections:
@@ -682,9 +696,22 @@ def qualitative_section(
             "- No benchmark has two comparable metrics on the same items in these runs (ITT and "
             "TOT, I2T and T2T, or P1-N and P2-N)."
         )
+    if opt.explore_url and sec.subsections:
+        sec.text += (
+            f"\n\nThe links open these items in `lexsem explore` at {opt.explore_url}; start it "
+            "with `lexsem explore RUN...` (the run folders of this report)."
+        )
     if notes:
         sec.text += "\n\n" + "\n".join(notes)
     return sec
+
+
+def _explore_link(opt: ReportOptions, text: str, **query: Any) -> str:
+    """`[text](URL)`: the slice of a running explorer (`lexsem explore`) with `query`."""
+    from urllib.parse import urlencode
+
+    url = f"{str(opt.explore_url).rstrip('/')}/?{urlencode({k: str(v) for k, v in query.items()})}"
+    return f"[{text}]({url})"
 
 
 # -- the page ------------------------------------------------------------------------------------

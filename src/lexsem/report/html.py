@@ -102,10 +102,28 @@ def _breakable(text: Any) -> str:
     return re.sub(r"[^\s&;]{17,}", lambda m: re.sub(r"([/_.:])", r"\1<wbr>", m.group(0)), _e(text))
 
 
+_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^)\s]+)\)")
+
+
+def _linked(render: Any) -> Any:
+    """`render` with `[text](http://...)` spans as links (`lexsem explore`'s slices)."""
+
+    def out(text: str) -> str:
+        parts, at = [], 0
+        for m in _LINK.finditer(text):
+            parts += [render(text[at : m.start()]) if m.start() > at else "",
+                      f'<a href="{_e(m.group(2))}">{render(m.group(1))}</a>']  # fmt: skip
+            at = m.end()
+        return "".join(parts) + (render(text[at:]) if at < len(text) or not parts else "")
+
+    return out
+
+
 def _inline(text: Any, plain: Any = None) -> str:
-    """Escaped text whose `backticked` spans are inline code (`<code>`); `plain` renders the
-    rest (default: escaped). A lone backtick is kept as a character."""
-    render = plain or _e
+    """Escaped text whose `backticked` spans are inline code (`<code>`) and `[text](URL)` spans
+    links; `plain` renders the rest (default: escaped). A lone backtick is kept as a
+    character."""
+    render = _linked(plain or _e)
     parts = str(text).split("`")
     if len(parts) % 2 == 0:  # an odd number of backticks: the last one is text
         parts[-2:] = [parts[-2] + "`" + parts[-1]]

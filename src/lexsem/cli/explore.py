@@ -1,0 +1,60 @@
+"""`lexsem explore`: a local web page over the items of many runs (docs/explore.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lexsem.cli.options import (
+    EVAL,
+    CocoTrain,
+    CocoVal,
+    DataDir,
+    ImageRoot,
+    config_option,
+    defaults,
+)
+from lexsem.explore.config import ExploreConfig
+
+__all__ = ["explore"]
+
+EXPLORE = defaults(ExploreConfig)
+Host = config_option(ExploreConfig, "host", "--host")
+Port = config_option(ExploreConfig, "port", "--port")
+NBootSlice = config_option(ExploreConfig, "n_boot", "--n-boot")
+
+
+def explore(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Run folders (a sweep's folder stands for its runs).")
+    ],
+    data_dir: DataDir = EVAL.data_dir,
+    coco_val2017: CocoVal = EVAL.coco_val2017,
+    coco_train2017: CocoTrain = EVAL.coco_train2017,
+    image_root: ImageRoot = EVAL.image_root,
+    host: Host = EXPLORE.host,
+    port: Port = EXPLORE.port,
+    n_boot: NBootSlice = EXPLORE.n_boot,
+) -> None:
+    """Look through the items of runs: slices, each item's captions, images and verdicts;
+    export a figure, a benchmark file or a study. Serves http://HOST:PORT until Ctrl-C."""
+    import uvicorn
+
+    from lexsem.cli.options import from_options
+    from lexsem.cli.run_paths import run_folders
+    from lexsem.explore.app import create_app
+    from lexsem.explore.runs_table import open_runs
+
+    cfg = from_options(ExploreConfig, "explore", {"host": "--host", "port": "--port",
+                       "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
+    table = open_runs(run_folders(runs))
+    hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
+    folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
+               "image_root": image_root}  # fmt: skip
+    app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
+                     allowed_hosts=hosts)  # fmt: skip
+    typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
+               f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
+    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")

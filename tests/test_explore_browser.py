@@ -1,0 +1,134 @@
+"""The explorer in a real browser: Debian's headless Chromium driven by Playwright (as the
+study server's browser tests do; Playwright's own browser download is never used).
+
+At 1280 px: open the page, filter with the mouse (a metric, "every model wrong") and the
+keyboard ("/" focuses the text search, Enter applies it), pick items with the mouse, export
+each kind (figure PNG and PDF, benchmark file, study) and check each download; open an item.
+At 390 px: the same page and an item page. No page scrolls sideways and every image decodes.
+Screenshots go to the test's folder (and $LEXSEM_SCREENSHOTS when set)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders.backends import require, require_module
+from builders.explore_runs import served, two_runs
+
+pytestmark = pytest.mark.torch  # the dual encoder's images (builders.fakes)
+
+
+LAYOUT = """() => ({width: window.innerWidth, page: document.documentElement.scrollWidth,
+  broken: [...document.images].filter(i => !i.complete || i.naturalWidth === 0).length})"""
+
+
+def chromium() -> str:
+    """Debian's Chromium (or $LEXSEM_CHROMIUM): required in CI."""
+    path = os.environ.get("LEXSEM_CHROMIUM") or next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None
+    )
+    require(path is not None, "Chromium is not installed (apt-get install chromium)")
+    assert path is not None
+    return path
+
+
+def check_layout(page: Any) -> None:
+    got = page.evaluate(LAYOUT)
+    assert got["page"] <= got["width"], got  # never scrolls sideways
+    assert got["broken"] == 0, got  # every image decodes
+
+
+def shots(folder: Path, name: str, page: Any) -> None:
+    path = folder / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    out = os.environ.get("LEXSEM_SCREENSHOTS")
+    if out:
+        Path(out).mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, Path(out) / path.name)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    sync_api = require_module("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from lexsem.explore.app import create_app
+    from lexsem.explore.runs_table import open_runs
+
+    folders, _, _ = two_runs(tmp_path_factory.mktemp("explore-browser"))
+    with served(create_app(open_runs(folders), n_boot=100)) as base:
+        yield base
+
+
+def _download(page: Any, kind: str) -> bytes:
+    page.select_option("#kind", kind)
+    with page.expect_download() as info:
+        page.click("#do-export")
+    return Path(info.value.path()).read_bytes()
+
+
+def test_open_filter_select_export_at_1280(browser: Any, url: str, tmp_path: Path) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(url + "/")
+    check_layout(page)
+    shots(tmp_path, "explore-1280-all", page)
+    assert page.locator("li.row").count() == 20
+    page.select_option("select[name=metric]", "tot")
+    page.click("text=every model wrong")
+    with page.expect_navigation():
+        page.click("#apply")
+    assert "metric=tot" in page.url and "all_wrong=1" in page.url
+    assert page.locator("li.row").count() == 4
+    page.keyboard.press("/")
+    page.keyboard.type("dog")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "q=dog" in page.url
+    rows = page.locator("li.row")
+    assert rows.count() == 2  # "A cat chases a dog.", "A small dog sleeps."
+    check_layout(page)
+    shots(tmp_path, "explore-1280-slice", page)
+    # the whole slice, then one picked item
+    data = json.loads(_download(page, "benchmark"))
+    assert len(data) == 2
+    page.locator("input[name=sel]").first.click()
+    assert page.inner_text("#picked") == "1 picked"
+    data = json.loads(_download(page, "benchmark"))
+    assert len(data) == 1
+    assert _download(page, "figure.png")[:4] == b"\x89PNG"
+    assert _download(page, "figure.pdf")[:5] == b"%PDF-"
+    with zipfile.ZipFile(io.BytesIO(_download(page, "study"))) as z:
+        assert "create-study.sh" in z.namelist()
+    page.click("#select-page")
+    assert page.inner_text("#picked") == "2 picked"
+    with page.expect_navigation():
+        page.locator("li.row .meta a").first.click()
+    assert "/item/" in page.url and page.locator("#back").count() == 1
+    check_layout(page)
+    shots(tmp_path, "explore-1280-item", page)
+    page.close()
+
+
+def test_phone_width(browser: Any, url: str, tmp_path: Path) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    page.goto(url + "/?metric=itt")
+    check_layout(page)
+    assert page.locator("li.row img").count() == 5
+    shots(tmp_path, "explore-390-slice", page)
+    page.goto(url + "/item/5")
+    check_layout(page)
+    shots(tmp_path, "explore-390-item", page)
+    page.close()
