@@ -76,9 +76,11 @@ def _stand_ins(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 @pytest.mark.parametrize("name", ["trohn_text", "trohn_img"])
-def test_the_recipes_load(name: str, _stand_ins: list[str]) -> None:
+def test_the_recipes_load(name: str, _stand_ins: list[str], tmp_path: Path) -> None:
+    captions = tmp_path / "captions_train2017.json"
+    captions.write_text('{"annotations": []}', "utf-8")
     with resources.as_file(RECIPES / f"{name}.toml") as path:
-        recipe = load_recipe(path, input="captions_train2017.json")
+        recipe = load_recipe(path, input=captions)
     uses = [s.use for s in recipe.stages]
     assert recipe.input.source == "coco_captions" and uses[-1] == "train_manifest"
     if name == "trohn_img":
