@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from lexsem.errors import LexsemError
+from lexsem.results import samples
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.stats.mcnemar import mcnemar_test
 from lexsem.tasks.catalog import find_task
@@ -198,13 +199,11 @@ def check_same_items(a: ItemHits, b: ItemHits) -> None:
 
 # -- McNemar ---------------------------------------------------------------------------------
 
-SAMPLE_BACKENDS = ("human",)  # runs of a sample of the items by design (a human study)
-
 
 def answers_a_sample(run: Run) -> bool:
     """Whether `run` answers a sample of the benchmark's items by design: a human study's run
-    (`lexsem.annotate.human_run`), paired with another run on the items it answered."""
-    return run.record.model.fingerprint.get("backend") in SAMPLE_BACKENDS
+    (`lexsem.results.samples`), paired with another run on the items it answered."""
+    return samples.answers_a_sample(run.record)
 
 
 def paired_keys(run_a: Run, run_b: Run, ha: ItemHits, hb: ItemHits) -> list[Key]:
