@@ -242,6 +242,8 @@ class McNemarResult:
     p_value: float  # two-sided exact binomial test on b of b + c, p = ½; 1.0 when b + c = 0
     accuracy_a: float  # percent, on the paired items
     accuracy_b: float
+    hits_a: int  # items A gets right, of the n paired
+    hits_b: int
 
 
 def mcnemar(
@@ -282,6 +284,8 @@ def mcnemar(
         p_value=test.p_value,
         accuracy_a=100.0 * float(ha.hit.mean()) if n else float("nan"),
         accuracy_b=100.0 * float(hb.hit.mean()) if n else float("nan"),
+        hits_a=int(ha.hit.sum()),
+        hits_b=int(hb.hit.sum()),
     )
 
 

@@ -94,7 +94,7 @@ def _row(
     reference: Run, run: Run, bench: str, metric: str, subset: str, confidence: float
 ) -> SameItems:
     r = mcnemar(reference, run, bench, metric, None if subset == MICRO else subset)
-    hits_ref, hits_model = round(r.accuracy_a * r.n / 100), round(r.accuracy_b * r.n / 100)
+    hits_ref, hits_model = r.hits_a, r.hits_b
     return SameItems(
         benchmark=bench,
         metric=r.metric,

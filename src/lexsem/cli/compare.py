@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lexsem.errors import LexsemError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lexsem.results.run import Run
 
 __all__ = ["compare"]
 
@@ -45,8 +48,8 @@ def compare(
     intervals = []
     for bench, m in plan.pairs:
         r = mcnemar(a, b, bench, m)
-        intervals += [_interval(x, run, bench, m, acc, r.n) for x, run, acc in
-                      (("A", a, r.accuracy_a), ("B", b, r.accuracy_b))
+        intervals += [_interval(x, run, bench, m, hits, r.n) for x, run, hits in
+                      (("A", a, r.hits_a), ("B", b, r.hits_b))
                       if answers_a_sample(run.record)]  # fmt: skip
         totals = [t for t in (items_total(a, bench, m), items_total(b, bench, m)) if t]
         items = f"{r.n}/{max(totals)}" if totals and r.n < max(totals) else str(r.n)
@@ -67,10 +70,11 @@ def compare(
         typer.echo(f"skipped {why}")
 
 
-def _interval(which: str, run: Any, bench: str, metric: str, accuracy: float, n: int) -> str:
+def _interval(which: str, run: Run, bench: str, metric: str, hits: int, n: int) -> str:
     """A human study's accuracy on the paired items with its n and Wilson score interval."""
     from lexsem.stats.wilson import wilson_interval
 
-    found = wilson_interval(round(accuracy * n / 100), n)
+    found = wilson_interval(hits, n)
     ci = "" if found is None else f", 95% Wilson interval [{found[0]:.1f}, {found[1]:.1f}]"
+    accuracy = 100.0 * hits / n if n else float("nan")
     return f"{which} ({run.record.model.name}) on {bench} {metric}: {accuracy:.2f} of n = {n}{ci}"
