@@ -358,3 +358,21 @@ def test_compare_treats_a_human_run_as_a_model_run(scpp: str, tmp_path: Path) ->
         r = mcnemar(run_a, run_b, "scpp:triplets")
         assert (r.n, r.b, r.c) == (5, only_a, only_b)  # every item paired, none left out
         assert f"| scpp:triplets | tot | 5 | {r.accuracy_a:.2f} |" in res.output
+
+
+def test_a_run_json_alone_beside_a_human_run_still_gives_the_tables(
+    scpp: str, tmp_path: Path
+) -> None:
+    """The tables need run.json only: a model run without its per-item file is warned about
+    and left out of the same-items table, whose other rows stay."""
+    rows = [answer("tot", str(i), "a", "n", subset="swap_obj", benchmark=scpp) for i in range(3)]
+    human = tmp_path / "human"
+    human_run(table(rows), out=human, n_boot=0, cache_dir=tmp_path / "c")
+    bow = _model_run(scpp, tmp_path)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "run.json").write_bytes((bow / "run.json").read_bytes())
+    res = CliRunner().invoke(app, ["report", str(human), str(alone), str(bow)])
+    assert res.exit_code == 0, res.output
+    assert "no per-item file" in res.output and "| human | " in res.output
+    assert "| bow | swap_obj | 3 |" in res.output  # the model with its items, paired

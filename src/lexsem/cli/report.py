@@ -118,14 +118,16 @@ def report(
 
 def _same_items(paths: list[Path], records: list[Any], loaded: list[Any] | None) -> list[Any]:
     """With a human study's run among the runs: every run on the items it answered
-    (`lexsem.report.same_items`); none otherwise."""
+    (`lexsem.report.same_items`); none otherwise. A run without its per-item file (a run.json
+    shared alone: `_check_items` warned) is left out of them."""
     from lexsem.report.same_items import same_items_tables
     from lexsem.results.run import Run
+    from lexsem.results.run_folder import items_path
     from lexsem.results.samples import answers_a_sample
 
     if not any(answers_a_sample(r) for r in records):
         return []
-    runs = loaded if loaded is not None else [Run.load(p) for p in paths]
+    runs = loaded or [Run.load(p) for p in paths if items_path(p).exists()]
     seen = {r.record.run_id: r for r in runs}  # a run given twice is one run
     return same_items_tables(list(seen.values()))
 
