@@ -388,6 +388,7 @@ def test_mcnemar_exact_by_hand() -> None:
     expected = 2 * sum(math.comb(10, k) for k in range(3)) / 2**10  # = 0.109375
     assert res.p_value == pytest.approx(expected, abs=1e-12)
     assert res.accuracy_a == pytest.approx(100 * 13 / 18)
+    assert (res.hits_a, res.hits_b) == (13, 7)
     assert mcnemar(b, a, B).p_value == pytest.approx(0.109375, abs=1e-12)  # symmetric
     assert mcnemar_exact(0, 0) == 1.0
     assert mcnemar(a, a, B).p_value == 1.0

@@ -20,7 +20,8 @@ from lexsem.config import EvalConfig
 from lexsem.errors import DataError, LexsemError
 from lexsem.evaluator import Evaluator
 from lexsem.results.run import Run
-from lexsem.stats.bootstrap import MICRO
+from lexsem.stats.bootstrap import MACRO, MICRO
+from lexsem.stats.wilson import wilson_interval
 from lexsem.tasks.catalog import get_task
 from lexsem.tasks.voted import voted_task
 
@@ -259,20 +260,51 @@ def test_report_and_compare_show_the_human_row(scpp: str, tmp_path: Path) -> Non
     runner = CliRunner()
     res = runner.invoke(app, ["report", str(human), str(bow)])
     assert res.exit_code == 0, res.output
-    assert "| human | 100.00 | 66.67 |" in res.output
-    html = tmp_path / "r.html"
-    res = runner.invoke(app, ["report", str(human), str(bow), "--html", str(html)])
-    assert res.exit_code == 0, res.output
-    assert ">human<" in html.read_text(encoding="utf-8")
-    res = runner.invoke(app, ["compare", str(human), str(bow)])
-    assert res.exit_code == 0, res.output
+    assert "| human | 100.00 (n=2) | 66.67 (n=3) |" in res.output  # n beside each number
     model = Run.load(bow)
     mh = {(r["subset"], r["item_id"]): r["hit"] for r in model.items.to_pylist()
           if r["metric"] == "tot"}  # fmt: skip
     hh = {(r["subset"], r["item_id"]): r["hit"] for r in Run.load(human).items.to_pylist()}
     b = sum(hh[k] and not mh[k] for k in hh)
     c = sum(mh[k] and not hh[k] for k in hh)
+    # the model on the human items only: 5 of them, whatever the benchmark holds besides
+    on_human = 100 * sum(mh[k] for k in hh) / len(hh)
+    assert "### human and the models on the same items — scpp:triplets TOT" in res.output
+    assert f"| bow | micro | 5 | {on_human:.2f} |" in res.output
+    assert f"| {b} | {c} |" in res.output
+    html = tmp_path / "r.html"
+    res = runner.invoke(app, ["report", str(human), str(bow), "--html", str(html)])
+    assert res.exit_code == 0, res.output
+    page = html.read_text(encoding="utf-8")
+    assert ">human<" in page and "human and the models on the same items" in page
+    res = runner.invoke(app, ["compare", str(human), str(bow)])
+    assert res.exit_code == 0, res.output
     assert f"| {b} | {c} |" in res.output and "A = human" in res.output
+    lo, hi = wilson_interval(4, 5)  # 4 of the 5 answered items right
+    want = f"A (human) on scpp:triplets tot: 80.00 of n = 5, 95% Wilson interval [{lo:.1f}, "
+    assert want + f"{hi:.1f}]" in res.output
+
+
+def test_a_few_items_all_right_get_a_wilson_interval_not_a_point(scpp: str, tmp_path: Path) -> None:
+    """4 of 4 right: the bootstrap's every resample is all right ([100, 100]); the human run
+    records the Wilson score interval, worked out by hand (Wilson 1927, z = 1.96), and the
+    table shows it with n."""
+    rows = [answer("tot", str(i), "a", "n", subset="swap_obj", benchmark=scpp) for i in range(2)]
+    rows += [answer("tot", str(i), "a", "n", subset="replace_att", benchmark=scpp)
+             for i in range(2)]  # fmt: skip
+    human = tmp_path / "human"
+    run = human_run(table(rows), out=human, n_boot=200, cache_dir=tmp_path / "c").run
+    z2 = 1.959963984540054**2
+    low = 100 * (1 + z2 / 8 - 1.959963984540054 * (z2 / 64) ** 0.5) / (1 + z2 / 4)  # p = 1
+    row = run.record.result("scpp:triplets", "tot", MICRO)
+    assert (row.n, row.accuracy) == (4, 100.0)
+    assert (row.ci_low, row.ci_high) == pytest.approx((low, 100.0))
+    assert low == pytest.approx(51.01, abs=0.01)
+    macro = run.record.result("scpp:triplets", "tot", MACRO)
+    assert (macro.ci_low, macro.ci_high) == (None, None)  # a mean of proportions: none
+    res = CliRunner().invoke(app, ["report", str(human), "--ci"])
+    assert res.exit_code == 0, res.output
+    assert f"| 100.00 (4/5) [{low:.1f}, 100.0] |" in res.output  # micro: 4 of the 5 items
 
 
 def test_compare_pairs_the_items_the_humans_answered(scpp: str, tmp_path: Path) -> None:
@@ -326,3 +358,21 @@ def test_compare_treats_a_human_run_as_a_model_run(scpp: str, tmp_path: Path) ->
         r = mcnemar(run_a, run_b, "scpp:triplets")
         assert (r.n, r.b, r.c) == (5, only_a, only_b)  # every item paired, none left out
         assert f"| scpp:triplets | tot | 5 | {r.accuracy_a:.2f} |" in res.output
+
+
+def test_a_run_json_alone_beside_a_human_run_still_gives_the_tables(
+    scpp: str, tmp_path: Path
+) -> None:
+    """The tables need run.json only: a model run without its per-item file is warned about
+    and left out of the same-items table, whose other rows stay."""
+    rows = [answer("tot", str(i), "a", "n", subset="swap_obj", benchmark=scpp) for i in range(3)]
+    human = tmp_path / "human"
+    human_run(table(rows), out=human, n_boot=0, cache_dir=tmp_path / "c")
+    bow = _model_run(scpp, tmp_path)
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "run.json").write_bytes((bow / "run.json").read_bytes())
+    res = CliRunner().invoke(app, ["report", str(human), str(alone), str(bow)])
+    assert res.exit_code == 0, res.output
+    assert "no per-item file" in res.output and "| human | " in res.output
+    assert "| bow | swap_obj | 3 |" in res.output  # the model with its items, paired

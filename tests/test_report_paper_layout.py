@@ -125,3 +125,15 @@ def test_bivlc_table2_is_one_definition_for_report_and_reproduce() -> None:
         ["xl", "VQAScore", "90.00", "80.00", "70.00", "60.00"],
     ]
     assert t.notes[0].startswith("BiVLC I2T, T2I, Group on all items; SugarCrepe: ")
+
+
+def test_a_human_row_shows_n_beside_each_number() -> None:
+    """A human study's run (`lexsem.results.samples`): every cell with its n (here 100 items,
+    every item of the subset scored), as the papers print a human row beside the models."""
+    runs = _runs()
+    human = runs[1].model_copy(
+        update={"model": runs[1].model.model_copy(update={"fingerprint": {"backend": "human"}})}
+    )
+    (t,) = render(LAYOUT, [runs[0], human], {runs[0].run_id: "a", human.run_id: "human"})
+    assert t.rows[1] == ["a", "40.00", "80.00", "55.00"]
+    assert t.rows[2] == ["human", "", "70.00 (n=100)", ""]

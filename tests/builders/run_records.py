@@ -1,9 +1,11 @@
-"""Recorded runs for report tests: a run record and its metric results (BiVLC, Winoground)."""
+"""Recorded runs for report tests: a run record and its metric results (BiVLC, Winoground);
+a run with per-item hits (a human study beside models: `items_run`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from lexsem.results.run import Run
 from lexsem.results.schema import (
     BenchmarkInfo,
     Config,
@@ -63,3 +65,37 @@ def winoground_results(base: float) -> list[MetricResult]:
         result("winoground", "winoground", m, "all", base + k)
         for k, m in enumerate(("group", "text", "image"))
     ]
+
+
+def items_run(name: str, hits: dict[tuple[str, str], bool], backend: str = "test") -> Run:
+    """A run of task `tot` on benchmark `bench` with one hit per (subset, item id) of `hits`
+    (`backend="human"`: a human study's run, which answers a sample of the items), its
+    results counted from them (no intervals) and its files' sha256 all the same."""
+    import pyarrow as pa
+
+    subsets = list(dict.fromkeys(s for s, _ in hits))
+    results = []
+    for s in [*subsets, "_micro"]:
+        mine = [h for (sub, _), h in hits.items() if s in (sub, "_micro")]
+        results.append(
+            MetricResult(benchmark="bench", task="tot", metric="tot", subset=s, n=len(mine),
+                         hits=sum(mine), ties=0, accuracy=100 * sum(mine) / len(mine),
+                         ci_low=None, ci_high=None)
+        )  # fmt: skip
+    rec = record(name, results)
+    model = rec.model.model_copy(
+        update={"fingerprint": {"backend": backend}, "fingerprint_key": (name * 64)[:64]}
+    )
+    rec = rec.model_copy(update={"model": model, "run_id": f"{name}-run"})
+    items = pa.table(
+        {
+            "benchmark": ["bench"] * len(hits),
+            "subset": [s for s, _ in hits],
+            "item_id": [i for _, i in hits],
+            "task": ["tot"] * len(hits),
+            "metric": ["tot"] * len(hits),
+            "hit": list(hits.values()),
+            "tie": [False] * len(hits),
+        }
+    )
+    return Run(rec, items)

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from scipy import stats
 
 from lexsem.errors import LexsemError
+from lexsem.results import samples
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.stats.mcnemar import mcnemar_test
 from lexsem.tasks.catalog import find_task
@@ -198,13 +199,11 @@ def check_same_items(a: ItemHits, b: ItemHits) -> None:
 
 # -- McNemar ---------------------------------------------------------------------------------
 
-SAMPLE_BACKENDS = ("human",)  # runs of a sample of the items by design (a human study)
-
 
 def answers_a_sample(run: Run) -> bool:
     """Whether `run` answers a sample of the benchmark's items by design: a human study's run
-    (`lexsem.annotate.human_run`), paired with another run on the items it answered."""
-    return run.record.model.fingerprint.get("backend") in SAMPLE_BACKENDS
+    (`lexsem.results.samples`), paired with another run on the items it answered."""
+    return samples.answers_a_sample(run.record)
 
 
 def paired_keys(run_a: Run, run_b: Run, ha: ItemHits, hb: ItemHits) -> list[Key]:
@@ -243,6 +242,8 @@ class McNemarResult:
     p_value: float  # two-sided exact binomial test on b of b + c, p = ½; 1.0 when b + c = 0
     accuracy_a: float  # percent, on the paired items
     accuracy_b: float
+    hits_a: int  # items A gets right, of the n paired
+    hits_b: int
 
 
 def mcnemar(
@@ -283,6 +284,8 @@ def mcnemar(
         p_value=test.p_value,
         accuracy_a=100.0 * float(ha.hit.mean()) if n else float("nan"),
         accuracy_b=100.0 * float(hb.hit.mean()) if n else float("nan"),
+        hits_a=int(ha.hit.sum()),
+        hits_b=int(hb.hit.sum()),
     )
 
 

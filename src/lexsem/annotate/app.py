@@ -12,7 +12,8 @@ close, reopen) and ``/admin/{token}/export/answers.parquet|participants.csv``.
 Nothing in a question page names a role: a choice posts its place in the annotator's seeded
 order (`lexsem.annotate.order.posted_values`), and the form carries the page token the server
 served that question with, not the unit; an answer is taken only for the annotator's current
-question with its page token, and timed from when the server first served it. A participant
+question with its page token, and timed from when the server served it (with the start or
+the answer before: `store.serve_next`). A participant
 who has not started learns that the study is closed, paused or full before the consent page
 (`lexsem.annotate.lifecycle`); a completion code is the participant's own, shown once earned
 (`lexsem.annotate.codes`).
@@ -411,13 +412,17 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
         site.check_csrf(who.token_hash, csrf)
         if who.consented_at is None:
             raise HTTPException(409, "consent first")
-        if not who.reserved:
-            why = site.why_not()
-            if why is not None:
-                return site.not_admitted(request, why)
-            if assign.reserve(st.con(), who.id, st.settings, st.minutes) == 0:
-                return site.not_admitted(request, lifecycle.FULL)
-        store.record_start(st.con(), who.id)
+        why = None if who.reserved else site.why_not()
+        if why is not None:
+            return site.not_admitted(request, why)
+        con = st.con()
+        with store.write(con):  # the reservation, the start and the first question: one commit
+            full = not who.reserved and assign.reserve(con, who.id, st.settings, st.minutes) == 0
+            if not full:
+                store.record_start(con, who.id)
+                store.serve_next(con, who.id, new_token)
+        if full:
+            return site.not_admitted(request, lifecycle.FULL)
         return RedirectResponse(f"/a/{token}", 303)
 
 
@@ -446,7 +451,7 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
         if mine.answer is not None:
             raise HTTPException(409, "This question was answered already: open your link again.")
         chosen, text = _posted_answer(mine, answer, edit)
-        if store.record_answer(con, who.id, page, chosen, text) is None:
+        if store.record_answer(con, who.id, page, chosen, text, new_token) is None:
             raise HTTPException(409, "This is not your current question: open your link again.")
         if mine.practice:
             return RedirectResponse(f"/a/{token}/feedback/{page}", 303)

@@ -26,6 +26,10 @@ per item (SugarCrepe++'s and BiVLC's designs) the run's accuracy is the papers' 
 accuracy over every answer (each annotator's answer counted once, the papers' "average human
 performance" when items overlap) is `HumanRun.answer_level`.
 
+Each accuracy's interval is the Wilson score interval of the proportion (`lexsem.stats.wilson`;
+the macro average has none), not the percentile bootstrap, which is a point ([100, 100]) for a
+few items all right.
+
 Practice answers are left out; gold (attention) items are left out of the run and reported
 apart (`HumanRun.gold`); "skip" is no answer. An answer about an item the benchmark selection
 lacks is left out and named in the run's coverage (`RunRecord.recorded`), as `recorded:`
@@ -48,6 +52,7 @@ from lexsem.models.item_votes import ItemVotes, Vote
 from lexsem.results.answers_table import check_columns, read_answers
 from lexsem.results.run import Run
 from lexsem.results.run_folder import check_out_dir
+from lexsem.stats.bootstrap import wilson_intervals
 from lexsem.tasks.catalog import get_task
 from lexsem.tasks.quad import INEG2T, IPOS2T, TNEG2I, TPOS2I
 from lexsem.tasks.voted import queries
@@ -238,7 +243,8 @@ def human_run(
     fp = {"backend": HUMAN, "study": study, "file": file_name, "sha256": sha}
     model = ItemVotes(f"{HUMAN}:{study}", votes, fp, source=where, file=file_name,
                       strict_items=strict_items)  # fmt: skip
-    run = evaluator.run(model, out=out, force=force)
+    with wilson_intervals():  # a sample of a few items: never the bootstrap's [100, 100]
+        run = evaluator.run(model, out=out, force=force)
     entries = [(a.kind, a.subset, a.annotator, a.correct) for a in kept]
     return HumanRun(
         run,

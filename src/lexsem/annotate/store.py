@@ -1,4 +1,4 @@
-"""The study store: one SQLite file per study, in WAL mode, ``synchronous=FULL``; the only
+"""The study store: one SQLite file per study, in WAL mode, ``synchronous=NORMAL``; the only
 module that runs SQL on a study file. Every other module calls the named functions below.
 
 Tables: ``meta`` (the study's settings as JSON, its secret, the admin and join token hashes,
@@ -13,7 +13,9 @@ answer, edit, seconds, answer time) and ``schema_history`` (each schema version 
 reached, when, and with which lexsem).
 
 Every change is one transaction committed before the response that follows it is sent, so a
-killed server (SIGKILL) loses no answer; `write` takes SQLite's write lock at the start
+killed server (SIGKILL) loses no answer (a commit is in the write-ahead log, which the
+operating system keeps; ``NORMAL`` syncs it to the disk at checkpoints, so only a power cut or
+an OS crash can lose the last commits); `write` takes SQLite's write lock at the start
 (``BEGIN IMMEDIATE``), so concurrent requests never interleave a read-then-write. Functions
 that say "committed on return" are one such transaction; the others run inside the caller's
 `write` (or `read`) block.
@@ -223,7 +225,7 @@ def connect(path: str | Path, *, create: bool = False) -> Connection:
     con.row_factory = sqlite3.Row
     try:
         con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=FULL")
+        con.execute("PRAGMA synchronous=NORMAL")
         con.execute("PRAGMA foreign_keys=ON")
         version = None if create else get_meta(con, "schema_version")
     except sqlite3.DatabaseError as exc:
@@ -275,18 +277,26 @@ def file_path(con: Connection) -> str:
 #: lock idle between a commit and the next poll (a launch burst's tail). Other processes still
 #: wait on SQLite's lock (`connect`'s timeout).
 _WRITER = threading.RLock()
+_WRITING: set[int] = set()  # the connections inside a `write` (changed under `_WRITER` only)
 
 
 @contextmanager
 def write(con: Connection) -> Iterator[Connection]:
-    """One write transaction holding the write lock from its start; committed on exit."""
+    """One write transaction holding the write lock from its start; committed on exit. Inside
+    another `write` on the same connection it is part of that one (one commit for both)."""
     with _WRITER:
+        if id(con) in _WRITING:
+            yield con
+            return
         con.execute("BEGIN IMMEDIATE")
+        _WRITING.add(id(con))
         try:
             yield con
         except BaseException:
+            _WRITING.discard(id(con))
             con.execute("ROLLBACK")
             raise
+        _WRITING.discard(id(con))
         con.execute("COMMIT")
 
 
@@ -363,18 +373,33 @@ class StoredUnit:
     correct: str | None = None
 
 
+#: The units of the studies read lately, by (the study's secret, unit count, last unit id): a
+#: study's units are written when it is made and never changed, so a reservation (under the
+#: write lock) reads them once per server, not hundreds of payloads per participant.
+_UNITS: dict[tuple[str, int, int], list[StoredUnit]] = {}
+_UNITS_KEPT = 8  # studies
+
+
 def units(con: Connection) -> list[StoredUnit]:
     """Every unit, in the study's order (practice, gold, main; sampled order within)."""
-    rows = con.execute(
-        "SELECT id, kind, item_key, practice, gold, payload, item_id, subset, benchmark, correct"
-        " FROM units ORDER BY position"
-    )
-    return [
-        StoredUnit(r["id"], r["kind"], r["item_key"], bool(r["practice"]), bool(r["gold"]),
-                   json.loads(r["payload"]), r["item_id"], r["subset"], r["benchmark"],
-                   r["correct"])
-        for r in rows
-    ]  # fmt: skip
+    count, last = con.execute("SELECT COUNT(*), MAX(id) FROM units").fetchone()
+    key = (str(get_meta(con, "secret")), int(count), int(last or 0))
+    found = _UNITS.get(key)
+    if found is None:
+        rows = con.execute(
+            "SELECT id, kind, item_key, practice, gold, payload, item_id, subset, benchmark,"
+            " correct FROM units ORDER BY position"
+        )
+        found = [
+            StoredUnit(r["id"], r["kind"], r["item_key"], bool(r["practice"]), bool(r["gold"]),
+                       json.loads(r["payload"]), r["item_id"], r["subset"], r["benchmark"],
+                       r["correct"])
+            for r in rows
+        ]  # fmt: skip
+        while len(_UNITS) >= _UNITS_KEPT:
+            _UNITS.pop(next(iter(_UNITS)), None)
+        _UNITS[key] = found
+    return list(found)
 
 
 def main_item_count(con: Connection) -> int:
@@ -677,28 +702,38 @@ def _unit(row: sqlite3.Row) -> Unit:
     )  # fmt: skip
 
 
+def serve_next(con: Connection, aid: str, new_page: Callable[[], str]) -> None:
+    """Serve the annotator's first unanswered unit now, where it has not been served: its
+    serve time and a page token (`new_page()`); inside the caller's `write`. The transaction
+    that starts an annotator or records an answer serves the next unit with it, so the page
+    the browser is sent to next reads it without a write of its own."""
+    row = con.execute(
+        "SELECT unit, page FROM assignments WHERE annotator = ? AND answer IS NULL"
+        " ORDER BY seq LIMIT 1",
+        (aid,),
+    ).fetchone()
+    if row is None or row["page"] is not None:
+        return
+    now = time.time()
+    con.execute(
+        "UPDATE assignments SET served_at = ?, page = ? WHERE annotator = ? AND unit = ?",
+        (now, new_page(), aid, row["unit"]),
+    )
+    con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (now, aid))
+
+
 def next_unit(con: Connection, aid: str, new_page: Callable[[], str]) -> Unit | None:
-    """The annotator's first unanswered unit, or None; the first time it is shown, its serve
-    time and a page token (`new_page()`) are recorded (committed on return), and a later
-    showing keeps both."""
+    """The annotator's first unanswered unit, or None; served (`serve_next`, committed on
+    return) where it was not yet, and a later showing keeps its serve time and page token."""
     row = con.execute(f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)).fetchone()
     if row is None or row["page"] is not None:
         return None if row is None else _unit(row)
     with write(con):
+        serve_next(con, aid, new_page)
         row = con.execute(
             f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)
         ).fetchone()
-        if row is None:
-            return None
-        if row["page"] is None:
-            now = time.time()
-            con.execute(
-                "UPDATE assignments SET served_at = ?, page = ? WHERE annotator = ? AND unit = ?",
-                (now, new_page(), aid, row["id"]),
-            )
-            con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (now, aid))
-            row = con.execute(f"{_UNIT_SQL} AND a.unit = ?", (aid, row["id"])).fetchone()
-    return _unit(row)
+    return None if row is None else _unit(row)
 
 
 def served_unit(con: Connection, aid: str, page: str) -> Unit | None:
@@ -727,11 +762,18 @@ def annotator_units(con: Connection, aid: str) -> list[Unit]:
 
 
 def record_answer(
-    con: Connection, aid: str, page: str, answer: str, edit: str | None
+    con: Connection,
+    aid: str,
+    page: str,
+    answer: str,
+    edit: str | None,
+    new_page: Callable[[], str] | None = None,
 ) -> Unit | None:
     """Record an answer to the unit served with page token `page`, with its seconds since the
-    server first showed it (committed on return); the unit, or None when that unit is not the
-    annotator's current one (the first unanswered: never shown, answered, given back)."""
+    server served it (committed on return); with `new_page`, the next unit is served in the
+    same transaction (`serve_next`: not after a practice unit, whose feedback page comes
+    first). The unit, or None when that unit is not the annotator's current one (the first
+    unanswered: never shown, answered, given back)."""
     with write(con):
         row = con.execute(
             f"{_UNIT_SQL} AND a.answer IS NULL ORDER BY a.seq LIMIT 1", (aid,)
@@ -749,6 +791,8 @@ def record_answer(
             (answer, edit, max(0.0, now - served), now_iso(), aid, row["id"]),
         )
         con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (now, aid))
+        if new_page is not None and not row["practice"]:
+            serve_next(con, aid, new_page)
     return _unit(row)
 
 

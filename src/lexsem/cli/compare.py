@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from lexsem.errors import LexsemError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lexsem.results.run import Run
 
 __all__ = ["compare"]
 
@@ -24,6 +27,7 @@ def compare(
     from lexsem.analysis.run_comparison import items_total, mcnemar, plan_comparison
     from lexsem.cli.run_paths import not_a_run
     from lexsem.results.run import Run
+    from lexsem.results.samples import answers_a_sample
 
     for path in (run_a, run_b):
         why = not_a_run(path)
@@ -41,8 +45,12 @@ def compare(
     typer.echo("| benchmark | metric | items | A | B | A only | B only | p |")
     typer.echo("|---|---|---:|---:|---:|---:|---:|---:|")
     partial = False
+    intervals = []
     for bench, m in plan.pairs:
         r = mcnemar(a, b, bench, m)
+        intervals += [_interval(x, run, bench, m, hits, r.n) for x, run, hits in
+                      (("A", a, r.hits_a), ("B", b, r.hits_b))
+                      if answers_a_sample(run.record)]  # fmt: skip
         totals = [t for t in (items_total(a, bench, m), items_total(b, bench, m)) if t]
         items = f"{r.n}/{max(totals)}" if totals and r.n < max(totals) else str(r.n)
         partial |= items != str(r.n)
@@ -56,5 +64,17 @@ def compare(
             "items: paired items scored / items of the benchmark (n/N): coverage below 100%, "
             "the test is over the scored items only (run.json: skipped, dropped, notices)"
         )
+    for line in intervals:
+        typer.echo(line)
     for why in plan.skipped:
         typer.echo(f"skipped {why}")
+
+
+def _interval(which: str, run: Run, bench: str, metric: str, hits: int, n: int) -> str:
+    """A human study's accuracy on the paired items with its n and Wilson score interval."""
+    from lexsem.stats.wilson import wilson_interval
+
+    found = wilson_interval(hits, n)
+    ci = "" if found is None else f", 95% Wilson interval [{found[0]:.1f}, {found[1]:.1f}]"
+    accuracy = 100.0 * hits / n if n else float("nan")
+    return f"{which} ({run.record.model.name}) on {bench} {metric}: {accuracy:.2f} of n = {n}{ci}"

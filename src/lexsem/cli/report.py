@@ -96,7 +96,7 @@ def report(
     if loaded is None:
         _check_items(runs)
     _note_repeats(runs, records)
-    tables = build_tables(records, ci=ci)
+    tables = build_tables(records, ci=ci) + _same_items(runs, records, loaded)
     render = {Format.md: to_markdown, Format.csv: to_csv, Format.latex: to_latex}[Format(fmt)]
     text = render(tables)
     if out is None:
@@ -121,6 +121,22 @@ def report(
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
+
+
+def _same_items(paths: list[Path], records: list[Any], loaded: list[Any] | None) -> list[Any]:
+    """With a human study's run among the runs: every run on the items it answered
+    (`lexsem.report.same_items`); none otherwise. A run without its per-item file (a run.json
+    shared alone: `_check_items` warned) is left out of them."""
+    from lexsem.report.same_items import same_items_tables
+    from lexsem.results.run import Run
+    from lexsem.results.run_folder import items_path
+    from lexsem.results.samples import answers_a_sample
+
+    if not any(answers_a_sample(r) for r in records):
+        return []
+    runs = loaded or [Run.load(p) for p in paths if items_path(p).exists()]
+    seen = {r.record.run_id: r for r in runs}  # a run given twice is one run
+    return same_items_tables(list(seen.values()))
 
 
 def _sweep_sections(paths: list[Path]) -> list[Any]:

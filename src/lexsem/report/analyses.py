@@ -39,6 +39,7 @@ from lexsem.errors import LexsemError
 from lexsem.report.generative import generative_sections
 from lexsem.report.html import Section, render_html, runs_metadata, runs_overview_sections
 from lexsem.report.labels import run_labels
+from lexsem.report.same_items import same_items_tables
 from lexsem.report.tables import Table, label
 from lexsem.results.run import Run
 
@@ -504,6 +505,7 @@ def comparison_section(
     names = names or _labels(models)
     plots = _plots()
     sec = Section("Comparing runs")
+    sec.tables += same_items_tables(models, names)  # a human study's run: its items only
     by = _models_by_metric(models)
     mc = Table(
         "Exact McNemar tests on the paired per-item hits",

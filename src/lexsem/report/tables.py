@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from lexsem.errors import LexsemError
 from lexsem.report.labels import run_labels
+from lexsem.results.samples import answers_a_sample
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO, MICRO
 from lexsem.tasks.catalog import find_task
@@ -91,14 +92,17 @@ class TableGroup:
     tables: list[Table] = field(default_factory=list)
 
 
-def _cell(r: MetricResult | None, ci: bool) -> str:
+def _cell(r: MetricResult | None, ci: bool, sample: bool = False) -> str:
     """`60.00`, with `(scored/total)` when some of the row's items were not scored (`60.00
-    (5/245)`) and the interval with `ci` (`60.00 (5/245) [52.1, 68.0]`)."""
+    (5/245)`) and the interval with `ci` (`60.00 (5/245) [52.1, 68.0]`); a `sample` run's
+    number (a human study: `lexsem.results.samples`) always with its n (`100.00 (n=4)`)."""
     if r is None:
         return ""
     text = f"{r.accuracy:.2f}"
     if not r.complete:
         text += f" ({r.items_scored}/{r.items_total})"
+    elif sample:
+        text += f" (n={r.n})"
     if ci and r.ci_low is not None and r.ci_high is not None:
         text += f" [{r.ci_low:.1f}, {r.ci_high:.1f}]"
     return text
@@ -242,7 +246,7 @@ def _fill(
     rows = []
     for lab, run in zip(labels, runs, strict=True):
         idx = {(r.benchmark, r.task, r.metric, r.subset): r for r in run.results}
-        values = [_cell(idx.get(c), ci) for c in cells]
+        values = [_cell(idx.get(c), ci, answers_a_sample(run)) for c in cells]
         if any(values):
             t.rows.append([lab, *values])
             rows.append((lab, run))

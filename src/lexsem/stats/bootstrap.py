@@ -12,6 +12,11 @@ is a function of: the hit vectors, the statistic, resamples, seed, confidence an
 numpy versions (whose random streams and percentile rules it follows). An interval computed
 once is then read back, bit for bit, and a rerun whose intervals are all stored neither
 resamples nor imports scipy.
+
+Inside `with wilson_intervals():` (a human study's run: `lexsem.annotate.human_run`) each
+proportion (a subset, the micro average) gets the Wilson score interval instead
+(`lexsem.stats.wilson`: a few items all right give [51.0, 100.0] for 4/4, not the bootstrap's
+[100, 100]), and the macro average, a mean of proportions, gets none.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import numpy as np
 
 from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
+from lexsem.stats.wilson import wilson_interval
 
 MICRO = "_micro"
 MACRO = "_macro"
@@ -48,6 +54,7 @@ class Accuracy:
 
 
 _MEMO: ContextVar[Any] = ContextVar("lexsem_ci_memo", default=None)
+_WILSON: ContextVar[bool] = ContextVar("lexsem_wilson_intervals", default=False)
 
 
 @contextmanager
@@ -58,6 +65,29 @@ def ci_memo(store: Any) -> Iterator[None]:
         yield
     finally:
         _MEMO.reset(token)
+
+
+@contextmanager
+def wilson_intervals() -> Iterator[None]:
+    """Within the block, `summarize` gives proportions the Wilson score interval and the macro
+    average no interval (a human study's run)."""
+    token = _WILSON.set(True)
+    try:
+        yield
+    finally:
+        _WILSON.reset(token)
+
+
+def _proportion_interval(
+    samples: list[np.ndarray], n_boot: int, seed: int, confidence: float
+) -> tuple[float, float] | tuple[None, None]:
+    """The interval of the pooled hit rate of `samples`: Wilson inside `wilson_intervals`,
+    else the percentile bootstrap (`confidence_interval`)."""
+    if not _WILSON.get():
+        return confidence_interval(samples, micro_mean, n_boot, seed, confidence)
+    n = sum(len(s) for s in samples)
+    found = wilson_interval(int(sum(s.sum() for s in samples)), n, confidence)
+    return found if found is not None else (None, None)
 
 
 @cache
@@ -153,9 +183,7 @@ def summarize(
         x = np.asarray(h.hits, dtype=np.float64)
         samples.append(x)
         n = len(x)
-        lo, hi = confidence_interval(
-            [x], micro_mean, n_boot, bootstrap_seed(seed, name), confidence
-        )
+        lo, hi = _proportion_interval([x], n_boot, bootstrap_seed(seed, name), confidence)
         out.append(
             Accuracy(
                 name,
@@ -171,13 +199,15 @@ def summarize(
         n_all = sum(len(s) for s in samples)
         hits_all = int(sum(s.sum() for s in samples))
         ties_all = sum(int(h.ties.sum()) for h in by_subset.values())
-        lo, hi = confidence_interval(
-            samples, micro_mean, n_boot, bootstrap_seed(seed, MICRO), confidence
-        )
+        lo, hi = _proportion_interval(samples, n_boot, bootstrap_seed(seed, MICRO), confidence)
         out.append(Accuracy(MICRO, n_all, hits_all, ties_all, 100.0 * hits_all / n_all, lo, hi))
         macro = 100.0 * float(np.mean([s.mean() for s in samples]))
-        lo, hi = confidence_interval(
-            samples, macro_mean, n_boot, bootstrap_seed(seed, MACRO), confidence
+        lo, hi = (
+            (None, None)
+            if _WILSON.get()
+            else confidence_interval(
+                samples, macro_mean, n_boot, bootstrap_seed(seed, MACRO), confidence
+            )
         )
         out.append(Accuracy(MACRO, n_all, hits_all, ties_all, macro, lo, hi))
     return out

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from lexsem.report.paper.facts import find_result
 from lexsem.report.tables import Table, _cell, label, subset_order
+from lexsem.results.samples import answers_a_sample
 from lexsem.results.schema import MetricResult, RunRecord
 from lexsem.stats.bootstrap import MACRO
 
@@ -182,13 +183,14 @@ def _value(
     task, metric = col.task or row.task or "", col.metric or row.metric or ""
     if not col.mean_of:
         found = find_result(row.runs, col.benchmark, task, metric, col.subset)
-        return _cell(None if found is None else found[1], ci), found
+        shown = None if found is None else found[1]
+        return _cell(shown, ci, found is not None and answers_a_sample(found[0])), found
     where = (col.benchmark, task, metric)
     for run in row.runs:
         mine = [r for r in run.results if (r.benchmark, r.task, r.metric) == where]
         macro = [r for r in mine if r.subset == MACRO]
         if macro and {r.subset for r in mine if r.subset[0] != "_"} == set(col.mean_of):
-            return _cell(macro[0], ci), (run, macro[0])
+            return _cell(macro[0], ci, answers_a_sample(run)), (run, macro[0])
     cells = [find_result(row.runs, col.benchmark, task, metric, s) for s in col.mean_of]
     if any(c is None for c in cells):
         return "", None
