@@ -110,7 +110,9 @@ def human_run(
 ) -> None:
     """A study's answers as a run folder (model "human"): `lexsem report` and `lexsem compare`
     show it beside models. One hit per item: the majority of its annotators; BiVLC's I2T and
-    T2I queries combined per instance (I2T, T2I, Group)."""
+    T2I queries combined per instance (I2T, T2I, Group). Its accuracies get Wilson score
+    intervals at --confidence (docs/human-studies.md, "Intervals and n"); --n-boot and --seed
+    are recorded with the run and used by no interval of it."""
     from lexsem.annotate.human_run import human_run as make
     from lexsem.outputs import check_output_dir, named_paths
 
