@@ -43,7 +43,6 @@ import anyio.to_thread
 from fastapi import FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lexsem.annotate import assign, lifecycle, store
@@ -64,6 +63,7 @@ from lexsem.annotate.security import (
 from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_check import check_study
 from lexsem.annotate.study_progress import progress
+from lexsem.web_headers import set_security_headers
 
 __all__ = ["create_app"]
 
@@ -256,19 +256,14 @@ class _Headers:
         client = scope.get("client")
         _CLIENT.set(client_key(client[0] if client else None))
 
+        csp = (
+            f"default-src 'none'; img-src 'self'; style-src 'self'; "
+            f"script-src 'nonce-{nonce}'; form-action 'self'; "
+            "frame-ancestors 'none'; base-uri 'none'"
+        )
+
         async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers["Content-Security-Policy"] = (
-                    f"default-src 'none'; img-src 'self'; style-src 'self'; "
-                    f"script-src 'nonce-{nonce}'; form-action 'self'; "
-                    "frame-ancestors 'none'; base-uri 'none'"
-                )
-                headers["Referrer-Policy"] = "no-referrer"
-                headers["X-Content-Type-Options"] = "nosniff"
-                headers["X-Frame-Options"] = "DENY"
-                if "cache-control" not in headers:
-                    headers["Cache-Control"] = "no-store"
+            set_security_headers(message, csp)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

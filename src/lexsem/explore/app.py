@@ -19,7 +19,6 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
-from starlette.datastructures import MutableHeaders
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -30,6 +29,7 @@ from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_o
 from lexsem.explore.runs_table import RunsTable
 from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, counts, select
 from lexsem.explore.word_diff import marked, roles_against
+from lexsem.web_headers import set_security_headers
 
 __all__ = ["EXPORT_KINDS", "MAX_SELECTED", "create_app"]
 
@@ -51,14 +51,7 @@ class _Headers:
             return
 
         async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                h = MutableHeaders(scope=message)
-                h["Content-Security-Policy"] = _CSP
-                h["Referrer-Policy"] = "no-referrer"
-                h["X-Content-Type-Options"] = "nosniff"
-                h["X-Frame-Options"] = "DENY"
-                if "cache-control" not in h:
-                    h["Cache-Control"] = "no-store"
+            set_security_headers(message, _CSP)
             await send(message)
 
         await self.app(scope, receive, with_headers)
