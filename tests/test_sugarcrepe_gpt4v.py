@@ -177,3 +177,37 @@ def test_the_published_answers_replay_to_the_published_numbers(
                     assert mine[(subset, key, ordering)] is rec["correct"], (path.name, key)
                     checked += 1
     assert checked == 15022
+
+
+def test_two_answers_for_one_key_are_refused_naming_both_lines(tmp_path: Path) -> None:
+    """A published file giving the key "1" twice (a JSON reader keeps the last silently): an
+    error naming the file, the key and both lines; nothing is written."""
+    folder = published_folder(tmp_path)
+    path = folder / "positive-first" / "gpt4v-swap_obj.json"
+    entries = [("0", _record(0, "(1)", True)), ("1", _record(1, "2", False)),
+               ("2", _record(2, "(1)", False)), ("1", _record(1, "(1)", True))]  # fmt: skip
+    path.write_text(
+        "{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in entries) + "\n}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "answers.jsonl"
+    with pytest.raises(DataError) as info:
+        write_gpt4v_answers(folder, ITEMS, out)
+    message = str(info.value)
+    assert "\n" not in message and "gpt4v-swap_obj.json" in message
+    assert "two answers for the key '1', on lines 3 and 5" in message
+    assert not out.exists()
+    nested = {"0": {**_record(0, "(1)", True), "extra": {"a": 1, "b": {"c": []}}}}
+    path.write_text(json.dumps(nested, indent=1), encoding="utf-8")
+    records, _ = convert_gpt4v_answers(folder, ITEMS[:1])
+    assert [r["id"] for r in records if r["ordering"] == "pos_first"] == ["0"]
+
+
+def test_a_published_file_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    from lexsem.jsonl import MAX_DEPTH
+
+    folder = published_folder(tmp_path)
+    path = folder / "positive-first" / "gpt4v-swap_obj.json"
+    path.write_text('{"0": ' + "[" * 200_000 + "]" * 200_000 + "}", encoding="utf-8")
+    with pytest.raises(DataError, match=f"JSON nested more than {MAX_DEPTH} deep"):
+        convert_gpt4v_answers(folder, ITEMS)
