@@ -102,5 +102,5 @@ def test_a_whole_json_file_is_read_with_the_same_bounds(tmp_path: Path) -> None:
     bad.write_bytes(b'{"a":\n "caf\xe9"}')
     with pytest.raises(DataError, match=r"bad\.json:2: not valid UTF-8 \(byte 0xe9 at column 6\)"):
         read_json(bad)
-    with pytest.raises(DataError, match="none.json: cannot read the file"):
+    with pytest.raises(DataError, match=r"none\.json: cannot read the file"):
         read_json(tmp_path / "none.json")
