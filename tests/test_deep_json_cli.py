@@ -1,6 +1,7 @@
 """A JSON file nested 200,000 deep given to `validate`, `score-answers` or `convert-answers`:
 one `error:` line naming the file (exit 2), never a RecursionError, nothing written. Every
-whole-file JSON read goes through `lexsem.jsonl.read_json` (`build`: tests/test_build_bad_inputs.py)."""
+whole-file JSON read goes through `lexsem.jsonl.read_json` (`build`:
+tests/test_build_bad_inputs.py)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def test_convert_answers_a_deep_published_file(
         subset, id = "swap_obj", "0"
 
     class Loaded:
-        items = [Item()]
+        items = (Item(),)
 
     monkeypatch.setattr(bench_load, "load_benchmark", lambda *a, **k: Loaded())
     out = tmp_path / "answers.jsonl"
