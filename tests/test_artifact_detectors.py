@@ -439,8 +439,9 @@ def test_a_manifest_without_dev_rows_selects_on_held_out_train_rows(
         for kind in ("text", "image"):
             data = load_head(out, kind).record["data"]
             assert (data["train_rows"], data["validation_rows"]) == (N_ROWS - held, held)
-            assert data["validation"] == {"from": "train rows held out (no dev rows)",
-                                          "fraction": fraction or 0.2, "seed": 3, "rows": held}  # fmt: skip
+            want = {"from": "train rows held out (no dev rows)", "fraction": fraction or 0.2,
+                    "seed": 3, "rows": held}  # fmt: skip
+            assert data["validation"] == want
     assert load_head(trained["out"], "text").record["data"]["validation"] == {
         "from": "the manifest's dev rows"
     }
