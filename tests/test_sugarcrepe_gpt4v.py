@@ -89,8 +89,8 @@ def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
     tmp_path: Path, test_data_dir: Path
 ) -> None:
     """On the public swap_obj file: two of its items and one it lacks, in the published shape;
-    an existing output lexsem did not write is kept unless --force (its own is replaced), and an
-    output inside the folder is refused."""
+    an existing output lexsem did not write is kept unless --force (its own is replaced); a
+    published file is never an output, a new file inside the folder may be."""
     from typer.testing import CliRunner
 
     from lexsem.cli.app import app
@@ -130,10 +130,14 @@ def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
     assert out.read_bytes() == mine
     assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
     assert out.read_bytes() == converted
-    inside = [*args[:2], str(folder / "out.jsonl"), *args[3:]]
-    res = CliRunner().invoke(app, inside)
-    assert res.exit_code == 2 and "must not be inside the published folder" in res.output
-    assert not (folder / "out.jsonl").exists()
+    published = folder / "gpt4v-swap_obj.json"
+    before = published.read_bytes()
+    res = CliRunner().invoke(app, [*args[:2], str(published), *args[3:], "--force"])
+    assert res.exit_code == 2 and "(a folder this command reads)" in res.output
+    assert published.read_bytes() == before
+    inside = [*args[:2], str(folder / "out.jsonl"), *args[3:]]  # a new file: no input
+    assert CliRunner().invoke(app, inside).exit_code == 0
+    assert (folder / "out.jsonl").read_bytes() == converted
 
 
 # -- the published folder -----------------------------------------------------------------------

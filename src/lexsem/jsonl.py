@@ -12,7 +12,6 @@ ever recurses that deep).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -24,8 +23,7 @@ __all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "read_json", "read_jsonl"]
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one record per line: 16 MiB is far beyond any real one
 MAX_DEPTH = 100  # arrays and objects inside each other
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STRUCTURE = b'[]{}"\\'  # the bytes `_too_deep` looks at
 
 
 def read_jsonl(
@@ -115,15 +113,29 @@ def _parse(text: str, max_depth: int, path: str | Path, line: int) -> Any:
 
 def _too_deep(text: str, max_depth: int) -> bool:
     """Whether the arrays and objects of `text` nest deeper than `max_depth` (brackets inside
-    strings left out); the walk runs at C speed (regular expressions, numpy), as whole files
-    can be large."""
+    strings left out). Only the brackets, quotes and backslashes are looked at, with numpy (a
+    whole file can be large): a quote opens or closes a string unless an odd run of
+    backslashes right before it escapes it."""
     if text.count("[") + text.count("{") <= max_depth:
         return False
     import numpy as np
 
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).encode("ascii")
-    if len(brackets) <= max_depth:
-        return False
-    codes = np.frombuffer(brackets, dtype=np.uint8)
-    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
-    return bool(np.cumsum(steps).max() > max_depth)
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    looked_at = np.zeros(256, dtype=bool)
+    looked_at[list(_STRUCTURE)] = True
+    where = np.flatnonzero(looked_at[data])
+    chars = data[where]
+    backslash = chars == ord("\\")
+    after_backslash = np.zeros(len(where), dtype=bool)  # right after a backslash
+    after_backslash[1:] = (np.diff(where) == 1) & backslash[:-1]
+    index = np.arange(len(where))
+    run_start = np.maximum.accumulate(np.where(backslash & ~after_backslash, index, 0))
+    odd_run = backslash & ((index - run_start) % 2 == 0)  # ends an odd run of backslashes
+    escaped = np.zeros(len(where), dtype=bool)
+    escaped[1:] = after_backslash[1:] & odd_run[:-1]
+    quote = (chars == ord('"')) & ~escaped
+    outside = np.cumsum(quote) % 2 == 0
+    opening = outside & ((chars == ord("[")) | (chars == ord("{")))
+    closing = outside & ((chars == ord("]")) | (chars == ord("}")))
+    steps = opening.astype(np.int64) - closing.astype(np.int64)
+    return bool(len(steps)) and int(np.cumsum(steps).max()) > max_depth
