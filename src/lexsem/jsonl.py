@@ -1,6 +1,7 @@
 """The JSON readers: `read_jsonl` (JSON Lines: one JSON value per line, UTF-8, blank lines
-skipped) and `read_json` (a whole file holding one JSON value, UTF-8, a BOM allowed). Every
-JSON file lexsem reads goes through one of the two.
+skipped) and `read_json` (a whole file holding one JSON value, UTF-8, a BOM allowed): the JSON
+files a user gives (benchmark files, answers, published answers, build inputs and sources) are
+read through one of the two.
 
 Every problem is a one-line `DataError` naming the file and the line (``answers.jsonl:3: ...``):
 a file that cannot be read, bytes that are not UTF-8, text that is not JSON, a JSON Lines line
