@@ -62,3 +62,10 @@ def test_convert_answers_a_deep_published_file(
     out = tmp_path / "answers.jsonl"
     _one_line(["convert-answers", str(folder.parent), str(out)], path)
     assert not out.exists()
+
+
+def test_validate_a_build_whose_data_card_is_nested_too_deep(tmp_path: Path) -> None:
+    card = tmp_path / "b" / "benchmark" / "data_card.json"
+    card.parent.mkdir(parents=True)
+    card.write_text('{"files": ' + DEEP + "}", encoding="utf-8")
+    _one_line(["validate", f"build:{tmp_path / 'b'}"], card)
