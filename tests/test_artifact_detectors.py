@@ -375,3 +375,76 @@ def test_train_detector_refuses_a_folder_holding_files_and_the_manifest(tmp_path
     assert (out / "text.safetensors").read_bytes() == b"mine"
     res = runner.invoke(app, ["train-detector", str(manifest), "-o", str(tmp_path), "-m", "x:y"])
     assert res.exit_code == 2 and "an input of this command" in res.output, res.output
+
+
+@pytest.mark.torch
+def test_a_head_that_does_not_fit_its_base_model_is_one_error_naming_both_sizes(
+    tmp_path: Path, trained: dict[str, Any]
+) -> None:
+    """A text head of another size than the base model's embeddings: one `error:` line naming
+    both sizes (not torch's `mat1 and mat2 shapes`), whether its record says the other size
+    (refused when the folder is read) or agrees with the wrong weights (when first used)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import save_file
+
+    folder = tmp_path / "det"
+    shutil.copytree(trained["out"], folder)
+    record = json.loads((folder / "text.json").read_text())
+    d = record["embedding_dim"]
+    save_file({"weight": torch.zeros(1, d + 3), "bias": torch.zeros(1)},
+              str(folder / "text.safetensors"))  # fmt: skip
+    bench = _bench(trained)
+    args = ["eval", "-m", f"artifact:{folder}", "-b", f"bivlc:{bench}", "--n-boot", "0",
+            "--num-workers", "0", "-o", str(tmp_path / "run")]  # fmt: skip
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert f"takes {d + 3}-dimensional embeddings but" in res.output
+    assert f"trained on {d}-dimensional ones" in res.output
+    assert len(res.output.strip().splitlines()) == 1 and "mat1" not in res.output
+    (folder / "text.json").write_text(json.dumps({**record, "embedding_dim": d + 3}))
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert f"the text detector head takes {d + 3}-dimensional embeddings" in res.output
+    assert f"gives {d}-dimensional ones" in res.output and trained["spec"] in res.output
+    # after the progress line of the first batch, whose scoring stops there
+    assert res.output.strip().splitlines()[-1].startswith("error: the text detector head")
+    assert "Traceback" not in res.output and "mat1" not in res.output
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.torch
+def test_a_manifest_without_dev_rows_selects_on_held_out_train_rows(
+    tmp_path: Path, trained: dict[str, Any]
+) -> None:
+    """`train-data`'s default (every row `train`): 0.2 of the rows held out as BiVLC's split
+    draws them with the seed, the same rows for both heads, said in the record; another
+    --val-fraction holds out another share."""
+    from lexsem.models.detector_heads import load_head
+    from lexsem.train.validation import held_out_split
+
+    root = trained["root"]
+    rows = [{**r, "split": "train"} for r in trained["rows"]]
+    manifest = root / "all_train.jsonl"
+    manifest.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for fraction, out in ((None, tmp_path / "a"), (0.5, tmp_path / "b")):
+        extra = [] if fraction is None else ["--val-fraction", str(fraction)]
+        res = runner.invoke(app, ["train-detector", str(manifest), "-o", str(out), "-m",
+                                  trained["spec"], "--lr", "0.1", "--text-epochs", "1",
+                                  "--image-epochs", "1", "--batch-size", "8", "--seed", "3",
+                                  "-q", *extra])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        held = len(held_out_split(N_ROWS, fraction or 0.2, 3)[1])
+        for kind in ("text", "image"):
+            data = load_head(out, kind).record["data"]
+            assert (data["train_rows"], data["validation_rows"]) == (N_ROWS - held, held)
+            want = {"from": "train rows held out (no dev rows)", "fraction": fraction or 0.2,
+                    "seed": 3, "rows": held}  # fmt: skip
+            assert data["validation"] == want
+    assert load_head(trained["out"], "text").record["data"]["validation"] == {
+        "from": "the manifest's dev rows"
+    }
+    res = runner.invoke(app, ["train-detector", str(manifest), "-o", str(tmp_path / "c"), "-m",
+                              trained["spec"], "--val-fraction", "1"])  # fmt: skip
+    assert res.exit_code == 2 and "--val-fraction" in res.output, res.output

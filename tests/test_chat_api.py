@@ -187,6 +187,32 @@ def _cli(url: str, bench: dict[str, Any], *args: str) -> Any:
     return CliRunner().invoke(app, ["ask", *common, *args])
 
 
+def test_ask_refuses_a_bad_concurrency_and_a_model_that_is_no_chat_model(
+    server: tuple[Server, str], bench: dict[str, Any], tmp_path: Path
+) -> None:
+    """`--concurrency 0` (and the other bounded sizes) and a text encoder as the model: one
+    `error:` line each (exit 2), before any request is sent or any file written."""
+    state, url = server
+    out = tmp_path / "answers.jsonl"
+    for args, message in (
+        (["--concurrency", "0"], "error: --concurrency 0: must be at least 1, at most 64"),
+        (["--concurrency", "65"], "error: --concurrency 65: must be at least 1, at most 64"),
+        (["--shots", "-1"], "error: --shots -1: must be at least 0"),
+        (["--max-requests", "-1"], "error: --max-requests -1: must be at least 0"),
+    ):
+        res = _cli(url, bench, "--prompt", "scpp3", "-o", str(out), *args)
+        assert res.exit_code == 2 and res.output.startswith(message), res.output
+        assert len(res.output.strip().splitlines()) == 1 and "Traceback" not in res.output
+    common = ["-b", "fixture_pp", "--data-dir", str(bench["data"]),
+              "--cache-dir", str(bench["cache"]), "-o", str(out)]  # fmt: skip
+    for args in (["--prompt", "scpp3"], ["--vqascore"]):
+        res = CliRunner().invoke(app, ["ask", "-m", "minilm", *common, *args])
+        assert res.exit_code == 2, res.output
+        assert res.output.startswith("error: ask needs a chat model: openai:MODEL"), res.output
+        assert "'minilm'" in res.output and len(res.output.strip().splitlines()) == 1
+    assert state.posts == 0 and not out.exists()
+
+
 def _recorded(path: Path, bench: dict[str, Any], answer: str = "(1)", **extra: Any) -> Path:
     """A recorded-answers file: `answer` to scpp3 for every item and ordering."""
     rows = [{"id": it.id, "subset": it.subset, "ordering": o, "answer": answer, **extra}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lexsem.errors import DataError
-from lexsem.jsonl import MAX_DEPTH, read_jsonl
+from lexsem.jsonl import MAX_DEPTH, read_json, read_jsonl
 
 
 def _one_line_error(path: Path, **bounds: int) -> str:
@@ -76,3 +76,31 @@ def test_an_over_long_line_is_refused(tmp_path: Path) -> None:
     exact = tmp_path / "exact.jsonl"
     exact.write_text('"' + "x" * 62 + '"\n', encoding="utf-8")  # 64 bytes and its newline
     assert list(read_jsonl(exact, max_line_bytes=64)) == [(1, "x" * 62)]
+
+
+def test_a_whole_json_file_is_read_with_the_same_bounds(tmp_path: Path) -> None:
+    """`read_json`: a BOM is allowed; bad bytes, bad JSON and deep nesting are one-line
+    `DataError`s naming the file (and the line where there is one), never a RecursionError."""
+    path = tmp_path / "a.json"
+    path.write_bytes(b'\xef\xbb\xbf{"a": [1, {"b": "[[["}]}')
+    assert read_json(path) == {"a": [1, {"b": "[[["}]}
+    assert read_json(path, object_pairs_hook=list) == [("a", [1, [("b", "[[[")]])]
+    deep = tmp_path / "deep.json"
+    for text in ("[" * 200_000 + "]" * 200_000, '{"a":' * 200_000 + "1" + "}" * 200_000):
+        deep.write_text(text, encoding="utf-8")
+        with pytest.raises(DataError) as info:
+            read_json(deep)
+        assert str(info.value) == f"{deep}: JSON nested more than {MAX_DEPTH} deep"
+    deep.write_text("[" * 4 + "]" * 4, encoding="utf-8")
+    assert read_json(deep, max_depth=4) == [[[[]]]]
+    with pytest.raises(DataError, match="nested more than 3 deep"):
+        read_json(deep, max_depth=3)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "a": 1,\n  "b": \n', encoding="utf-8")
+    with pytest.raises(DataError, match=rf"{re.escape(str(bad))}:4: malformed JSON"):
+        read_json(bad)
+    bad.write_bytes(b'{"a":\n "caf\xe9"}')
+    with pytest.raises(DataError, match=r"bad\.json:2: not valid UTF-8 \(byte 0xe9 at column 6\)"):
+        read_json(bad)
+    with pytest.raises(DataError, match=r"none\.json: cannot read the file"):
+        read_json(tmp_path / "none.json")

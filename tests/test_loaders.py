@@ -139,7 +139,7 @@ def test_wrong_field_count_names_line(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="cannot read file"):
+    with pytest.raises(DataError, match="cannot read the file"):
         loaders.load_scpp_json(tmp_path / "nope.json", "x")
 
 

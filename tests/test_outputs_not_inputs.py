@@ -136,11 +136,39 @@ def test_eval_out_is_never_the_cache_or_data_folder(tmp_path: Path, bench: Path)
     assert not cache.exists()
 
 
+def test_an_output_inside_an_input_folder_is_no_input(tmp_path: Path, bench: Path) -> None:
+    """Only an output that is or holds an input is refused: a new folder or file inside an
+    input folder is written there (`eval --data-dir DATA -o DATA/runs`); an existing file
+    inside one may be one of its inputs, and is refused."""
+    data = tmp_path / "inputs"
+    data.mkdir()
+    (data / "items.json").write_text("{}")
+    for out in (data / "runs", data / "runs" / "a", data):
+        if out != data:
+            check_output_dir(out, kind="run.json", inputs=[data])
+    with pytest.raises(Exception, match=r"--out .*inputs is .*inputs, an input of this command"):
+        check_output_dir(data, kind="run.json", inputs=[data])
+    with pytest.raises(Exception, match=r"holds .*items\.json, an input of this command"):
+        check_output_dir(data, kind=None, inputs=[data / "items.json"])
+    check_output_file(data / "new.json", inputs=[data])
+    with pytest.raises(Exception, match=r"lies inside .*inputs \(a folder this command reads\)"):
+        check_output_file(data / "items.json", inputs=[data], force=True)
+    runs = bench / "runs"
+    done = runner.invoke(app, ["eval", "-m", "minilm", "-b", "fixture_pp", "--data-dir",
+                               str(bench), "-o", str(runs), "--offline"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert (runs / "run.json").is_file() and (bench / "fixture_pp").is_dir()
+
+
 def test_convert_answers_never_writes_into_a_run_folder(run: Path, tmp_path: Path) -> None:
     published = tmp_path / "pub"
     published.mkdir()
     _refused(["convert-answers", published, run / "run.json", "--force"], "inside")
-    _refused(["convert-answers", published, published / "x.jsonl"], "must not be inside")
+    (published / "positive-first").mkdir()
+    answers = published / "positive-first" / "gpt4v-swap_obj.json"
+    answers.write_text("{}")
+    _refused(["convert-answers", published, answers, "--force"], "lies inside", published)
+    assert answers.read_text() == "{}"
 
 
 def test_the_check_itself(tmp_path: Path, run: Path) -> None:

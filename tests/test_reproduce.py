@@ -88,6 +88,55 @@ def test_a_difference_outside_the_interval_is_marked_and_one_inside_is_not() -> 
     assert flags["N", "swap_obj"] == ("not run", "")
 
 
+def test_each_open_clip_row_says_the_activation_of_the_facts_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The printed table, the CSV and --list say what each open_clip row runs, read from
+    `trained_activation.FACTS` (a changed fact changes it) or the spec's own quick_gelu; a
+    table without such rows has no Activation column."""
+    from lexsem.cli.reproduce import activation_lines
+    from lexsem.models.backends.openclip import trained_activation
+    from lexsem.reproduce.render import activation
+
+    rows = (ModelRow(name="RoBERTa", spec="openclip:roberta-ViT-B-32/laion2b_s12b_b32k"),
+            ModelRow(name="H", spec="openclip:ViT-H-14/laion2b_s32b_b79k"),
+            ModelRow(name="Asked", spec="openclip:RN50-quickgelu/openai?quick_gelu=false"),
+            ModelRow(name="M", spec="minilm"),
+            ModelRow(name="N", needs="a checkpoint"))  # fmt: skip
+    table = _table(*rows)
+    got = compare(table, {"M": [record("M", [_result("swap_obj", 50.0, 45.0, 55.0)])]},
+                  {r.name: "weights" for r in rows[:3]} | {"N": "a checkpoint"})  # fmt: skip
+    activation.cache_clear()
+    md = to_markdown_text(table, got)
+    assert "| Model | Spec | Why | Activation |" in md and "Activation: what the row's" in md
+    assert "| needs weights | QuickGELU |" in md.split("| RoBERTa |")[1].splitlines()[0]
+    assert md.split("| H |")[1].splitlines()[0].endswith("| GELU |")
+    assert md.split("| Asked |")[1].splitlines()[0].endswith("| GELU |")
+    assert "| N |  | needs a checkpoint | — |" in md
+    assert md.split("| M |")[1].splitlines()[0].endswith("| — |")
+    by_model = {
+        r["model"]: r["activation"] for r in csv.DictReader(to_csv_text(table, got).splitlines())
+    }
+    assert by_model == {"RoBERTa": "QuickGELU", "H": "GELU", "Asked": "GELU", "M": "", "N": ""}
+    assert activation_lines(table) == ["    runs GELU: H, Asked", "    runs QuickGELU: RoBERTa"]
+    flipped = trained_activation.ActivationFact(False, "https://github.com/x", "a test")
+    monkeypatch.setitem(
+        trained_activation.FACTS, ("roberta-ViT-B-32", "laion2b_s12b_b32k"), flipped
+    )
+    activation.cache_clear()
+    try:
+        assert activation_lines(table) == ["    runs GELU: RoBERTa, H, Asked"]
+    finally:
+        monkeypatch.undo()
+        activation.cache_clear()
+    text_only = _table(ModelRow(name="M", spec="minilm"))
+    assert "Activation" not in to_markdown_text(text_only, compare(text_only, {}, {"M": "x"}))
+    listed = runner.invoke(app, ["reproduce", "--list"])
+    assert "    runs QuickGELU: RN50, RN101, RN50x4, RN50x16, RN50x64, RoBERTa-ViT-B-32" in (
+        listed.output
+    )
+
+
 def _table(*rows: ModelRow, column: Column | None = None) -> PaperTable:
     """A table whose rows each have one cell, in `column` (SugarCrepe++ TOT by default)."""
     column = column or _column("swap_obj")

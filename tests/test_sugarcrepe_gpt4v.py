@@ -89,8 +89,8 @@ def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
     tmp_path: Path, test_data_dir: Path
 ) -> None:
     """On the public swap_obj file: two of its items and one it lacks, in the published shape;
-    an existing output lexsem did not write is kept unless --force (its own is replaced), and an
-    output inside the folder is refused."""
+    an existing output lexsem did not write is kept unless --force (its own is replaced); a
+    published file is never an output, a new file inside the folder may be."""
     from typer.testing import CliRunner
 
     from lexsem.cli.app import app
@@ -130,10 +130,14 @@ def test_the_command_converts_a_folder_and_keeps_what_it_was_given(
     assert out.read_bytes() == mine
     assert CliRunner().invoke(app, [*args, "--force"]).exit_code == 0
     assert out.read_bytes() == converted
-    inside = [*args[:2], str(folder / "out.jsonl"), *args[3:]]
-    res = CliRunner().invoke(app, inside)
-    assert res.exit_code == 2 and "must not be inside the published folder" in res.output
-    assert not (folder / "out.jsonl").exists()
+    published = folder / "gpt4v-swap_obj.json"
+    before = published.read_bytes()
+    res = CliRunner().invoke(app, [*args[:2], str(published), *args[3:], "--force"])
+    assert res.exit_code == 2 and "(a folder this command reads)" in res.output
+    assert published.read_bytes() == before
+    inside = [*args[:2], str(folder / "out.jsonl"), *args[3:]]  # a new file: no input
+    assert CliRunner().invoke(app, inside).exit_code == 0
+    assert (folder / "out.jsonl").read_bytes() == converted
 
 
 # -- the published folder -----------------------------------------------------------------------
@@ -177,3 +181,37 @@ def test_the_published_answers_replay_to_the_published_numbers(
                     assert mine[(subset, key, ordering)] is rec["correct"], (path.name, key)
                     checked += 1
     assert checked == 15022
+
+
+def test_two_answers_for_one_key_are_refused_naming_both_lines(tmp_path: Path) -> None:
+    """A published file giving the key "1" twice (a JSON reader keeps the last silently): an
+    error naming the file, the key and both lines; nothing is written."""
+    folder = published_folder(tmp_path)
+    path = folder / "positive-first" / "gpt4v-swap_obj.json"
+    entries = [("0", _record(0, "(1)", True)), ("1", _record(1, "2", False)),
+               ("2", _record(2, "(1)", False)), ("1", _record(1, "(1)", True))]  # fmt: skip
+    path.write_text(
+        "{\n" + ",\n".join(f"  {json.dumps(k)}: {json.dumps(v)}" for k, v in entries) + "\n}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "answers.jsonl"
+    with pytest.raises(DataError) as info:
+        write_gpt4v_answers(folder, ITEMS, out)
+    message = str(info.value)
+    assert "\n" not in message and "gpt4v-swap_obj.json" in message
+    assert "two answers for the key '1', on lines 3 and 5" in message
+    assert not out.exists()
+    nested = {"0": {**_record(0, "(1)", True), "extra": {"a": 1, "b": {"c": []}}}}
+    path.write_text(json.dumps(nested, indent=1), encoding="utf-8")
+    records, _ = convert_gpt4v_answers(folder, ITEMS[:1])
+    assert [r["id"] for r in records if r["ordering"] == "pos_first"] == ["0"]
+
+
+def test_a_published_file_nested_too_deep_is_one_line(tmp_path: Path) -> None:
+    from lexsem.jsonl import MAX_DEPTH
+
+    folder = published_folder(tmp_path)
+    path = folder / "positive-first" / "gpt4v-swap_obj.json"
+    path.write_text('{"0": ' + "[" * 200_000 + "]" * 200_000 + "}", encoding="utf-8")
+    with pytest.raises(DataError, match=f"JSON nested more than {MAX_DEPTH} deep"):
+        convert_gpt4v_answers(folder, ITEMS)

@@ -482,3 +482,32 @@ def test_ctrl_c_mid_epoch_saves_the_state_and_resumes_to_the_same_weights(
     assert resumed.steps == whole.steps
     a, b = weights(whole.final), weights(resumed.final)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_a_saved_checkpoint_spec_says_the_activation_it_trained_with(
+    tiny: str, tmp_path: Path
+) -> None:
+    """An open_clip checkpoint alone does not say its activation: the saved spec carries the
+    `quick_gelu` the model ran, so it reloads with that activation and no warning, whether
+    the training spec gave it (QuickGELU on an arch that builds GELU) or not."""
+    import warnings
+
+    from lexsem.models.backends.openclip.quickgelu import QuickGeluWarning
+    from lexsem.models.factory import load_model
+    from lexsem.train.towers import towers_of
+
+    bare = tiny.partition("?")[0]
+    for spec, want in ((bare + "?quick_gelu=true", True), (bare, False)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", QuickGeluWarning)  # the bare checkpoint's: unknown
+            encoder = load_model(spec, device="cpu")
+            towers = towers_of(encoder)
+        assert encoder.quick_gelu is want
+        saved = towers.save(tmp_path / f"{want}.pt", towers.module.state_dict())
+        assert saved.endswith(f"?quick_gelu={str(want).lower()}"), saved
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            again = load_model(saved, device="cpu")
+        assert again.quick_gelu is want and again.fingerprint["activation"] == (
+            "QuickGELU" if want else "GELU"
+        )

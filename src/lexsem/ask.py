@@ -28,6 +28,7 @@ from lexsem.results.run import Run
 __all__ = [
     "AskResult",
     "ask",
+    "check_chat_model",
     "import_recorded",
     "score_answers",
     "write_answers",
@@ -63,6 +64,18 @@ def check_ask(prompt: str | None, vqascore: bool, shots: int, import_file: Any, 
         raise LexsemError(f"unknown prompt {prompt!r}{did_you_mean(prompt, list(PROMPTS))}")
 
 
+def check_chat_model(model: Any, spec: str) -> None:
+    """`model` answers conversations (`lexsem.models.protocols.ChatModel`): else one error
+    naming the chat backends, before the benchmark is read."""
+    from lexsem.models.protocols import ChatModel
+
+    if not isinstance(model, ChatModel):
+        raise LexsemError(
+            f"ask needs a chat model: openai:MODEL?base_url=URL (an API), vlm:MODEL (a local "
+            f"generative VLM), chat:MODEL (a local text model) or recorded:FILE, not {spec!r}"
+        )
+
+
 def _with_vqa(spec: str, vqa: dict[str, str | None]) -> str:
     """`spec` with the VQAScore options given on the command line (for a backend that takes
     them: another is refused by the run, which says why)."""
@@ -94,6 +107,7 @@ def ask(
     if vqascore:
         spec = _with_vqa(spec, vqa or {})
     model = load_model(spec)
+    check_chat_model(model, spec)
     cfg = EvalConfig(benchmarks=[benchmark], **config)
     evaluator = Evaluator(cfg)
     if vqascore:

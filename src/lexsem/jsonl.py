@@ -1,29 +1,30 @@
-"""The one JSON Lines reader: one JSON value per line, UTF-8, blank lines skipped.
+"""The JSON readers: `read_jsonl` (JSON Lines: one JSON value per line, UTF-8, blank lines
+skipped) and `read_json` (a whole file holding one JSON value, UTF-8, a BOM allowed): the JSON
+files a user gives (benchmark files, answers, published answers, build inputs and sources) are
+read through one of the two.
 
 Every problem is a one-line `DataError` naming the file and the line (``answers.jsonl:3: ...``):
-a file that cannot be read, bytes that are not UTF-8, a line that is not JSON, a line longer
-than `MAX_LINE_BYTES` (refused before it is held whole in memory) and a value nested deeper
-than `MAX_DEPTH` (refused before it is parsed, so no reader or later walk of the value ever
-recurses that deep).
+a file that cannot be read, bytes that are not UTF-8, text that is not JSON, a JSON Lines line
+longer than `MAX_LINE_BYTES` (refused before it is held whole in memory) and a value nested
+deeper than `MAX_DEPTH` (refused before it is parsed, so no reader or later walk of the value
+ever recurses that deep).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from lexsem.errors import DataError
 
-__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "read_jsonl"]
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "read_json", "read_jsonl"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one record per line: 16 MiB is far beyond any real one
 MAX_DEPTH = 100  # arrays and objects inside each other
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes included
-_BRACKET = re.compile(r"[\[\]{}]")
+_STRUCTURE = b'[]{}"\\'  # the bytes `_too_deep` looks at
 
 
 def read_jsonl(
@@ -62,9 +63,44 @@ def _lines(
             yield n, _parse(text.rstrip("\r\n"), max_depth, path, n)
 
 
+def read_json(
+    path: str | Path,
+    *,
+    max_depth: int = MAX_DEPTH,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
+    """The JSON value that the whole file at `path` holds (see the module doc for the errors;
+    text that is not JSON: ``malformed JSON`` with its line and column). An exception that
+    `object_pairs_hook` raises is the caller's, as it is."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col})", file=path, line=line
+        ) from None
+    if _too_deep(text, max_depth):
+        raise DataError(f"JSON nested more than {max_depth} deep", file=path)
+    try:
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"malformed JSON: {exc.msg} (column {exc.colno}); the file may be truncated",
+            file=path,
+            line=exc.lineno,
+        ) from None
+    except RecursionError:
+        raise DataError(f"JSON nested more than {max_depth} deep", file=path) from None
+
+
 def _parse(text: str, max_depth: int, path: str | Path, line: int) -> Any:
     too_deep = DataError(f"JSON nested more than {max_depth} deep", file=path, line=line)
-    if text.count("[") + text.count("{") > max_depth and _depth(text) > max_depth:
+    if _too_deep(text, max_depth):
         raise too_deep
     try:
         return json.loads(text)
@@ -76,10 +112,31 @@ def _parse(text: str, max_depth: int, path: str | Path, line: int) -> Any:
         raise too_deep from None
 
 
-def _depth(text: str) -> int:
-    """How deep the arrays and objects of `text` nest (brackets inside strings left out)."""
-    depth = deepest = 0
-    for m in _BRACKET.finditer(_STRING.sub("", text)):
-        depth += 1 if m.group() in "[{" else -1
-        deepest = max(deepest, depth)
-    return deepest
+def _too_deep(text: str, max_depth: int) -> bool:
+    """Whether the arrays and objects of `text` nest deeper than `max_depth` (brackets inside
+    strings left out). Only the brackets, quotes and backslashes are looked at, with numpy (a
+    whole file can be large): a quote opens or closes a string unless an odd run of
+    backslashes right before it escapes it."""
+    if text.count("[") + text.count("{") <= max_depth:
+        return False
+    import numpy as np
+
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    looked_at = np.zeros(256, dtype=bool)
+    looked_at[list(_STRUCTURE)] = True
+    where = np.flatnonzero(looked_at[data])
+    chars = data[where]
+    backslash = chars == ord("\\")
+    after_backslash = np.zeros(len(where), dtype=bool)  # right after a backslash
+    after_backslash[1:] = (np.diff(where) == 1) & backslash[:-1]
+    index = np.arange(len(where))
+    run_start = np.maximum.accumulate(np.where(backslash & ~after_backslash, index, 0))
+    odd_run = backslash & ((index - run_start) % 2 == 0)  # ends an odd run of backslashes
+    escaped = np.zeros(len(where), dtype=bool)
+    escaped[1:] = after_backslash[1:] & odd_run[:-1]
+    quote = (chars == ord('"')) & ~escaped
+    outside = np.cumsum(quote) % 2 == 0
+    opening = outside & ((chars == ord("[")) | (chars == ord("{")))
+    closing = outside & ((chars == ord("]")) | (chars == ord("}")))
+    steps = opening.astype(np.int64) - closing.astype(np.int64)
+    return bool(len(steps)) and int(np.cumsum(steps).max()) > max_depth

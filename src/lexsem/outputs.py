@@ -2,10 +2,11 @@
 
 A command never writes over what it reads, nor into a folder lexsem keeps whole:
 
-- an output is never one of the command's inputs (a file it reads, or anything inside a folder
-  it reads: `report RUN -o RUN/run.json`, `score-answers A.jsonl --json A.jsonl`,
-  `validate scpp:F --json F`), and an output folder never holds one of them (a run folder is
-  replaced whole, so an input inside it would be lost);
+- an output is never one of the command's inputs (a file it reads, or an existing file inside
+  a folder it reads: `score-answers A.jsonl --json A.jsonl`, `validate scpp:F --json F`), and
+  an output folder never holds one of them (a run folder is replaced whole, so an input inside
+  it would be lost). A new output inside an input folder is no input and is written there
+  (`eval --data-dir DATA --out DATA/runs`, `report runs/ft --html runs/ft/report.html`);
 - an output file never lies inside an evaluation run folder (a folder holding `run.json`): the
   folder is its run, and is replaced whole by the next write with `--force`; a file written
   there is lost then, or, named like one of the run's files, replaces it. A training run folder
@@ -13,7 +14,8 @@ A command never writes over what it reads, nor into a folder lexsem keeps whole:
   runs/ft --html runs/ft/report.html`), never over one of its files;
 - an output folder of one kind is never a run folder of another kind, nor inside one (`train
   -o` an evaluation run, `eval --out` a training run, `train-data` into either);
-- an output file is never an existing folder, and its folder must be writable;
+- an output file is never an existing folder, and its folder must be writable; an output
+  folder must be writable, or be made in a writable folder;
 - an existing output file is replaced without `--force` only when lexsem wrote it (or it is
   empty): a paper draft, a user's notes, a CSV, anything else is refused before any work.
   lexsem's outputs are told by how they open (`OWN_OPENINGS`, read from the first
@@ -102,12 +104,13 @@ def named_paths(*values: str | Path | None) -> list[Path]:
 
 
 def _collision(real: Path, inputs: Iterable[str | Path], folder: bool) -> tuple[Path, str] | None:
+    """The input that the output `real` (a folder when `folder`) is, holds, or (an existing
+    file) lies inside, and how; None when it is none of these (module doc)."""
     for given in inputs:
         inp = _real(given)
         if real == inp:
             return Path(given), "is"
-        training = (inp / "train.json").is_file() and not real.exists()
-        if inp.is_dir() and inp in real.parents and not (training and not folder):
+        if not folder and real.exists() and inp.is_dir() and inp in real.parents:
             return Path(given), "lies inside"
         if folder and real in inp.parents:
             return Path(given), "holds"
@@ -137,9 +140,9 @@ def check_output_file(
     option: str = "--out",
     force: bool = False,
 ) -> None:
-    """Refuse, before any work, a file output `out` that is (or lies inside) one of `inputs`,
-    lies inside a run folder, is a folder, lies in a read-only folder, or (unless `force`)
-    exists and was not written by lexsem (see the module doc)."""
+    """Refuse, before any work, a file output `out` that is one of `inputs` (or an existing
+    file inside one), lies inside a run folder, is a folder, lies in a read-only folder, or
+    (unless `force`) exists and was not written by lexsem (see the module doc)."""
     real = _real(out)
     hit = _collision(real, inputs, folder=False)
     if hit is not None:
@@ -179,8 +182,9 @@ def check_output_dir(
     option: str = "--out",
 ) -> None:
     """Refuse, before any work, a folder output `out` (of `kind`: the file that marks a run
-    folder of that kind; None for a folder of data) that is, holds or lies inside one of
-    `inputs`, or is (or lies inside) a run folder of another kind."""
+    folder of that kind; None for a folder of data) that is or holds one of `inputs`, is (or
+    lies inside) a run folder of another kind, or is (or would be made in) a read-only
+    folder."""
     real = _real(out)
     hit = _collision(real, inputs, folder=True)
     if hit is not None:
@@ -198,6 +202,13 @@ def check_output_dir(
                     f"{option} {out} {where} {what}, not {wanted}: lexsem does not write one "
                     "kind of run into (or inside) the folder of another; choose another folder"
                 )
+    existing = next((p for p in (real, *real.parents) if p.exists()), None)
+    if existing is not None and existing.is_dir() and not os.access(existing, os.W_OK | os.X_OK):
+        if existing == real:
+            raise LexsemError(f"{option} {out} is read-only: lexsem cannot write into it")
+        raise LexsemError(
+            f"{option} {out}: the folder {existing} is read-only: lexsem cannot make {out} in it"
+        )
 
 
 def check_outputs(

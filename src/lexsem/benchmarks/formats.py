@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +56,13 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file; malformed JSON and a key repeated within one object (SugarCrepe's item ids:
-    a reader would silently keep only the last item) are errors naming the file."""
-    text = read_text(path)
+    """A JSON file (`lexsem.jsonl.read_json`: malformed or too deeply nested JSON is an error
+    naming the file); a key repeated within one object (SugarCrepe's item ids: a reader would
+    silently keep only the last item) is an error naming the file and the key."""
+    from lexsem.jsonl import read_json as read_json_file
+
     try:
-        return json.loads(text, object_pairs_hook=unique_keys)
+        return read_json_file(path, object_pairs_hook=unique_keys)
     except DuplicateKey as exc:
         raise DataError(
             f"the key {exc.key!r} appears twice in one JSON object (a reader keeps only the "
@@ -69,12 +70,6 @@ def read_json(path: Path) -> Any:
             file=path,
             item=exc.key,
         ) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"malformed JSON: {exc.msg} (column {exc.colno}); the file may be truncated",
-            file=path,
-            line=exc.lineno,
-        ) from exc
 
 
 def _text_field(

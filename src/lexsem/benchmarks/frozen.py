@@ -16,7 +16,6 @@ build layer writes it (`lexsem.construct.freeze`) with the names defined here.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +60,10 @@ def _folder(raw: str, selector: str) -> Path:
 
 def read_card(folder: Path) -> dict[str, Any]:
     """The data card of a frozen benchmark folder (its `format` and `files` checked)."""
+    from lexsem.jsonl import read_json
+
     path = folder / CARD_JSON
-    try:
-        card = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"cannot read the data card: {exc}", file=path) from None
+    card = read_json(path)
     ok = (
         isinstance(card, dict)
         and card.get("kind") == CARD_KIND

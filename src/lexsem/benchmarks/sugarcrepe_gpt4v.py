@@ -20,6 +20,7 @@ answer about an item not in the benchmark.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,16 +98,55 @@ def write_gpt4v_answers(folder: Path, items: Iterable[Any], out: Path) -> Conver
     return stats
 
 
+class _Entries(list):  # type: ignore[type-arg]
+    """A JSON object's (key, value) pairs, in the file's order."""
+
+
 def _records(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read the published answers ({exc})", file=path) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg})", file=path, line=exc.lineno) from None
-    if not isinstance(data, dict):
+    """The file's entries by key (`lexsem.jsonl.read_json`); a key given twice (two answers
+    about one item, of which a JSON reader keeps the last silently) is an error naming both
+    lines."""
+    from lexsem.jsonl import read_json
+
+    data = read_json(path, object_pairs_hook=_Entries)
+    if not isinstance(data, _Entries):
         raise DataError(f"expected a JSON object of records, got {type(data).__name__}", file=path)
-    return {str(k): v for k, v in data.items()}
+    keys = [key for key, _ in data]
+    if len(set(keys)) != len(keys):
+        key = next(k for n, k in enumerate(keys) if k in keys[:n])
+        first, second = [line for k, line in _key_lines(path) if k == key][:2]
+        raise DataError(
+            f"two answers for the key {key!r}, on lines {first} and {second}: keep one",
+            file=path,
+            item=key,
+        )
+    return {str(k): _as_dicts(v) for k, v in data}
+
+
+def _as_dicts(value: Any) -> Any:
+    """A value read with `_Entries` for objects, its objects as dicts."""
+    if isinstance(value, _Entries):
+        return {k: _as_dicts(v) for k, v in value}
+    if isinstance(value, list):
+        return [_as_dicts(v) for v in value]
+    return value
+
+
+def _key_lines(path: Path) -> list[tuple[str, int]]:
+    """(key, line) of each entry of the JSON object in `path` (a file `read_json` read)."""
+    text = path.read_text(encoding="utf-8-sig")
+    decoder = json.JSONDecoder()
+    space = re.compile(r"\s*")
+    out: list[tuple[str, int]] = []
+    at = space.match(text, space.match(text).end() + 1).end()  # past the opening brace
+    while text[at] != "}":
+        key, end = decoder.raw_decode(text, at)
+        out.append((key, text.count("\n", 0, at) + 1))
+        at = space.match(text, space.match(text, end).end() + 1).end()  # past the colon
+        at = space.match(text, decoder.raw_decode(text, at)[1]).end()
+        if text[at] == ",":
+            at = space.match(text, at + 1).end()
+    return out
 
 
 def _answer(path: Path, key: str, rec: dict[str, Any]) -> str | None:

@@ -16,6 +16,7 @@ from lexsem.cli.options import (
     CocoVal,
     DataDir,
     ImageRoot,
+    check_bounds,
     config_option,
 )
 from lexsem.config import EvalConfig
@@ -136,6 +137,9 @@ def ask(
     from lexsem.report.choice import choice_markdown, choice_scores, vqa_markdown
 
     library.check_ask(prompt, vqascore, shots, import_file, score)
+    check_bounds(EvalConfig, {"--shots": ("shots", shots), "--shot-seed": ("shot_seed", shot_seed),
+                              "--max-requests": ("max_requests", max_requests),
+                              "--concurrency": ("concurrency", concurrency)})  # fmt: skip
     check_outputs({"--out": out}, inputs=named_paths(import_file, benchmark, run_out), force=force)
     if run_out is not None:
         check_output_dir(run_out, kind="run.json", inputs=named_paths(import_file, benchmark),

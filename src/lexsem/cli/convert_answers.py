@@ -34,14 +34,10 @@ def convert_answers(
     public files lack is kept, and said, so that `score-answers` names it."""
     from lexsem.benchmarks.load import load_benchmark
     from lexsem.benchmarks.sugarcrepe_gpt4v import write_gpt4v_answers
-    from lexsem.errors import LexsemError
     from lexsem.outputs import check_outputs
 
     if source not in FORMATS:
         raise typer.BadParameter(f"{source!r} is not a known layout (one of {', '.join(FORMATS)})")
-    folder, target = folder.resolve(), out.resolve()
-    if target == folder or folder in target.parents:
-        raise LexsemError(f"{out}: the output must not be inside the published folder {folder}")
     check_outputs({"OUT": out}, inputs=[folder], force=force)
     selector = "sugarcrepe" + (f"/{subset}" if subset else "")
     bench = load_benchmark(selector, data_dir=data_dir)

@@ -1,6 +1,6 @@
 """`lexsem reproduce TABLE`: a paper's table run with lexsem and compared with the published
-numbers (`lexsem.reproduce`); `--list` lists the tables with the rows that can run here and
-what the others need."""
+numbers (`lexsem.reproduce`); `--list` lists the tables with the rows that can run here, what
+the others need, and the activation each open_clip row runs."""
 
 from __future__ import annotations
 
@@ -159,4 +159,18 @@ def list_text(settings: Mapping[str, Any] | None = None, *, only_installed: bool
             f'{t.table} of "{t.paper}": {t.description}'
         )
         lines += [f"    not here: {row}: needs {why}" for row, why in not_run.items()]
+        lines += activation_lines(t)
     return "\n".join(lines)
+
+
+def activation_lines(table: Any) -> list[str]:
+    """`    runs QuickGELU: RN50, RN101` per activation the open_clip rows of `table` run
+    (`lexsem.reproduce.render.activation`); none for a table without such rows."""
+    from lexsem.reproduce.render import activation
+
+    rows: dict[str, list[str]] = {}
+    for row in table.rows:
+        said = activation(row.spec)
+        if said is not None:
+            rows.setdefault(said, []).append(row.name)
+    return [f"    runs {name}: {', '.join(names)}" for name, names in sorted(rows.items())]

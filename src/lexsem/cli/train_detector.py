@@ -36,6 +36,7 @@ BatchSize = config_option(DetectorConfig, "batch_size", "--batch-size")
 Lr = config_option(DetectorConfig, "lr", "--lr")
 Seed = config_option(DetectorConfig, "seed", "--seed")
 EmbedBatch = config_option(DetectorConfig, "embed_batch", "--embed-batch")
+ValFraction = config_option(DetectorConfig, "val_fraction", "--val-fraction")
 
 
 def train_detector(
@@ -43,7 +44,8 @@ def train_detector(
         Path,
         typer.Argument(
             help="Training manifest (JSONL or Parquet): natural image/caption vs "
-            "negative_image / negative_image_caption, with a dev split."
+            "negative_image / negative_image_caption; its dev rows select (none: "
+            "--val-fraction of its train rows)."
         ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The detector folder.")],
@@ -58,6 +60,7 @@ def train_detector(
     lr: Lr = DET.lr,
     seed: Seed = DET.seed,
     embed_batch: EmbedBatch = DET.embed_batch,
+    val_fraction: ValFraction = DET.val_fraction,
     benchmark: Annotated[
         list[str] | None,
         typer.Option(
@@ -96,7 +99,7 @@ def train_detector(
         cfg = DetectorConfig(
             model=model, manifest=manifest, out=out, kinds=KINDS[kind], text_epochs=text_epochs,
             image_epochs=image_epochs, batch_size=batch_size, lr=lr, seed=seed,
-            embed_batch=embed_batch, **paths,
+            embed_batch=embed_batch, val_fraction=val_fraction, **paths,
         )  # fmt: skip
     except ValidationError as exc:
         problems = "; ".join(

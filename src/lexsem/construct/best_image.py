@@ -15,7 +15,7 @@ Rules (`rule`):
 - ``first`` (default): the first image of the row's list, what TROHN-Img trains on when the
   images were generated one per caption (K = 1), and its ``_0`` image for any K;
 - ``score``: each image scored with the negative caption by a model of lexsem's model layer
-  (`model`, e.g. ``openclip:ViT-B-32/openai``; a pair scorer's ``score`` — VQAScore, ITM,
+  (`model`, e.g. ``openclip:ViT-B-32-quickgelu/openai``; a pair scorer's ``score`` — VQAScore, ITM,
   BLIP-2 — or else the cosine of a dual encoder's image and text embeddings); the
   highest-scoring image is taken (the first of equal ones), and with `min_score` a row whose
   best score is below it is rejected (``image score below min_score``). This rule is

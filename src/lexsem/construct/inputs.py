@@ -3,6 +3,10 @@ built-in source (`lexsem.construct.catalog.SOURCES`), with its sha256 recorded i
 
 Provenance: a file without a ``source`` column gets the file's name; without ``source_id``, its
 ``id`` column as text, else the row's number (1-based, the line of a JSON Lines file).
+
+An input that cannot be read (a damaged Parquet or CSV file, a JSON Lines line that is not
+JSON) or that holds no rows (an empty file, a source's file without one record) is a one-line
+`DataError` naming it, before any stage runs.
 """
 
 from __future__ import annotations
@@ -34,10 +38,14 @@ def read_input(path: Path | None, source: str | None, settings: dict[str, Any]) 
     """The input of a recipe: the file `path`, or the built-in `source` with `settings`."""
     if source is not None:
         table: InputTable = SOURCES.get(source)(**settings)
+        if table.rows.num_rows == 0:
+            raise DataError(f"{table.described}: no rows (the input source {source!r})")
         return table
     assert path is not None
-    table = _read_file(path)
-    return InputTable(with_provenance(table, path.name), file_sha256(path), str(path))
+    rows = _read_file(path)
+    if rows.num_rows == 0:
+        raise DataError(f"{path}: no rows")
+    return InputTable(with_provenance(rows, path.name), file_sha256(path), str(path))
 
 
 def _read_file(path: Path) -> Any:
@@ -46,14 +54,8 @@ def _read_file(path: Path) -> Any:
     if not path.is_file():
         raise DataError(f"{path}: no such input file")
     suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return pq.read_table(path)
-    if suffix == ".csv":
-        import pyarrow.csv as pcsv
-
-        return pcsv.read_csv(path)
+    if suffix in (".parquet", ".csv"):
+        return _read_table(path, suffix)
     rows = []
     for n, row in read_jsonl(path):
         if not isinstance(row, dict):
@@ -64,6 +66,25 @@ def _read_file(path: Path) -> Any:
     if not rows:
         raise DataError(f"{path}: no rows")
     return pa.Table.from_pylist(rows)
+
+
+def _read_table(path: Path, suffix: str) -> Any:
+    """A Parquet or CSV input as a table; a file pyarrow cannot read is a `DataError`."""
+    import pyarrow as pa
+
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path)
+        import pyarrow.csv as pcsv
+
+        return pcsv.read_csv(path)
+    except (pa.ArrowException, OSError) as exc:
+        what = "Parquet" if suffix == ".parquet" else "CSV"
+        raise DataError(
+            f"{path}: not a readable {what} file ({' '.join(str(exc).split())})"
+        ) from None
 
 
 def with_provenance(table: Any, source: str) -> Any:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.errors import DataError
-from lexsem.jsonl import read_jsonl
+from lexsem.jsonl import read_json, read_jsonl
 from lexsem.tasks.choice import ORDERINGS, PROMPTS, Answer
 
 __all__ = ["read_answer_records", "read_answers", "recorded_settings"]
@@ -67,14 +67,7 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         raise DataError(f"{path}: cannot read the answers file ({exc})") from None
     if not is_list:
         return [(f"line {n}", rec) for n, rec in read_jsonl(path)]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the answers file ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    data = read_json(path)
     return [(f"record {i}", rec) for i, rec in enumerate(data, 1)]
 
 

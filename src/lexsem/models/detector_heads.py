@@ -43,6 +43,13 @@ class DetectorHead:
         """P(generated) of each row of `features` (n, d): a float32 tensor (n,)."""
         import torch
 
+        if features.ndim != 2 or features.shape[1] != self.weight.shape[1]:
+            got = features.shape[-1] if features.ndim else 0
+            raise ModelError(
+                f"the {self.kind} detector head takes {self.weight.shape[1]}-dimensional "
+                f"embeddings but its base model {self.base_model} gives {got}-dimensional ones: "
+                "the head was not trained on this model; train one on it (lexsem train-detector)"
+            )
         x = features.to(self.weight.device, torch.float32)
         return torch.sigmoid(x @ self.weight.T + self.bias)[:, 0]
 
@@ -97,4 +104,10 @@ def load_head(folder: Path, kind: str) -> DetectorHead:
         raise ModelError(f"{weights}: a detector head holds weight (1, d) and bias (1,)")
     if tuple(bias.shape) != (1,):
         raise ModelError(f"{weights}: a detector head holds weight (1, d) and bias (1,)")
+    trained_on = record.get("embedding_dim")
+    if isinstance(trained_on, int) and trained_on != weight.shape[1]:
+        raise ModelError(
+            f"{weights}: the head takes {weight.shape[1]}-dimensional embeddings but {rec} says "
+            f"it was trained on {trained_on}-dimensional ones: the two files are not one head"
+        )
     return DetectorHead(kind, weight.float(), bias.float(), record)

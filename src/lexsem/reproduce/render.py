@@ -1,13 +1,16 @@
 """A table's comparison as Markdown (the terminal shows the same text) and CSV: published vs
 lexsem with Δ per cell, a `*` on each Δ whose published number lies outside the run's
-confidence interval, and the rows that did not run with what they need. Markdown tables are
-`lexsem.report.tables.Table`s, rendered by `to_markdown`."""
+confidence interval, and the rows that did not run with what they need. Each row says the
+activation its model runs where the model has one to say (open_clip: QuickGELU or GELU, as its
+weights were trained; `activation`); a Markdown table has that column when one of its rows
+does. Markdown tables are `lexsem.report.tables.Table`s, rendered by `to_markdown`."""
 
 from __future__ import annotations
 
 import csv
 import io
 from collections.abc import Sequence
+from functools import cache
 
 from lexsem.outputs import TABLE_MARKS
 from lexsem.report.paper.facts import PaperTable
@@ -17,8 +20,21 @@ from lexsem.reproduce.published_vs_measured import Comparison
 OUTSIDE = "*"
 CSV_FIELDS = (
     "table", "model", "spec", "benchmark", "task", "metric", "subset", "column", "published",
-    "lexsem", "delta", "ci_low", "ci_high", "outside_ci", "status", "why",
+    "lexsem", "delta", "ci_low", "ci_high", "outside_ci", "status", "why", "activation",
 )  # fmt: skip
+NO_ACTIVATION = "—"
+ACTIVATION_NOTE = (
+    "Activation: what the row's open_clip model runs, as its weights were trained (— for "
+    "other models)"
+)
+
+
+@cache
+def activation(spec: str | None) -> str | None:
+    """The activation the model of `spec` runs (`lexsem.models.activation`), or None."""
+    from lexsem.models.activation import spec_activation
+
+    return None if spec is None else spec_activation(spec)
 
 
 def _num(value: float | None, fmt: str = ".2f") -> str:
@@ -62,10 +78,17 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
     title = f"{table.name}: {table.paper}, {table.table}"
     marked = any(c.outside for c in comparisons if c.status == "compared")
     legend = [f"{OUTSIDE} the published number lies outside the run's confidence interval"]
+    said = any(activation(row.spec) for row in table.rows)
+    act = ["Activation"] if said else []
+    note = [ACTIVATION_NOTE] if said else []
+
+    def runs(c: Comparison) -> list[str]:
+        return [activation(c.spec) or NO_ACTIVATION] if said else []
+
     compared = Table(
         title=f"{title} — published vs lexsem",
-        headers=["Model", "Benchmark", "Column", "Published", "lexsem", "Δ", "CI"],
-        notes=[*(legend if marked else []), summary(comparisons)],
+        headers=["Model", "Benchmark", "Column", "Published", "lexsem", "Δ", "CI", *act],
+        notes=[*(legend if marked else []), *note, summary(comparisons)],
     )
     for c in comparisons:
         if c.status != "compared":
@@ -80,13 +103,14 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
                 _num(c.lexsem),
                 delta_text(c),
                 ci_text(c),
+                *runs(c),
             ]
         )
     out = [compared] if compared.rows else []
     left = Table(
         title=f"{table.name}: rows not compared",
-        headers=["Model", "Spec", "Why"],
-        notes=[] if compared.rows else [summary(comparisons)],
+        headers=["Model", "Spec", "Why", *act],
+        notes=[] if compared.rows else [*note, summary(comparisons)],
     )
     seen: set[tuple[str, str]] = set()
     for c in comparisons:
@@ -94,7 +118,7 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
             continue
         seen.add((c.model, c.why or ""))
         why = f"needs {c.why}" if c.status == "not run" else f"{c.status}: {c.why}"
-        left.rows.append([c.model, c.spec or "", why])
+        left.rows.append([c.model, c.spec or "", why, *runs(c)])
     if left.rows or not out:
         out.append(left)
     return out
@@ -117,7 +141,7 @@ def to_csv_text(table: PaperTable, comparisons: Sequence[Comparison]) -> str:
                 table.name, c.model, c.spec or "", col.benchmark, col.task, col.metric,
                 col.subset, col.header, c.published, _num(c.lexsem, ".6f"),
                 _num(c.delta, ".6f"), _num(c.ci_low, ".6f"), _num(c.ci_high, ".6f"), outside,
-                c.status, c.why or "",
+                c.status, c.why or "", activation(c.spec) or "",
             ]
         )  # fmt: skip
     return buf.getvalue()

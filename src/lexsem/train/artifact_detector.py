@@ -15,7 +15,15 @@ is its ``image`` / ``caption``, the generated side its ``negative_image`` /
 ``train_manifest`` stage from a build). A row without a negative image caption gives the text
 head its first ``negatives`` caption (TROHN-Text rows); a row without the side a head needs is
 left out and counted. The manifest's ``train`` rows train, its ``dev`` rows select, as the
-reference trains on TROHN-Img's train split and selects on its validation split.
+reference trains on TROHN-Img's train split and selects on its validation split. A manifest
+without ``dev`` rows (`lexsem train-data`'s default) has its validation rows drawn from its
+``train`` rows: `val_fraction` of them (0.2), as `lexsem train --val-fraction` draws BiVLC's
+(`lexsem.train.validation.held_out_split`: datasets' ``train_test_split(test_size, seed)``
+with the detector's seed), the same rows for both heads; the record says which.
+
+A detector head fits the base model it was trained on: a head whose size is not the base
+model's embedding size (its files replaced, its record edited) is a `ModelError` naming both
+sizes when it is first used (`lexsem.models.detector_heads.DetectorHead.probs`).
 
 `train_detectors(config)` writes ``text.safetensors`` / ``image.safetensors`` and their JSON
 records in `config.out` (`lexsem.models.detector_heads`), read back by the ``artifact:``
@@ -25,7 +33,7 @@ backend (`lexsem eval -m artifact:DIR`) and by `lexsem.train.artifact_eval`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,6 +74,13 @@ class DetectorConfig(BaseModel):
     eps: float = Field(1e-8, gt=0, description="Adam epsilon.")
     seed: int = Field(42, ge=0, le=2**63 - 1, description="Seed of the head's init and order.")
     embed_batch: int = Field(256, ge=1, description="Items a batch when embedding.")
+    val_fraction: float = Field(
+        0.2,
+        gt=0,
+        lt=1,
+        description="Share of the train rows held out to select on when the manifest has no "
+        "dev rows (datasets' train_test_split with --seed).",
+    )
     data_dir: Path | None = _EVAL["data_dir"]
     cache_dir: Path | None = _EVAL["cache_dir"]
     coco_val2017: Path | None = _EVAL["coco_val2017"]
@@ -108,6 +123,26 @@ def detector_pairs(examples: Sequence[Any], kind: str) -> DetectorPairs:
             continue
         out[ex.split].append((natural, generated))
     return DetectorPairs(out[TRAIN_SPLIT], out[VAL_SPLIT], left_out)
+
+
+def with_validation_rows(
+    examples: Sequence[Any], config: DetectorConfig
+) -> tuple[list[Any], dict[str, Any]]:
+    """`examples` with validation rows, and how they were chosen (module doc): the manifest's
+    own dev rows, else `config.val_fraction` of its train rows drawn with `config.seed`."""
+    from lexsem.train.validation import held_out_split
+
+    if any(ex.split == VAL_SPLIT for ex in examples):
+        return list(examples), {"from": "the manifest's dev rows"}
+    train = [k for k, ex in enumerate(examples) if ex.split == TRAIN_SPLIT]
+    try:
+        _, held = held_out_split(len(train), config.val_fraction, config.seed)
+    except ValueError as exc:
+        raise DataError(f"{config.manifest}: no dev rows, and {exc}") from None
+    dev = {train[k] for k in held}
+    out = [replace(ex, split=VAL_SPLIT) if k in dev else ex for k, ex in enumerate(examples)]
+    return out, {"from": "train rows held out (no dev rows)", "fraction": config.val_fraction,
+                 "seed": config.seed, "rows": len(dev)}  # fmt: skip
 
 
 def _to(tokens: Any, device: Any) -> Any:
@@ -198,7 +233,8 @@ def train_detectors(
     c = config
     images = _image_store(c)
     manifest = read_manifest(c.manifest, images, check_images="image" in c.kinds)
-    pairs = {kind: detector_pairs(manifest.examples, kind) for kind in c.kinds}
+    examples, validation = with_validation_rows(manifest.examples, c)
+    pairs = {kind: detector_pairs(examples, kind) for kind in c.kinds}
     for kind, p in pairs.items():
         if not p.train or not p.validation:
             raise DataError(
@@ -235,6 +271,7 @@ def train_detectors(
                 "train_rows": len(p.train),
                 "validation_rows": len(p.validation),
                 "left_out_rows": p.left_out,
+                "validation": validation,
             },
             "settings": _settings(c, kind),
             "seed": c.seed,

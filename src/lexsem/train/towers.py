@@ -7,7 +7,9 @@ model's fingerprint every run, and a module whose weights changed gets its own c
 text embeddings (L2-normalised; unnormalised as `image_features` / `text_features`, what the
 artifact detectors of `lexsem.train.artifact_detector` read), the logit scale (exp applied),
 the image preprocessing (the model's own evaluation transform) and the tokenizer — and saves a
-checkpoint that the evaluation backends load as they are (`openclip:ARCH@ckpt.pt`, `clip:folder`).
+checkpoint that the evaluation backends load as they are (`clip:folder`, or
+`openclip:ARCH@ckpt.pt?quick_gelu=...`: the spec says the activation the model trained with,
+as the checkpoint alone does not).
 """
 
 from __future__ import annotations
@@ -85,8 +87,10 @@ class OpenClipTowers(Towers):
             torch.save({"state_dict": state}, tmp)
         spec = self.encoder.spec
         arch = str(spec.config_file) if spec.config_file is not None else spec.arch
-        query = "&".join(f"{k}={v}" for k, v in sorted(spec.options.items()))
-        return f"openclip:{arch}@{path}" + (f"?{query}" if query else "")
+        # the activation the model trained with, said: a checkpoint's is unknown otherwise
+        options = {**spec.options, "quick_gelu": str(bool(self.encoder.quick_gelu)).lower()}
+        query = "&".join(f"{k}={v}" for k, v in sorted(options.items()))
+        return f"openclip:{arch}@{path}?{query}"
 
 
 class HFClipTowers(Towers):

@@ -56,6 +56,7 @@ from lexsem.models.backends.openclip.source import (
 from lexsem.models.backends.openclip.spec import OpenClipSpec, as_openclip_spec
 from lexsem.models.backends.openclip.trained_activation import (
     TrainedActivation,
+    spec_activation,
     trained_activation,
 )
 from lexsem.models.backends.openclip.trim import CausalTextTower, causal_text_tower
@@ -82,6 +83,8 @@ class OpenClipEncoder(LazyTextEncoder):
     accepts_raw_mode: ClassVar[bool] = True
     # DataLoader workers need only the transform (`_causal` holds parts of the model)
     _not_pickled = ("_model", "_tokenizer", "_causal")
+    # the activation a spec runs, without building it (`lexsem.models.activation`)
+    spec_activation = staticmethod(spec_activation)
     spec: OpenClipSpec
     source: OpenClipSource
 

@@ -174,3 +174,19 @@ def trained_activation(
     if known is not None:
         return TrainedActivation(known.quick_gelu, f"{known.source}: {known.evidence}", True)
     return registry_activation(entry, registered_quick_gelu, registered_arch)
+
+
+def spec_activation(spec: Any) -> str | None:
+    """The activation an `openclip:` spec runs, said without building it: the spec's own
+    `quick_gelu` when it gives one, else the table's fact for its (arch, tag), which is what
+    the encoder runs (it refuses an arch that builds the other). None for a local checkpoint
+    or a tag the table does not hold (the encoder answers for those when it is built)."""
+    from lexsem.models.backends.openclip.spec import as_openclip_spec
+
+    clip = as_openclip_spec(spec)
+    if clip.pretrained is None:
+        return None
+    if clip.quick_gelu is not None:
+        return activation_name(clip.quick_gelu)
+    known = fact(clip.arch, clip.pretrained)
+    return None if known is None else activation_name(known.quick_gelu)
