@@ -70,13 +70,6 @@ def read_json(path: Path) -> Any:
             item=exc.key,
         ) from None
     except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":  # a whole JSON value, then more: JSON Lines, not one document
-            raise DataError(
-                "one JSON document expected, but another value starts here: a JSON Lines file "
-                "(one value a line)?",
-                file=path,
-                line=exc.lineno,
-            ) from exc
         raise DataError(
             f"malformed JSON: {exc.msg} (column {exc.colno}); the file may be truncated",
             file=path,
