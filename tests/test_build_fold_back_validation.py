@@ -98,6 +98,17 @@ def test_bad_answers_and_settings_are_refused(tmp_path: Path) -> None:
         fold_back_validation(_rows(), StageContext(tmp_path), answers="missing.parquet")
 
 
+def test_no_accepted_row_is_nothing_to_wait_for(tmp_path: Path) -> None:
+    # every generated text rejected before the study: no study of 0 items to pause for
+    rows = _rows().set_column(4, "rejected", pa.array(["superfluous output"] * 6))
+    ctx = StageContext(tmp_path)
+    out = fold_back_validation(rows, ctx, answers="missing.parquet")
+    assert out.equals(rows) and "accepted" in ctx.counts and ctx.counts["accepted"] == 0
+    assert not (tmp_path / "human").exists()
+    with pytest.raises(HumanStepPending, match=r"1 row to validate"):  # one left: it waits
+        fold_back_validation(_rows().slice(0, 1), ctx, answers="missing.parquet")
+
+
 RECIPE = recipe_toml(
     "validated", 1,
     stage("fold_back_validation", answers="{answers}", column="p2"),

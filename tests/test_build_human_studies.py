@@ -144,7 +144,10 @@ def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: P
     ) as paused:
         _build(bivlc_recipe, out)
     assert paused.value.stage == "stage 5/8 best_image"  # a pause, not an error: exit status 3
-    assert paused.value.answers == out / "human" / "best_image" / "answers.csv"
+    # the file the printed export command writes; the message names every file the stage reads
+    assert paused.value.answers == out / "human" / "best_image" / "answers.parquet"
+    assert "(answers.csv, answers.jsonl, answers.parquet)" in str(paused.value)
+    assert f"--answers {paused.value.answers}" in paused.value.commands[-1]
     record = json.loads((out / "build.json").read_text())
     images_stage = pq.read_table(out / record["stages"][2]["output"]).to_pylist()
     images = {r["source_id"]: r["images"] for r in images_stage}

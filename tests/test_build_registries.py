@@ -31,6 +31,17 @@ def test_every_shipped_recipe_is_registered_and_every_entry_loads() -> None:
     assert callable(SOURCES.get("vsr")) and callable(SOURCES.get("coco_captions"))
 
 
+def test_a_folder_named_like_a_shipped_recipe_is_not_the_recipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `lexsem build bivlc -o bivlc`, run again after its pause: ./bivlc is the build folder
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bivlc").mkdir()
+    assert find_recipe("bivlc") == RECIPE_FILES / "bivlc.toml"
+    (tmp_path / "mine.toml").write_text('name = "mine"')
+    assert find_recipe("mine.toml") == Path("mine.toml")  # a file is still read as given
+
+
 def test_registries_are_declared_without_importing_the_stage_modules() -> None:
     code = (
         "import sys; from lexsem.construct.catalog import STAGES; "

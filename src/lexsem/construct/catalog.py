@@ -121,11 +121,12 @@ def stage_names() -> list[str]:
 
 
 def find_recipe(recipe: str | Path) -> Path:
-    """The recipe file `recipe` names: a file, or else a shipped recipe's name; a name that
-    is neither (no such file, no folder or suffix in it) is an error naming the shipped
-    recipes, with "did you mean"."""
+    """The recipe file `recipe` names: a file, or else a shipped recipe's name (a folder of
+    that name, such as the build folder of ``lexsem build bivlc -o bivlc``, is not a recipe);
+    a name that is neither (no such file, no folder or suffix in it) is an error naming the
+    shipped recipes, with "did you mean"."""
     path = Path(recipe)
-    if path.exists():
+    if path.is_file():
         return path
     name = str(recipe)
     if name in RECIPES or (len(path.parts) == 1 and not path.suffix):

@@ -162,6 +162,10 @@ def fold_back_validation(
     if isinstance(answers, str):
         source = _answers_path(ctx.out if ctx is not None else None, answers)
         if not source.is_file():
+            if not any(accepted(rows).to_pylist()):  # nothing to validate: no study to wait for
+                if ctx is not None:
+                    ctx.count("accepted", 0)
+                return rows
             roles = {"original": original, "generated": column, "positive": positive,
                      "image": image}  # fmt: skip
             _pause(rows, ctx, source, roles)

@@ -381,13 +381,18 @@ def fold_back_answers(
         ctx.count("answers", 0)
         return rows
     if not answers_path.is_file():
+        # without an `answers` setting any of ANSWER_FILES is read: the study's export is the last
+        missing = (
+            f"{answers_path}" if answers is not None
+            else f"in {answers_path.parent} ({', '.join(ANSWER_FILES)})"
+        )  # fmt: skip
         raise HumanStepPending(
-            f"{where}: waiting for people: no answers file {answers_path}. The {task} tasks are "
+            f"{where}: waiting for people: no answers file {missing}. The {task} tasks are "
             f"in {tasks_path} (instructions, and the commands of a study of them: "
             f"{tasks_path.parent / README}); fill in the answers, or export the study's answers, "
             "and run the same command again",
             commands=_readme_commands(tasks_path.parent / README),
-            answers=answers_path,
+            answers=answers_path if answers is not None else answers_path.parent / ANSWER_FILES[-1],
         )
     given: dict[str, tuple[int, str]] = {}
     in_file: list[tuple[int, str, str]] = []
