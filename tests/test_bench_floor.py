@@ -1,0 +1,59 @@
+"""bench/floor.py: the FLOPs it counts are the hand count of the work (`make bench` divides
+them by the measured matmul floor)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.torch
+
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+
+
+def _floor() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_floor", BENCH / "floor.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_count_flops_of_a_tiny_model_is_the_hand_count() -> None:
+    import torch
+
+    floor = _floor()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+    x = torch.randn(3, 8)
+    flops, out = floor.count_flops(model, x)
+    # 2 FLOPs per multiply-add: 3 rows x (8x16 + 16x4) weights; GELU and biases are not counted
+    assert flops == 2 * 3 * (8 * 16 + 16 * 4) == 1152
+    assert out.shape == (3, 4)
+    a, b = torch.randn(5, 6), torch.randn(6, 7)
+    assert floor.count_flops(torch.matmul, a, b)[0] == 2 * 5 * 6 * 7
+    # backward: the gradients of the input and of the weight, twice the forward's matmul
+    lin = torch.nn.Linear(8, 4, bias=False)
+    xg = torch.randn(3, 8, requires_grad=True)
+    assert floor.count_flops(lambda: lin(xg).sum().backward())[0] == 3 * (2 * 3 * 8 * 4)
+
+
+def test_fraction_of_the_floor() -> None:
+    floor = _floor()
+    assert floor.fraction(50e9, 2.0, 100.0) == pytest.approx(0.25)
+    assert floor.fraction(1e9, 0.0, 100.0) == 0.0
+    line = floor.floor_line("text tower", 50e9, 2.0, 100.0, "fp32")
+    assert line == (
+        "text tower: 50.0 GFLOP in 2.00 s = 25.0 GFLOP/s, 25% of the fp32 floor (100.0 GFLOP/s)"
+    )
+
+
+def test_cpu_kind_names_the_bf16_flags() -> None:
+    floor = _floor()
+    kind = floor.cpu_kind()
+    assert set(kind.flags) <= {"avx512_bf16", "amx_bf16"} and kind.threads >= 1
+    assert kind.capability in kind.line() and "torch threads" in kind.line()
