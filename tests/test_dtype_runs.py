@@ -78,3 +78,26 @@ def test_compare_of_two_models_has_no_dtype_line(two_dtypes: dict[str, Path]) ->
     res = CliRunner().invoke(app, ["compare", str(two_dtypes["fp32"]), str(two_dtypes["fp32"])])
     assert res.exit_code == 0, res.output
     assert "hits differ" not in res.stdout
+
+
+def test_dtype_auto_says_what_it_picked(
+    two_dtypes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lexsem.models import device
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f\n")
+    monkeypatch.setattr(device, "CPUINFO", info)
+    fp32 = json.loads((two_dtypes["fp32"] / "run.json").read_text())
+    out = tmp_path / "auto"
+    args = ["eval", "-m", fp32["model"]["spec"], "-b", "synthetic", "--dtype", "auto"]
+    args += ["--device", "cpu", "--n-boot", "0", "-o", str(out)]
+    args += ["--cache-dir", str(two_dtypes["fp32"].parent / "cache")]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "dtype auto: fp32, this CPU has no native bf16" in res.stderr
+    model = json.loads((out / "run.json").read_text())["model"]
+    assert model["dtype"] == "fp32" and "dtype_note" not in model
+    assert model["dtype_reason"].startswith("auto: fp32, this CPU has no native bf16")
+    # the same fingerprint as the fp32 run: every embedding came from its store
+    assert model["fingerprint_key"] == fp32["model"]["fingerprint_key"]

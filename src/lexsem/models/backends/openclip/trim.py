@@ -48,7 +48,8 @@ class CausalTextTower:
         cast = self.transformer.get_cast_dtype()
         x = self.token_embedding(tokens[:, :width]).to(cast)
         x = x + self.positional_embedding[:width].to(cast)
-        x = self.transformer(x, attn_mask=self.attn_mask[:width, :width])
+        # the mask in the blocks' dtype once per batch (each block would cast it again)
+        x = self.transformer(x, attn_mask=self.attn_mask[:width, :width].to(cast))
         x = self.ln_final(x)
         x = x[torch.arange(x.shape[0], device=x.device), index]
         proj = self.text_projection
