@@ -5,8 +5,9 @@ Shared by the bench parts that print a *fraction of the floor* beside their rati
 
 - `cpu_kind`: the CPU's model name, torch's CPU capability and the flags that decide what bf16
   costs (avx512_bf16, amx_bf16): figures from machines of different kinds are never one row;
-- `matmul_gflops`: torch's throughput on a square matmul (fp32 or bf16) with the run's threads,
-  the floor of work made of matrix multiplications;
+- `matmul_gflops`: torch's throughput on a square matmul (fp32 or bf16; 2048x2048, smaller
+  where that would take long) with the run's threads, the floor of work made of matrix
+  multiplications;
 - `count_flops`: the floating-point operations of a call, counted by torch's
   `FlopCounterMode` (matmuls, convolutions and attention: 2 per multiply-add; element-wise
   work is not counted, so a fraction of the floor is an upper bound of the time a path could
@@ -68,23 +69,33 @@ def cpu_kind() -> CpuKind:
     )
 
 
-def matmul_gflops(dtype: str, n: int = 2048, seconds: float = 2.0) -> float:
-    """GFLOP/s of `n`x`n` @ `n`x`n` in `dtype` (`fp32` or `bf16`) on the CPU, with torch's
-    threads: the best of the repeats run in about `seconds` after one warm-up."""
+def matmul_gflops(dtype: str, n: int = 2048, seconds: float = 2.0) -> tuple[float, int]:
+    """(GFLOP/s, size) of a square matmul in `dtype` (`fp32` or `bf16`) on the CPU, with torch's
+    threads: the best of the repeats run in about `seconds` after one warm-up, at `n`x`n`, or
+    smaller where one product at twice the size would take over `seconds` (bf16 without native
+    support runs at a fraction of a GFLOP/s on some CPUs)."""
     import torch
 
     dt = {"fp32": torch.float32, "bf16": torch.bfloat16}[dtype]
     gen = torch.Generator().manual_seed(0)
-    a = torch.randn(n, n, generator=gen).to(dt)
-    b = torch.randn(n, n, generator=gen).to(dt)
-    a @ b  # warm-up: threads, kernels
-    best, spent = float("inf"), 0.0
-    while spent < seconds or best == float("inf"):
+    size = min(256, n)
+    while True:
+        a = torch.randn(size, size, generator=gen).to(dt)
+        b = torch.randn(size, size, generator=gen).to(dt)
+        a @ b  # warm-up: threads, kernels
+        t0 = time.perf_counter()
+        a @ b
+        took = time.perf_counter() - t0
+        if size >= n or took * 8 > seconds:  # twice the size: 8 times the work
+            break
+        size *= 2
+    best, spent = took, took
+    while spent < seconds:
         t0 = time.perf_counter()
         a @ b
         took = time.perf_counter() - t0
         best, spent = min(best, took), spent + took
-    return 2 * n**3 / best / 1e9
+    return 2 * size**3 / best / 1e9, size
 
 
 def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int, Any]:
@@ -148,7 +159,7 @@ def openclip_floor(checkpoint: str, arch: str, texts: list[str]) -> dict[str, An
     return {
         "cpu": kind.line(),
         "bf16_flags": list(kind.flags),
-        "matmul_gflops": {"fp32": matmul_gflops("fp32"), "bf16": matmul_gflops("bf16")},
+        "matmul_gflops": {"fp32": matmul_gflops("fp32")[0], "bf16": matmul_gflops("bf16")[0]},
         "image_flops": image_flops(encoder),
         "text_flops": text_flops(encoder, texts),
         "texts": len(texts),
@@ -174,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(cpu_kind().line())
     for dtype in ("fp32", "bf16"):
-        print(f"matmul 2048x2048 {dtype}: {matmul_gflops(dtype):.1f} GFLOP/s")
+        gflops, size = matmul_gflops(dtype)
+        print(f"matmul {size}x{size} {dtype}: {gflops:.1f} GFLOP/s")
     return 0
 
 

@@ -4,11 +4,12 @@ Measures, in one process with torch's threads:
 
 - the floor: the CPU kind (its model, torch's CPU capability and whether it has avx512_bf16 /
   amx_bf16, so that rows from machines of different kinds are never compared) and torch's fp32
-  and bf16 throughput on a 2048x2048 matmul (`floor.py`);
+  and bf16 throughput on a 2048x2048 matmul (smaller where that would take long: `floor.py`);
 - the towers of a random-weight open_clip ViT-B/32 (the model of `make bench-peer`), in fp32
-  and in bf16: N generated images through `encode_images` (one batch) and N SugarCrepe captions
-  through `encode` (the engine's text path: texts by token count, each batch run only up to its
-  longest text), each timed after a warm-up; their FLOPs counted with torch's
+  and, on a CPU with native bf16 (or with `--bf16`), in bf16: N generated images through
+  `encode_images` (one batch) and N SugarCrepe captions through `encode` (the engine's text
+  path: texts by token count, each batch run only up to its longest text), each timed after a
+  warm-up; their FLOPs counted with torch's
   `FlopCounterMode` (one image; each caption at its own token count). Printed: GFLOP, seconds,
   GFLOP/s and the share of that dtype's floor, and bf16's speed-up over fp32 per tower;
 - a training step: lexsem's CLIP loss (`lexsem.train.losses`) on the small CLIP of
@@ -77,14 +78,16 @@ def best_time(fn: Callable[[], Any], repeats: int = 2) -> float:
     return best
 
 
-def towers(ckpt: Path, texts: list[str], n_images: int, floors: dict[str, float]) -> dict:
+def towers(
+    ckpt: Path, texts: list[str], n_images: int, floors: dict[str, float], dtypes: list[str]
+) -> dict:
     """Per dtype: each tower's FLOPs, best time and share of that dtype's floor."""
     import torch
 
     from lexsem.models.factory import load_model
 
     out: dict[str, Any] = {}
-    for dtype in ("fp32", "bf16"):
+    for dtype in dtypes:
         enc = load_model(f"openclip:{ARCH}@{ckpt}?quick_gelu=false&dtype={dtype}", device="cpu")
         side = enc.image_config["size"]
         side = side if isinstance(side, int) else side[-1]
@@ -108,7 +111,7 @@ def towers(ckpt: Path, texts: list[str], n_images: int, floors: dict[str, float]
                          f"{' (trimmed)' if enc.trims_padding else ' (full context)'}",
                          txt_flops, txt_s, floors[dtype], dtype))  # fmt: skip
         enc.unload()
-    for tower in ("image", "text"):
+    for tower in ("image", "text") if "bf16" in out else ():
         speed = out["fp32"][f"{tower}_s"] / out["bf16"][f"{tower}_s"]
         out[f"{tower}_bf16_speedup"] = speed
         print(f"  bf16 {tower} tower: {speed:.2f}x the speed of fp32")
@@ -157,6 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--images", type=int, default=32, help="images per tower run (default 32)")
     ap.add_argument("--texts", type=int, default=256, help="captions per run (default 256)")
     ap.add_argument("--steps", type=int, default=5, help="timed training steps (default 5)")
+    ap.add_argument(
+        "--bf16",
+        action="store_true",
+        help="run the bf16 towers on a CPU without native bf16 too (slow)",
+    )
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     data = Path(os.environ.get("LEXSEM_TEST_DATA", "../shared/data"))
@@ -168,9 +176,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     kind = cpu_kind()
     print(kind.line())
-    floors = {dtype: matmul_gflops(dtype) for dtype in ("fp32", "bf16")}
-    print(f"floor: matmul 2048x2048 fp32 {floors['fp32']:.1f} GFLOP/s, "
-          f"bf16 {floors['bf16']:.1f} GFLOP/s (torch {torch.__version__})")  # fmt: skip
+    measured = {dtype: matmul_gflops(dtype) for dtype in ("fp32", "bf16")}
+    floors = {dtype: gflops for dtype, (gflops, _) in measured.items()}
+    print("floor: " + ", ".join(f"matmul {n}x{n} {d} {g:.1f} GFLOP/s"
+                                for d, (g, n) in measured.items())
+          + f" (torch {torch.__version__})")  # fmt: skip
+    dtypes = ["fp32", "bf16"] if kind.flags or args.bf16 else ["fp32"]
+    if "bf16" not in dtypes:
+        print("bf16 towers: not run, this CPU has no native bf16 (--bf16 runs them anyway)")
     texts = captions(data, args.texts)
     with tempfile.TemporaryDirectory(prefix="lexsem-floor-bench-") as tmp:
         ckpt = Path(tmp) / "vit-b-32-random.pt"
@@ -179,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             warnings.simplefilter("ignore")  # "no pretrained weights": random, on purpose
             torch.save(open_clip.create_model(ARCH).state_dict(), ckpt)
         print(f"random {ARCH}, CPU:")
-        tower_figures = towers(ckpt, texts, args.images, floors)
+        tower_figures = towers(ckpt, texts, args.images, floors, dtypes)
     train = train_step(floors, args.steps)
     if args.json:
         args.json.write_text(json.dumps({

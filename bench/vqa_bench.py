@@ -42,7 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from floor import count_flops, cpu_kind, floor_line, fraction, matmul_gflops  # bench/ on the path
+from floor import count_flops, cpu_kind, floor_line, fraction, matmul_gflops  # bench/: on path
 
 QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
 SYSTEM = (
@@ -245,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # for lexsem) and the machine's fp32 matmul throughput
         ref_flops = count_flops(reference_loop, model, images, pairs, args.batch)[0]
         cold_flops = count_flops(lexsem_scores, model, images, pairs, tmpd / "f", args.batch)[0]
-        floor = matmul_gflops("fp32")
+        floor = matmul_gflops("fp32")[0]
     diff = float(np.max(np.abs(cold - ref)))
     assert np.array_equal(cold, warm), "the warm rerun changed a score"
     assert wstats.n_scored == 0, "the warm rerun scored pairs again"

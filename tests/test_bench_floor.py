@@ -57,3 +57,9 @@ def test_cpu_kind_names_the_bf16_flags() -> None:
     kind = floor.cpu_kind()
     assert set(kind.flags) <= {"avx512_bf16", "amx_bf16"} and kind.threads >= 1
     assert kind.capability in kind.line() and "torch threads" in kind.line()
+
+
+def test_matmul_floor_is_measured_at_the_size_asked_or_smaller() -> None:
+    floor = _floor()
+    gflops, size = floor.matmul_gflops("fp32", n=128, seconds=0.05)
+    assert gflops > 0 and size == 128  # a 128x128 product is far under the time allowed
