@@ -35,7 +35,6 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -174,6 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import open_clip
     import torch
 
+    from lexsem.models.backends.openclip.checkpoints import quiet_random_init
+
     kind = cpu_kind()
     print(kind.line())
     measured = {dtype: matmul_gflops(dtype) for dtype in ("fp32", "bf16")}
@@ -188,8 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="lexsem-floor-bench-") as tmp:
         ckpt = Path(tmp) / "vit-b-32-random.pt"
         torch.manual_seed(0)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "no pretrained weights": random, on purpose
+        with quiet_random_init(True):  # "no pretrained weights": random, on purpose
             torch.save(open_clip.create_model(ARCH).state_dict(), ckpt)
         print(f"random {ARCH}, CPU:")
         tower_figures = towers(ckpt, texts, args.images, floors, dtypes)
