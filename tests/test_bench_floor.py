@@ -63,3 +63,20 @@ def test_matmul_floor_is_measured_at_the_size_asked_or_smaller() -> None:
     floor = _floor()
     gflops, size = floor.matmul_gflops("fp32", n=128, seconds=0.05)
     assert gflops > 0 and size == 128  # a 128x128 product is far under the time allowed
+
+
+def test_attention_in_inference_counts_its_projections() -> None:
+    """nn.MultiheadAttention under inference_mode takes a fused fast path whose projections
+    FlopCounterMode would not see: counted, they are there."""
+    import torch
+
+    floor = _floor()
+    mha = torch.nn.MultiheadAttention(16, 2, batch_first=True).eval()
+    x = torch.randn(3, 5, 16)
+    with torch.inference_mode():
+        flops = floor.count_flops(lambda: mha(x, x, x, need_weights=False))[0]
+    rows = 3 * 5
+    projections = 2 * rows * 16 * (3 * 16) + 2 * rows * 16 * 16  # QKV in, output out
+    attention = 2 * (2 * 3 * 2 * 5 * 5 * 8)  # QK^T and AV: batch x heads x 5 x 5 x head dim
+    assert flops == projections + attention
+    assert torch.backends.mha.get_fastpath_enabled()  # restored
