@@ -67,6 +67,7 @@ test: $(STAMP) $(PEER_T2V)/t2v_metrics
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/text_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/image_bench.py --device cpu
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/floor_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/vqa_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/train_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/annotate_bench.py

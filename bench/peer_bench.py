@@ -17,7 +17,10 @@ Prints the per-subset accuracies side by side (they must be identical: the exit 
 they are not), the wall times, the ratios against the targets (lexsem cold >= 5x faster than
 CLIP_benchmark, warm <= 3 s), each process's CPU seconds (user + system of its whole tree: on a
 machine shared with other work the steadier comparison) and peak RSS (the largest process of
-its tree, as `wait4` reports it). `--json OUT` writes every figure.
+its tree, as `wait4` reports it). Beside the ratio, the machine's floor (`floor.py`, in a
+process of its own: the CPU kind, the fp32 and bf16 matmul throughput, the FLOPs of one image
+and of every unique caption at its own token count) and the share of the fp32 floor each tower
+of the cold run reached (from its run.json timings). `--json OUT` writes every figure.
 
     python bench/peer_bench.py                                 # all 7 subsets (~30 min, 2 cores)
     python bench/peer_bench.py --subsets swap_obj --limit 100  # a quick check
@@ -247,11 +250,47 @@ def print_report(rows: list[dict], procs: dict[str, Proc], figures: dict[str, An
         f"{'met' if warm <= TARGET_WARM_S else 'NOT met'}); it imported "
         f"{', '.join(heavy) if heavy else 'none of ' + ', '.join(HEAVY)}"
     )
+    for line in floor_lines(figures):
+        print(line)
     print(
         f"lexsem cold: {figures['lexsem_texts']} unique texts, {figures['lexsem_images']} unique "
         f"images (CLIP_benchmark encodes {2 * figures['items']} texts and {figures['items']} "
         f"images)"
     )
+
+
+def measure_floor(tmp: Path, ckpt: Path, items: dict, env: dict[str, str]) -> dict[str, Any]:
+    """The machine's matmul floors and the FLOPs of the cold run's work (one image; each unique
+    caption at its own token count), by `floor.py` in a process of its own (this one never
+    imports torch)."""
+    texts = sorted({c for data in items.values() for rec in data.values()
+                    for c in (rec["caption"], rec["negative_caption"])})  # fmt: skip
+    (tmp / "texts.json").write_text(json.dumps(texts))
+    out = tmp / "floor.json"
+    script = str(Path(__file__).resolve().parent / "floor.py")
+    cmd = [sys.executable, script, "--checkpoint", str(ckpt), "--arch", ARCH,
+           "--texts", str(tmp / "texts.json"), "--json", str(out)]  # fmt: skip
+    subprocess.run(cmd, env=env, check=True, capture_output=True)
+    return json.loads(out.read_text())
+
+
+def floor_lines(figures: dict[str, Any]) -> list[str]:
+    """Each tower's share of the fp32 floor in the cold run (run.json: text encode_s; image_s,
+    which also holds reading and decoding the images)."""
+    floor, t = figures["floor"], figures["lexsem_cold_timings"]
+    gflops = floor["matmul_gflops"]["fp32"]
+    txt = floor["text_flops"] / t["encode_s"] / 1e9 if t.get("encode_s") else 0.0
+    img_flops = floor["image_flops"] * t.get("n_images_encoded", 0)
+    img = img_flops / t["image_s"] / 1e9 if t.get("image_s") else 0.0
+    return [
+        floor["cpu"],
+        f"floor: matmul fp32 {gflops:.1f} GFLOP/s, bf16 {floor['matmul_gflops']['bf16']:.1f} "
+        "GFLOP/s",
+        f"lexsem cold text tower: {floor['text_flops'] / 1e9:.0f} GFLOP in {t['encode_s']:.1f} s"
+        f" = {txt:.1f} GFLOP/s, {100 * txt / gflops:.0f}% of the fp32 floor",
+        f"lexsem cold images (read, decode, encode): {img_flops / 1e9:.0f} GFLOP in "
+        f"{t['image_s']:.1f} s = {img:.1f} GFLOP/s, {100 * img / gflops:.0f}% of the fp32 floor",
+    ]
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -355,6 +394,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
     cold, warm = lexsem_results(cold_out), lexsem_results(warm_out)
     rows = compare(items, peer, cold, warm)
     timings = json.loads((cold_out / "run.json").read_text())["timings"]
+    floor = measure_floor(tmp, ckpt, items, env)
     figures = {
         "items": n_items,
         "ratio_cold": procs["CLIP_benchmark"].wall_s / procs["lexsem cold"].wall_s,
@@ -363,6 +403,7 @@ def _run(args: argparse.Namespace, tmp: Path) -> int:
         "lexsem_texts": timings.get("n_texts_unique"),
         "lexsem_images": timings.get("n_images_unique"),
         "lexsem_cold_timings": timings,
+        "floor": floor,
     }
     print_report(rows, procs, figures)
     if args.json is not None:

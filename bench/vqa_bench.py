@@ -17,7 +17,9 @@ sizes. Measured, one process, the same pairs:
   question's opening words run once and their key/value cache reused for all its captions;
 - *lexsem warm*: the same call again from the store (a new scorer: nothing loaded).
 
-Scores must agree to 1e-4. Prints pairs/s, the ratio and the peak RSS; `--json OUT` writes them.
+Scores must agree to 1e-4. Prints pairs/s, the ratio and the peak RSS; then the floor: the
+FLOPs of each scheme's work (torch's FlopCounterMode, on a run of its own), its share of the
+machine's fp32 matmul throughput (`floor.py`) and the CPU kind. `--json OUT` writes them.
 
     python bench/vqa_bench.py                 # 30 images (about 250 pairs), CPU
     python bench/vqa_bench.py --images 200
@@ -37,6 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from floor import count_flops, cpu_kind, floor_line, fraction, matmul_gflops  # bench/: on path
 
 QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
 SYSTEM = (
@@ -235,6 +241,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ref, ref_s = timed(reference_loop, model, images, pairs, args.batch)
         (cold, stats), cold_s = timed(lexsem_scores, model, images, pairs, tmpd / "c", args.batch)
         (warm, wstats), warm_s = timed(lexsem_scores, model, images, pairs, tmpd / "c", args.batch)
+        # the floor: FLOPs of each scheme's work (counted on a run of its own: a fresh store
+        # for lexsem) and the machine's fp32 matmul throughput
+        ref_flops = count_flops(reference_loop, model, images, pairs, args.batch)[0]
+        cold_flops = count_flops(lexsem_scores, model, images, pairs, tmpd / "f", args.batch)[0]
+        floor = matmul_gflops("fp32")[0]
     diff = float(np.max(np.abs(cold - ref)))
     assert np.array_equal(cold, warm), "the warm rerun changed a score"
     assert wstats.n_scored == 0, "the warm rerun scored pairs again"
@@ -243,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "pairs": len(pairs), "unique_pairs": n_unique, "images": args.images,
         "reference_s": ref_s, "lexsem_cold_s": cold_s, "lexsem_warm_s": warm_s,
         "ratio_cold": ref_s / cold_s, "max_abs_diff": diff, "peak_rss_gb": rss,
+        "cpu": cpu_kind().line(), "fp32_floor_gflops": floor, "reference_flops": ref_flops,
+        "lexsem_cold_flops": cold_flops,
+        "reference_floor_share": fraction(ref_flops, ref_s, floor),
+        "lexsem_cold_floor_share": fraction(cold_flops, cold_s, floor),
     }  # fmt: skip
     print(f"per-pair loop (reference procedure): {ref_s:7.2f} s  {len(pairs) / ref_s:7.1f} pairs/s")
     print(f"lexsem vqa: cold                   : {cold_s:7.2f} s  "
@@ -251,6 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"lexsem vqa: warm (from the store)  : {warm_s:7.2f} s")
     print(f"ratio, cold: {ref_s / cold_s:.2f}x; max |score difference| {diff:.2e}; "
           f"peak RSS {rss:.2f} GB")  # fmt: skip
+    print(cpu_kind().line())
+    print(floor_line("per-pair loop", ref_flops, ref_s, floor, "fp32"))
+    print(floor_line("lexsem vqa: cold", cold_flops, cold_s, floor, "fp32")
+          + f"; the loop does {ref_flops / max(cold_flops, 1):.2f}x its FLOPs")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     if diff > 1e-4:

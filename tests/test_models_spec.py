@@ -17,7 +17,7 @@ def test_parse_backend_name_options() -> None:
     assert (s.backend, s.name) == ("hf", "BAAI/bge-small-en-v1.5")
     assert s.options == {"pooling": "cls", "normalize": "true", "max_length": "128"}
     assert (s.pooling, s.normalize, s.max_length) == ("cls", True, 128)
-    assert s.trust_remote_code is False and s.dtype == "auto" and s.revision is None
+    assert s.trust_remote_code is False and s.dtype is None and s.revision is None
     st = parse_model_spec("st:/models/my model")
     assert (st.backend, st.name, st.options) == ("st", "/models/my model", {})
     assert st.normalize is False and st.max_length is None
@@ -170,13 +170,13 @@ def test_select_dtype() -> None:
     import torch
 
     assert select_dtype(None, "cpu") == "fp32"
-    assert select_dtype("auto", "cpu") == "fp32"
     assert select_dtype("auto", "mps") == "fp32"
     assert select_dtype("float16", "cpu") == "fp16"
     assert select_dtype("BF16", "cpu") == "bf16"
     if torch.cuda.is_available():
         want = "bf16" if torch.cuda.is_bf16_supported() else "fp16"
         assert select_dtype("auto", "cuda") == want
+        assert select_dtype(None, "cuda") == want
     with pytest.raises(ModelError, match="unknown dtype 'fp8'"):
         select_dtype("fp8", "cpu")
     assert torch_dtype("bf16") is torch.bfloat16
@@ -195,3 +195,57 @@ def test_encoder_dtype_and_device_arguments(tmp_path: Path) -> None:
         _ = load_text_encoder(f"hf:{tmp_path}", device="quantum").device
     with pytest.raises(ModelError, match="max_length"):
         load_text_encoder(f"hf:{tmp_path}", max_length=0)
+
+
+def _cpuinfo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str) -> None:
+    from lexsem.models import device
+
+    info = tmp_path / "cpuinfo"
+    info.write_text(f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: {flags}\n\n")
+    monkeypatch.setattr(device, "CPUINFO", info)
+
+
+@pytest.mark.parametrize(
+    ("flags", "want", "why"),
+    [
+        ("fpu sse avx2 avx512f amx_bf16 amx_tile", "bf16", "native bf16 (amx_bf16)"),
+        ("fpu avx2 avx512f avx512_bf16", "bf16", "native bf16 (avx512_bf16)"),
+        ("fpu sse avx2 avx512f avx512bw", "fp32", "no native bf16"),
+    ],
+)
+def test_dtype_auto_picks_bf16_only_on_a_cpu_with_native_bf16(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: str, want: str, why: str
+) -> None:
+    from lexsem.models.device import dtype_choice
+
+    _cpuinfo(tmp_path, monkeypatch, flags)
+    choice = dtype_choice("auto", "cpu")
+    assert choice.name == want
+    assert choice.reason is not None and why in choice.reason
+    # the default (no dtype given) and explicit choices stay what they are on every CPU
+    assert dtype_choice(None, "cpu") == dtype_choice("fp32", "cpu")
+    assert dtype_choice(None, "cpu").name == "fp32" and dtype_choice(None, "cpu").reason is None
+    assert dtype_choice("fp16", "cpu").name == "fp16"
+
+
+def test_dtype_auto_without_cpuinfo_is_fp32(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lexsem.models import device
+
+    monkeypatch.setattr(device, "CPUINFO", tmp_path / "missing")
+    assert device.dtype_choice("auto", "cpu").name == "fp32"
+
+
+def test_a_model_says_which_dtype_auto_picked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lexsem.models.factory import load_text_encoder
+
+    _cpuinfo(tmp_path, monkeypatch, "avx2 amx_bf16")
+    (tmp_path / "config.json").write_text("{}")
+    auto = load_text_encoder(f"hf:{tmp_path}?dtype=auto", device="cpu")
+    assert auto.dtype == "bf16" and auto.fingerprint["dtype"] == "bf16"
+    assert auto.describe()["dtype_reason"] == "auto: bf16, this CPU has native bf16 (amx_bf16)"
+    plain = load_text_encoder(f"hf:{tmp_path}", device="cpu")
+    assert plain.dtype == "fp32" and plain.dtype_reason is None

@@ -128,6 +128,26 @@ def test_causal_open_clip_towers_trim_to_the_same_embeddings(
         _assert_same(enc.encode([text])[0], row)
 
 
+def test_a_bf16_open_clip_tower_trims_too(open_clip_models: dict[str, Any]) -> None:
+    """open_clip's bf16 converts the blocks' weights and leaves the positional embedding in
+    fp32: the trimmed run is checked against the full width at bf16's rounding, not fp32's
+    (else every bf16 batch would run the full 77-token context)."""
+    arch = "lexsem-trim-argmax"
+    spec = f"openclip:{arch}@{open_clip_models[arch].ckpt}?quick_gelu=false&dtype=bf16"
+    enc = OpenClipEncoder(spec, device="cpu")
+    got, shapes = _shapes(enc, TEXTS[:2], batch_size=2)
+    model = enc._ensure_loaded()
+    assert model.positional_embedding.dtype == torch.float32  # what open_clip's bf16 leaves
+    assert enc.trims_padding
+    tokens = open_clip_models[arch].tokenizer(TEXTS[:2])
+    widths = ((tokens == 49407).int().argmax(1) + 1).tolist()
+    assert [tuple(x) for x in shapes] == [(2, max(widths))]
+    with torch.inference_mode():
+        want = model.encode_text(tokens).float().numpy()  # open_clip's own, in bf16, 77 wide
+    unit = lambda x: x / np.linalg.norm(x, axis=-1, keepdims=True)  # noqa: E731
+    np.testing.assert_allclose(unit(got), unit(want), rtol=0, atol=5e-2)
+
+
 def test_pooled_index_is_the_end_of_text_token(open_clip_models: dict[str, Any]) -> None:
     m = open_clip_models["lexsem-trim-argmax"]
     tower = causal_text_tower(m.model)

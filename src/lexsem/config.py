@@ -66,7 +66,11 @@ class EvalConfig(BaseModel):
         description="auto, cpu, cuda, cuda:N or mps (default: auto: cuda, else mps, else cpu).",
     )
     dtype: str | None = Field(
-        None, description="auto, fp32, fp16 or bf16 (default: the spec's dtype option, else auto)."
+        None,
+        description=(
+            "auto, fp32, fp16 or bf16 (default: the spec's dtype option, else fp32 on a CPU and "
+            "the GPU's bf16 or fp16 on CUDA; auto: the same, but bf16 on a CPU with native bf16)."
+        ),
     )
     # images
     coco_val2017: Path | None = Field(None, description="COCO val2017 folder.")

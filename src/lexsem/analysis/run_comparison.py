@@ -5,6 +5,8 @@
 - `mcnemar`: the exact McNemar test (`lexsem.stats.mcnemar`, McNemar 1947) on the paired
   hits of two runs on the same items: b = items run A gets right and run B wrong, c = the
   reverse.
+- `dtype_agreement`: for two runs of one model in two dtypes (fp32 and bf16), the items
+  whose hit differs, per subset.
 - `cross_benchmark`: SugarCrepe++ Table 6 / 15 — every model's accuracy and rank on two
   benchmarks (metrics), ↑/↓/= against a baseline model on each, and the Spearman / Kendall rank
   correlations of the two accuracies across models.
@@ -286,6 +288,70 @@ def mcnemar(
         accuracy_b=100.0 * float(hb.hit.mean()) if n else float("nan"),
         hits_a=int(ha.hit.sum()),
         hits_b=int(hb.hit.sum()),
+    )
+
+
+# -- one model in two dtypes ------------------------------------------------------------------
+
+
+def same_model_other_dtype(run_a: Run, run_b: Run) -> bool:
+    """Whether the two runs are of one model (the same fingerprint but for the dtype) run in
+    two dtypes (e.g. fp32 and bf16)."""
+    fa, fb = run_a.record.model.fingerprint, run_b.record.model.fingerprint
+    if fa.get("dtype") == fb.get("dtype") or "dtype" not in fa or "dtype" not in fb:
+        return False
+    return {k: v for k, v in fa.items() if k != "dtype"} == {
+        k: v for k, v in fb.items() if k != "dtype"
+    }
+
+
+@dataclass(frozen=True)
+class DtypeAgreement:
+    """Where one model run in two dtypes disagrees: per subset, the paired items and the items
+    whose hit differs between the two runs."""
+
+    benchmark: str
+    metric: str
+    dtype_a: str
+    dtype_b: str
+    items: dict[str, int]  # subset -> paired items
+    differ: dict[str, int]  # subset -> items whose hit differs
+
+    def line(self) -> str:
+        """`swap_obj 3/245, ...; all 5/1000 items' hits differ between fp32 (A) and bf16 (B)`."""
+        parts = [f"{s} {self.differ[s]}/{n}" for s, n in self.items.items()]
+        total = sum(self.differ.values())
+        return (
+            f"{self.benchmark} {self.metric}: hits differ between {self.dtype_a} (A) and "
+            f"{self.dtype_b} (B) on {total} of {sum(self.items.values())} items ("
+            + ", ".join(parts)
+            + ")"
+        )
+
+
+def dtype_agreement(
+    run_a: Run, run_b: Run, benchmark: str, metric: str | None = None
+) -> DtypeAgreement | None:
+    """Per subset, the items whose hit differs between two runs of one model in two dtypes
+    (`same_model_other_dtype`); None for runs of different models or of one dtype."""
+    if not same_model_other_dtype(run_a, run_b):
+        return None
+    ha = hits_by_item(run_a, benchmark, metric)
+    hb = hits_by_item(run_b, benchmark, ha.metric)
+    check_same_items(ha, hb)
+    hb = hb.take(ha.item_keys())
+    items: dict[str, int] = {}
+    differ: dict[str, int] = {}
+    for sub, x, y in zip(ha.subset.tolist(), ha.hit.tolist(), hb.hit.tolist(), strict=True):
+        items[sub] = items.get(sub, 0) + 1
+        differ[sub] = differ.get(sub, 0) + int(x != y)
+    return DtypeAgreement(
+        benchmark,
+        ha.metric,
+        str(run_a.record.model.fingerprint["dtype"]),
+        str(run_b.record.model.fingerprint["dtype"]),
+        items,
+        differ,
     )
 
 

@@ -1,4 +1,5 @@
-"""`lexsem compare`: the exact McNemar test of two runs on their paired per-item hits."""
+"""`lexsem compare`: the exact McNemar test of two runs on their paired per-item hits; for one
+model run in two dtypes (fp32 and bf16), the items whose hit differs, per subset."""
 
 from __future__ import annotations
 
@@ -24,7 +25,12 @@ def compare(
     metric: Annotated[str | None, typer.Option(help="Metric (default: each main metric).")] = None,
 ) -> None:
     """Exact McNemar test of two runs on the paired per-item hits of each shared benchmark."""
-    from lexsem.analysis.run_comparison import items_total, mcnemar, plan_comparison
+    from lexsem.analysis.run_comparison import (
+        dtype_agreement,
+        items_total,
+        mcnemar,
+        plan_comparison,
+    )
     from lexsem.cli.run_paths import not_a_run
     from lexsem.results.run import Run
     from lexsem.results.samples import answers_a_sample
@@ -68,6 +74,10 @@ def compare(
         typer.echo(line)
     for why in plan.skipped:
         typer.echo(f"skipped {why}")
+    for bench, m in plan.pairs:  # one model in two dtypes: what the lower precision changed
+        agreement = dtype_agreement(a, b, bench, m)
+        if agreement is not None:
+            typer.echo(agreement.line())
 
 
 def _interval(which: str, run: Run, bench: str, metric: str, hits: int, n: int) -> str:

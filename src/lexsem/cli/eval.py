@@ -152,3 +152,7 @@ def _eval_summary(record: Any, out: Path, *, quiet: bool, ci: bool) -> None:
         )
     elif coverage:
         typer.echo(f"warning: {coverage}", err=True)
+    if record.model.dtype_reason and not quiet:
+        typer.echo(f"dtype {record.model.dtype_reason}", err=True)
+    if record.model.dtype_note:
+        typer.echo(f"note: {record.model.dtype_note}", err=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from lexsem.errors import LexsemError, ModelError
-from lexsem.models.device import select_device, select_dtype
+from lexsem.models.device import DtypeChoice, dtype_choice, select_device
 from lexsem.models.integrity import check_model_files, check_safe_pickles
 from lexsem.models.options import COMMON, Option
 from lexsem.models.source import resolve_source, weight_files
@@ -59,6 +59,7 @@ class LazyModel:
         self._requested_dtype = self.spec.dtype
         self._device: str | None = None
         self._dtype: str | None = None
+        self._dtype_why: str | None = None
         self._model: Any = None
 
     def _parse_spec(self, spec: str | ModelSpec | Any, overrides: dict[str, object]) -> ModelSpec:
@@ -126,14 +127,24 @@ class LazyModel:
     @property
     def dtype(self) -> str:
         """The dtype name the model runs in (`fp32`, `fp16` or `bf16`)."""
+        return self._dtype_choice().name
+
+    @property
+    def dtype_reason(self) -> str | None:
+        """Why `dtype` is what it is, in one line, where the spec asked for `dtype=auto` (e.g.
+        `auto: bf16, this CPU has native bf16 (amx_bf16)`); None otherwise."""
+        return self._dtype_choice().reason
+
+    def _dtype_choice(self) -> DtypeChoice:
         if self._dtype is None:
-            if self._requested_dtype == "auto":
-                self._dtype = select_dtype("auto", self.device)
+            if self._requested_dtype in (None, "auto"):
+                choice = dtype_choice(self._requested_dtype, self.device)
             else:
                 # a fixed dtype needs no device (and no torch) unless it is checked against a GPU
                 dev = (self._device or self._requested_device or "cpu").lower()
-                self._dtype = select_dtype(self._requested_dtype, dev if dev != "auto" else "cpu")
-        return self._dtype
+                choice = dtype_choice(self._requested_dtype, dev if dev != "auto" else "cpu")
+            self._dtype, self._dtype_why = choice.name, choice.reason
+        return DtypeChoice(self._dtype, self._dtype_why)
 
     @property
     def loaded(self) -> bool:
@@ -175,6 +186,7 @@ class LazyModel:
             "source": self.source.describe(),
             "device": self.device,
             "dtype": self.dtype,
+            "dtype_reason": self.dtype_reason,
             "max_length": self.max_length,
             "trust_remote_code": self.trust_remote_code,
             "fingerprint": self.fingerprint,

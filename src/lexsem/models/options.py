@@ -110,7 +110,7 @@ def positive_int(default: int | None = None) -> Option:
 COMMON: dict[str, Option] = {
     "revision": Option(parse_revision),  # hub branch, tag or commit (default: main)
     "trust_remote_code": flag(False),
-    "dtype": Option(parse_dtype, "auto"),
+    "dtype": Option(parse_dtype),  # None: fp32 on a CPU (`device.dtype_choice`)
     "max_length": positive_int(),  # tokens; default: the model's own limit
 }
 """What every transformers-based backend takes."""

@@ -98,8 +98,10 @@ class ModelSpec:
         return bool(self.get("trust_remote_code"))
 
     @property
-    def dtype(self) -> str:
-        return self.get("dtype") or "auto"
+    def dtype(self) -> str | None:
+        """The dtype option (`auto`, `fp32`, `fp16`, `bf16`); None when the spec leaves it out
+        (`lexsem.models.device.dtype_choice` says what each runs in)."""
+        return self.get("dtype")
 
     def format_text(self, text: str) -> str:
         """The text as the model sees it: with the prefix prepended or put into the template."""

@@ -250,8 +250,20 @@ def _fill(
         if any(values):
             t.rows.append([lab, *values])
             rows.append((lab, run))
-    t.notes = _tie_note(rows, cells) + _coverage_note(rows, cells)
+    t.notes = _tie_note(rows, cells) + _coverage_note(rows, cells) + _dtype_note(rows)
     return t
+
+
+def _dtype_note(rows: Sequence[tuple[str, RunRecord]]) -> list[str]:
+    """A note naming the models run in bf16 or fp16 (run.json `model.dtype_note`): their hits
+    may differ from an fp32 run of the same model (none when every run is fp32)."""
+    reduced = [f"{lab} ({run.model.dtype})" for lab, run in rows if run.model.dtype_note]
+    if not reduced:
+        return []
+    return [
+        f"run in reduced precision: {', '.join(reduced)}; hits may differ from an fp32 run of "
+        "the same model and data (lexsem compare of the two runs counts the items)"
+    ]
 
 
 def _coverage_note(rows: Sequence[tuple[str, RunRecord]], cells: Cells) -> list[str]:

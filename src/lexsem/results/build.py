@@ -15,6 +15,8 @@ from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.config import EvalConfig
 from lexsem.credentials import redact, redacted
 from lexsem.results.schema import (
+    REDUCED_PRECISION,
+    REDUCED_PRECISION_NOTE,
     BenchmarkInfo,
     Config,
     DataNotice,
@@ -74,6 +76,8 @@ def model_info(
     credentials (`lexsem.credentials`)."""
     dtype = fingerprint.get("dtype")
     name = getattr(model, "name", spec)
+    reason = getattr(model, "dtype_reason", None)
+    reduced = isinstance(dtype, str) and dtype in REDUCED_PRECISION
     return ModelInfo(
         spec=redact(spec),
         name=redact(name) if isinstance(name, str) else name,
@@ -82,6 +86,8 @@ def model_info(
         device=getattr(model, "device", None),
         dtype=dtype if isinstance(dtype, str) else None,
         batch_size=batch,
+        dtype_reason=reason if isinstance(reason, str) else None,
+        dtype_note=REDUCED_PRECISION_NOTE.format(dtype=dtype) if reduced else None,
     )
 
 

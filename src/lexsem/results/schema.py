@@ -22,6 +22,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# what a run in a dtype other than fp32 says of its hits (run.json `model.dtype_note`)
+REDUCED_PRECISION = ("bf16", "fp16")
+REDUCED_PRECISION_NOTE = (
+    "{dtype}: hits may differ from an fp32 run of the same model and data "
+    "(lexsem compare of the two runs counts the items)"
+)
+
+
 class ModelInfo(_Model):
     spec: str
     name: str
@@ -30,6 +38,21 @@ class ModelInfo(_Model):
     device: str | None = None
     dtype: str | None = None
     batch_size: int
+    # why `dtype` is what it is where the spec asked for dtype=auto (one line)
+    dtype_reason: str | None = None
+    # a run in bf16 or fp16: REDUCED_PRECISION_NOTE (fp32 runs, and older runs: absent)
+    dtype_note: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_notes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`dtype_reason` and `dtype_note` only where the run has them: an fp32 run's record
+        as it is without them."""
+        out = handler(self)
+        if isinstance(out, dict):
+            for key in ("dtype_reason", "dtype_note"):
+                if out.get(key, "") is None:
+                    del out[key]
+        return out
 
 
 class FileInfo(_Model):

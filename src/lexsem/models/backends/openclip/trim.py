@@ -48,7 +48,8 @@ class CausalTextTower:
         cast = self.transformer.get_cast_dtype()
         x = self.token_embedding(tokens[:, :width]).to(cast)
         x = x + self.positional_embedding[:width].to(cast)
-        x = self.transformer(x, attn_mask=self.attn_mask[:width, :width])
+        # the mask in the blocks' dtype once per batch (each block would cast it again)
+        x = self.transformer(x, attn_mask=self.attn_mask[:width, :width].to(cast))
         x = self.ln_final(x)
         x = x[torch.arange(x.shape[0], device=x.device), index]
         proj = self.text_projection
@@ -59,7 +60,9 @@ class CausalTextTower:
     def matches_full_width(self, model: Any, tokens: Any) -> bool:
         """Whether `encode(tokens)` gives the model's own full-width `encode_text(tokens)`, as
         unit vectors, to rounding (fp32: 1e-4; fp16/bf16: 5e-2): a tower that is not what the
-        structure says gives other vectors altogether."""
+        structure says gives other vectors altogether. The rounding is the dtype the blocks
+        compute in: open_clip's bf16 and fp16 convert the weights of the linear and attention
+        layers only, and leave the positional embedding and the layer norms in fp32."""
         import torch
 
         with torch.inference_mode():
@@ -67,7 +70,7 @@ class CausalTextTower:
             trimmed = self.encode(tokens).float()
         if full.shape != trimmed.shape:
             return False
-        tol = 1e-4 if self.positional_embedding.dtype == torch.float32 else 5e-2
+        tol = 1e-4 if self.transformer.get_cast_dtype() == torch.float32 else 5e-2
         unit = torch.nn.functional.normalize
         return bool(torch.allclose(unit(full, dim=-1), unit(trimmed, dim=-1), rtol=0, atol=tol))
 

@@ -1,0 +1,206 @@
+"""`make bench`: how close lexsem's heavy paths come to the machine's floor.
+
+Measures, in one process with torch's threads:
+
+- the floor: the CPU kind (its model, torch's CPU capability and whether it has avx512_bf16 /
+  amx_bf16, so that rows from machines of different kinds are never compared) and torch's fp32
+  and bf16 throughput on a 2048x2048 matmul (smaller where that would take long: `floor.py`);
+- the towers of a random-weight open_clip ViT-B/32 (the model of `make bench-peer`), in fp32
+  and, on a CPU with native bf16 (or with `--bf16`), in bf16: N generated images through
+  `encode_images` (one batch) and N SugarCrepe captions through `encode` (the engine's text
+  path: texts by token count, each batch run only up to its longest text), each timed after a
+  warm-up; their FLOPs counted with torch's
+  `FlopCounterMode` (one image; each caption at its own token count). Printed: GFLOP, seconds,
+  GFLOP/s and the share of that dtype's floor, and bf16's speed-up over fp32 per tower;
+- a training step: lexsem's CLIP loss (`lexsem.train.losses`) on the small CLIP of
+  `train_bench.py` (64-px ViT and text tower of width 128, 2 layers each), batch 64, fp32,
+  forward + backward + AdamW, FLOPs counted on one step (the optimizer's element-wise work is
+  not counted), timed over a few steps.
+
+FlopCounterMode counts matrix multiplications, convolutions and attention (2 FLOPs per
+multiply-add), not element-wise work: a path's share of the floor is what its matrix work
+reaches. `make bench-peer` prints the same shares for the full SugarCrepe run beside its
+CLIP_benchmark ratio, `vqa_bench.py` for VQAScore's prefix-shared scoring. Needs
+$LEXSEM_TEST_DATA (the SugarCrepe captions).
+
+    python bench/floor_bench.py                  # 32 images, 256 captions, fp32 and bf16
+    python bench/floor_bench.py --images 64 --texts 1024 --json floor.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from floor import (  # bench/ is not a package: its folder is on the path
+    count_flops,
+    cpu_kind,
+    floor_line,
+    fraction,
+    image_flops,
+    matmul_gflops,
+    text_flops,
+)
+
+ARCH = "ViT-B-32"
+SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att",
+           "swap_obj")  # fmt: skip
+
+
+def captions(data: Path, n: int) -> list[str]:
+    """The first `n` unique SugarCrepe captions (positive and negative, subset by subset)."""
+    out: dict[str, None] = {}
+    for subset in SUBSETS:
+        for rec in json.loads((data / "sugarcrepe" / f"{subset}.json").read_text()).values():
+            out.update(dict.fromkeys((rec["caption"], rec["negative_caption"])))
+            if len(out) >= n:
+                return list(out)[:n]
+    return list(out)
+
+
+def best_time(fn: Callable[[], Any], repeats: int = 2) -> float:
+    """The best of `repeats` runs of `fn` (after the caller's warm-up)."""
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def towers(
+    ckpt: Path, texts: list[str], n_images: int, floors: dict[str, float], dtypes: list[str]
+) -> dict:
+    """Per dtype: each tower's FLOPs, best time and share of that dtype's floor."""
+    import torch
+
+    from lexsem.models.factory import load_model
+
+    out: dict[str, Any] = {}
+    for dtype in dtypes:
+        enc = load_model(f"openclip:{ARCH}@{ckpt}?quick_gelu=false&dtype={dtype}", device="cpu")
+        side = enc.image_config["size"]
+        side = side if isinstance(side, int) else side[-1]
+        pixels = torch.randn(n_images, 3, side, side, generator=torch.Generator().manual_seed(0))
+        enc.encode_images(pixels[:2])  # warm-up: loads the weights
+        enc.encode(texts[:8])
+        img_flops = n_images * image_flops(enc)
+        txt_flops = text_flops(enc, texts)
+        img_s = best_time(lambda enc=enc, pixels=pixels: enc.encode_images(pixels))
+        txt_s = best_time(lambda enc=enc: enc.encode(texts, batch_size=64))
+        out[dtype] = {
+            "image_flops": img_flops, "image_s": img_s,
+            "image_floor_share": fraction(img_flops, img_s, floors[dtype]),
+            "text_flops": txt_flops, "text_s": txt_s,
+            "text_floor_share": fraction(txt_flops, txt_s, floors[dtype]),
+            "text_trimmed": enc.trims_padding,
+        }  # fmt: skip
+        print(floor_line(f"  {dtype} image tower, {n_images} images", img_flops, img_s,
+                         floors[dtype], dtype))  # fmt: skip
+        print(floor_line(f"  {dtype} text tower, {len(texts)} captions"
+                         f"{' (trimmed)' if enc.trims_padding else ' (full context)'}",
+                         txt_flops, txt_s, floors[dtype], dtype))  # fmt: skip
+        enc.unload()
+    for tower in ("image", "text") if "bf16" in out else ():
+        speed = out["fp32"][f"{tower}_s"] / out["bf16"][f"{tower}_s"]
+        out[f"{tower}_bf16_speedup"] = speed
+        print(f"  bf16 {tower} tower: {speed:.2f}x the speed of fp32")
+    return out
+
+
+def train_step(floors: dict[str, float], steps: int) -> dict[str, Any]:
+    """FLOPs and time of a CLIP training step (fp32) on train_bench's small CLIP."""
+    import torch
+    from open_clip.model import CLIP
+
+    from lexsem.train.losses import clip_loss
+
+    torch.manual_seed(0)
+    width, batch = 128, 64
+    model = CLIP(
+        embed_dim=width,
+        vision_cfg={"image_size": 64, "layers": 2, "width": width, "head_width": 64,
+                    "patch_size": 16},
+        text_cfg={"context_length": 32, "vocab_size": 49408, "width": width,
+                  "heads": max(1, width // 64), "layers": 2},
+    )  # fmt: skip
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    images = torch.randn(batch, 3, 64, 64)
+    texts = torch.randint(1, 49407, (batch, 32))
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        img, txt = model.encode_image(images, normalize=True), model.encode_text(texts, True)
+        clip_loss(img, txt, model.logit_scale.exp()).backward()
+        opt.step()
+
+    step()  # warm-up (and the optimizer's state)
+    flops = count_flops(step)[0]
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    took = (time.perf_counter() - t0) / steps
+    print(floor_line(f"  training step, batch {batch} (fp32)", flops, took, floors["fp32"],
+                     "fp32"))  # fmt: skip
+    return {"flops": flops, "step_s": took, "floor_share": fraction(flops, took, floors["fp32"])}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--images", type=int, default=32, help="images per tower run (default 32)")
+    ap.add_argument("--texts", type=int, default=256, help="captions per run (default 256)")
+    ap.add_argument("--steps", type=int, default=5, help="timed training steps (default 5)")
+    ap.add_argument(
+        "--bf16",
+        action="store_true",
+        help="run the bf16 towers on a CPU without native bf16 too (slow)",
+    )
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    args = ap.parse_args(argv)
+    data = Path(os.environ.get("LEXSEM_TEST_DATA", "../shared/data"))
+    if not (data / "sugarcrepe").is_dir():
+        print(f"needs the SugarCrepe files under $LEXSEM_TEST_DATA ({data})", file=sys.stderr)
+        return 2
+    import open_clip
+    import torch
+
+    from lexsem.models.backends.openclip.checkpoints import quiet_random_init
+
+    kind = cpu_kind()
+    print(kind.line())
+    measured = {dtype: matmul_gflops(dtype) for dtype in ("fp32", "bf16")}
+    floors = {dtype: gflops for dtype, (gflops, _) in measured.items()}
+    print("floor: " + ", ".join(f"matmul {n}x{n} {d} {g:.1f} GFLOP/s"
+                                for d, (g, n) in measured.items())
+          + f" (torch {torch.__version__})")  # fmt: skip
+    dtypes = ["fp32", "bf16"] if kind.flags or args.bf16 else ["fp32"]
+    if "bf16" not in dtypes:
+        print("bf16 towers: not run, this CPU has no native bf16 (--bf16 runs them anyway)")
+    texts = captions(data, args.texts)
+    with tempfile.TemporaryDirectory(prefix="lexsem-floor-bench-") as tmp:
+        ckpt = Path(tmp) / "vit-b-32-random.pt"
+        torch.manual_seed(0)
+        with quiet_random_init(True):  # "no pretrained weights": random, on purpose
+            torch.save(open_clip.create_model(ARCH).state_dict(), ckpt)
+        print(f"random {ARCH}, CPU:")
+        tower_figures = towers(ckpt, texts, args.images, floors, dtypes)
+    train = train_step(floors, args.steps)
+    if args.json:
+        args.json.write_text(json.dumps({
+            "cpu": kind.line(), "bf16_flags": list(kind.flags), "threads": kind.threads,
+            "matmul_gflops": floors, "towers": tower_figures, "train_step": train,
+        }, indent=2))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
