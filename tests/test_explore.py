@@ -274,6 +274,17 @@ def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path)
     assert res.status_code == 409 and "captions are not readable" in res.text
 
 
+def test_a_moved_benchmark_file_shows_no_captions_and_names_its_path(tmp_path: Path) -> None:
+    folders, _, _ = two_runs(tmp_path / "moved")
+    (tmp_path / "moved" / "triplets").rename(tmp_path / "elsewhere")
+    res = TestClient(create_app(open_runs(folders), n_boot=0)).get("/?metric=tot")
+    assert res.status_code == 200
+    note = re.search(r'class="note">(captions not shown[^<]*)', res.text)
+    assert note is not None, res.text
+    assert f"{tmp_path / 'moved' / 'triplets'} does not exist" in note.group(1)
+    assert "the run of bow read it" in note.group(1)
+
+
 def test_the_same_run_twice_is_refused(runs: Any) -> None:
     from lexsem.errors import LexsemError
 
