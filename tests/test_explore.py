@@ -261,6 +261,20 @@ def test_the_report_links_qualitative_cases_to_the_explorer(runs: Any, client: T
     assert "8765" not in plain and "lexsem explore" not in plain
 
 
+def test_a_port_in_use_is_one_line_before_any_address_is_printed(tmp_path: Path) -> None:
+    import socket
+
+    from lexsem.cli import app
+
+    folders = synthetic_runs(tmp_path, 1, 4)
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+        res = CliRunner().invoke(app, ["explore", "--port", str(port), str(folders[0])])
+    assert res.exit_code == 2, res.output
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in res.output
+    assert "open http" not in res.output
+
+
 def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path) -> None:
     folders, _, _ = two_runs(tmp_path / "edited")
     file = tmp_path / "edited" / "triplets" / "swap_obj.json"
