@@ -206,6 +206,25 @@ def test_runs_on_other_data_are_shown_apart(tmp_path: Path) -> None:
     assert any("shown apart" in n for n in table.notes)
 
 
+def test_runs_of_one_model_on_different_benchmarks_are_told_apart(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from lexsem.results.run_folder import load_items, load_run, save_run
+
+    a, b = synthetic_runs(tmp_path / "runs", 2, 8)
+    rec = load_run(b)
+    info = rec.benchmarks[0].model_copy(update={"name": "visla"})
+    rec = rec.model_copy(update={"model": load_run(a).model, "benchmarks": [info]})
+    items = load_items(b)
+    items = items.set_column(0, "benchmark", pa.array(["visla"] * items.num_rows))
+    save_run(tmp_path / "other", rec, items)
+    table = open_runs([a, tmp_path / "other"])
+    assert [r.label for r in table.runs] == ["model0 · sugarcrepe_pp", "model0 · visla"]
+    assert [r.name for r in table.runs] == ["model0", "model0"]
+    page = TestClient(create_app(table, n_boot=0)).get("/").text
+    assert ">0 model0 · sugarcrepe_pp<" in page and ">1 model0 · visla<" in page
+
+
 def test_the_command_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     from lexsem.cli import app
 
