@@ -206,6 +206,25 @@ def test_runs_on_other_data_are_shown_apart(tmp_path: Path) -> None:
     assert any("shown apart" in n for n in table.notes)
 
 
+def test_runs_of_one_model_on_different_benchmarks_are_told_apart(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from lexsem.results.run_folder import load_items, load_run, save_run
+
+    a, b = synthetic_runs(tmp_path / "runs", 2, 8)
+    rec = load_run(b)
+    info = rec.benchmarks[0].model_copy(update={"name": "visla"})
+    rec = rec.model_copy(update={"model": load_run(a).model, "benchmarks": [info]})
+    items = load_items(b)
+    items = items.set_column(0, "benchmark", pa.array(["visla"] * items.num_rows))
+    save_run(tmp_path / "other", rec, items)
+    table = open_runs([a, tmp_path / "other"])
+    assert [r.label for r in table.runs] == ["model0 · sugarcrepe_pp", "model0 · visla"]
+    assert [r.name for r in table.runs] == ["model0", "model0"]
+    page = TestClient(create_app(table, n_boot=0)).get("/").text
+    assert ">0 model0 · sugarcrepe_pp<" in page and ">1 model0 · visla<" in page
+
+
 def test_the_command_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     from lexsem.cli import app
 
@@ -261,6 +280,20 @@ def test_the_report_links_qualitative_cases_to_the_explorer(runs: Any, client: T
     assert "8765" not in plain and "lexsem explore" not in plain
 
 
+def test_a_port_in_use_is_one_line_before_any_address_is_printed(tmp_path: Path) -> None:
+    import socket
+
+    from lexsem.cli import app
+
+    folders = synthetic_runs(tmp_path, 1, 4)
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+        res = CliRunner().invoke(app, ["explore", "--port", str(port), str(folders[0])])
+    assert res.exit_code == 2, res.output
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in res.output
+    assert "open http" not in res.output
+
+
 def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path) -> None:
     folders, _, _ = two_runs(tmp_path / "edited")
     file = tmp_path / "edited" / "triplets" / "swap_obj.json"
@@ -272,6 +305,17 @@ def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path)
     assert "A bird" not in res.text and "A cat" not in res.text
     res = app.get("/export/benchmark?subset=swap_obj&metric=tot")
     assert res.status_code == 409 and "captions are not readable" in res.text
+
+
+def test_a_moved_benchmark_file_shows_no_captions_and_names_its_path(tmp_path: Path) -> None:
+    folders, _, _ = two_runs(tmp_path / "moved")
+    (tmp_path / "moved" / "triplets").rename(tmp_path / "elsewhere")
+    res = TestClient(create_app(open_runs(folders), n_boot=0)).get("/?metric=tot")
+    assert res.status_code == 200
+    note = re.search(r'class="note">(captions not shown[^<]*)', res.text)
+    assert note is not None, res.text
+    assert f"{tmp_path / 'moved' / 'triplets'} does not exist" in note.group(1)
+    assert "the run of bow read it" in note.group(1)
 
 
 def test_the_same_run_twice_is_refused(runs: Any) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +19,7 @@ from lexsem.cli.options import (
     config_option,
     defaults,
 )
+from lexsem.errors import LexsemError
 from lexsem.explore.config import ExploreConfig
 
 __all__ = ["explore"]
@@ -49,7 +53,13 @@ def explore(
 
     cfg = from_options(ExploreConfig, "explore", {"host": "--host", "port": "--port",
                        "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
-    table = open_runs(run_folders(runs))
+    folders_given = run_folders(runs)
+    sock = _listening(cfg.host, cfg.port)  # before the runs are read
+    try:
+        table = open_runs(folders_given)
+    except BaseException:
+        sock.close()
+        raise
     hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
     folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
                "image_root": image_root}  # fmt: skip
@@ -57,4 +67,19 @@ def explore(
                      allowed_hosts=hosts)  # fmt: skip
     typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
                f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
-    uvicorn.run(app, host=cfg.host, port=cfg.port, log_level="warning")
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+
+
+def _listening(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port, before the page's address is printed: a port another
+    server holds is one line naming it, never an address that shows that server's page."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as exc:
+        hint = ("another server holds it: give another --port" if exc.errno == errno.EADDRINUSE
+                else "give another --host or --port")  # fmt: skip
+        raise LexsemError(
+            f"--port {port}: cannot listen on {host}:{port} "
+            f"({os.strerror(exc.errno) if exc.errno else exc}); {hint}"
+        ) from None

@@ -215,7 +215,7 @@ def _figure(st: _State, rows: list[tuple[int, Any]], fmt: str, columns: int) -> 
                 images.append(np.asarray(Image.open(io.BytesIO(png))))
             except LexsemError:
                 continue
-        verdicts = [(r.label, v["verdict"]) for r, v in zip(t.runs, view["runs"], strict=True)
+        verdicts = [(r.name, v["verdict"]) for r, v in zip(t.runs, view["runs"], strict=True)
                     if v["hit"] >= 0]  # fmt: skip
         cells.append(FigureItem(f"{view['subset']} #{view['item_id']} ({view['metric']})",
                                 view["captions"], verdicts, images))  # fmt: skip

@@ -61,18 +61,29 @@ def _path(value: Any) -> Path | None:
 
 
 def _selector(run: ExploreRun, bench: str) -> str:
-    """The selector `run` was given for `bench`, reduced to the subsets it scored."""
+    """The selector `run` was given for `bench`, reduced to the subsets it scored. A user
+    file's selector that no longer reads (the file moved, or a relative path read from another
+    folder) is an error naming its path."""
     info = next(b for b in run.record.benchmarks if b.name == bench)
+    unreadable: LexsemError | None = None
     for sel in (run.record.config.evaluation or {}).get("benchmarks") or []:
         sel = str(sel)
         try:
             if parse_selector(sel)[0].name != bench:
                 continue
-        except LexsemError:
+        except LexsemError as exc:
+            path = sel.split(":", 1)[-1].split("@", 1)[0]
+            if any(f.file.startswith(path) for f in info.files):  # this benchmark's file
+                unreadable = unreadable or exc
             continue
         if names_subsets(sel) or ":" not in sel.split("/", 1)[0]:
             return f"{bench}/{','.join(info.subsets)}"
         return sel
+    if unreadable is not None:
+        raise LexsemError(
+            f"{unreadable} (the run of {run.label} read it; a relative path is read from the "
+            "folder lexsem explore was started in)"
+        )
     return f"{bench}/{','.join(info.subsets)}"
 
 

@@ -9,6 +9,7 @@ shown as `NAME · data 2`, ... and its rows are never matched with the first gro
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,12 +35,16 @@ _SEP = "\x1f"
 
 @dataclass(frozen=True)
 class ExploreRun:
-    """One run as the page shows it: its label, folder, record and per-item table."""
+    """One run as the page shows it: its label, folder, record and per-item table. `name` is
+    its label in a report (`lexsem.report.labels`), which runs of one model on different
+    benchmarks share; `label` tells them apart by their benchmarks (`minilm · synthetic`), as
+    the page lists every run together."""
 
     label: str
     folder: Path
     record: RunRecord
     items: pa.Table
+    name: str = ""
 
     @property
     def human(self) -> bool:
@@ -71,6 +76,17 @@ class RunsTable:
     def column(self, name: str) -> np.ndarray:
         """A key column as a numpy array of strings (objects)."""
         return self.columns[name]
+
+
+def _page_labels(records: Sequence[RunRecord], names: dict[str, str]) -> dict[str, str]:
+    """run id -> its label on the page: its report label, with its benchmarks where runs of
+    one model on different benchmarks (a sweep's jobs) share that label."""
+    shared = Counter(names[r.run_id] for r in records)
+    return {
+        r.run_id: names[r.run_id] if shared[names[r.run_id]] == 1
+        else f"{names[r.run_id]} · {', '.join(b.name for b in r.benchmarks)}"
+        for r in records
+    }  # fmt: skip
 
 
 def _views(records: Sequence[RunRecord]) -> tuple[list[dict[str, str]], list[str]]:
@@ -148,9 +164,10 @@ def open_runs(folders: Sequence[Path]) -> RunsTable:
         if r.run_id in seen:
             raise LexsemError(f"{f} and {seen[r.run_id]} hold the same run ({r.run_id})")
         seen[r.run_id] = f
-    labels = run_labels(records)
+    names = run_labels(records)
+    labels = _page_labels(records, names)
     runs = tuple(
-        ExploreRun(labels[r.run_id], Path(f), r, items)
+        ExploreRun(labels[r.run_id], Path(f), r, items, names[r.run_id])
         for f, (r, items) in zip(folders, read, strict=True)
     )
     views, notes = _views(records)
