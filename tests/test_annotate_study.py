@@ -170,6 +170,10 @@ def test_build_table_validate_a_negative_without_a_second_positive(tmp_path: Pat
                            str(tmp_path / "stage.parquet"), "-k", "validate", *both)  # fmt: skip
     assert code == 2 and out.startswith("error: --column negative:") and "not both" in out, out
     assert not (tmp_path / "s.sqlite").exists()
+    code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build",
+                           str(tmp_path / "stage.parquet"), "-k", "validate", "--column",
+                           "negative=n")  # fmt: skip
+    assert code == 2 and "no column 'n' (validate negative;" in out, out
 
 
 def run_create(*args: str) -> tuple[int, str]:

@@ -42,7 +42,7 @@ DEFAULT_COLUMNS: dict[str, dict[str, str]] = {
     "ambiguity": {"caption": "caption", "image0": "image", "image1": "negative_image"},
 }
 BUILD_KINDS = tuple(DEFAULT_COLUMNS)
-_OPTIONAL = {("validate", "image"), ("validate", "positive"), ("validate", "negative")}
+_OPTIONAL = {("validate", "image"), ("validate", "positive")}
 
 
 def build_queries(
@@ -69,21 +69,22 @@ def build_queries(
             f"--column {sorted(unknown)[0]}: task kind {kind!r} has the columns "
             f"{', '.join(DEFAULT_COLUMNS[kind])}"
         )
-    if kind == "validate" and cols["negative"]:
-        if "generated" in (columns or {}):
-            raise LexsemError("--column negative: the text to check is the negative; give it "
-                              "or --column generated, not both")  # fmt: skip
-        cols["generated"] = cols["negative"]
+    negative = kind == "validate" and bool(cols["negative"])
+    if negative and "generated" in (columns or {}):
+        raise LexsemError("--column negative: the text to check is the negative; give it or "
+                          "--column generated, not both")  # fmt: skip
     present = set(rows[0]) if rows else set()
     for role, name in cols.items():
-        if not name:  # a role with no column (validate's `negative` unless given)
-            continue
+        if not name or (negative and role == "generated"):  # validate's `negative` not given,
+            continue  # or given in place of `generated`
         if rows and name not in present and (kind, role) not in _OPTIONAL:
             raise DataError(
                 f"no column {name!r} ({kind} {role}; columns: {', '.join(sorted(present))}); "
                 f"name it with --column {role}=NAME",
                 file=file,
             )
+    if negative:
+        cols["generated"] = cols["negative"]
     out = []
     for i, row in enumerate(rows, start=1):
         if row.get("rejected") is not None:
