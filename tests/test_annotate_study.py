@@ -20,6 +20,7 @@ from PIL import Image
 from typer.testing import CliRunner
 
 from builders.annotate_studies import make_study, need_annotate_extra
+from lexsem.annotate.instructions import KIND_INSTRUCTIONS
 from lexsem.annotate.store import connect
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli import app
@@ -145,6 +146,34 @@ def test_build_table_validate_best_of_k_ambiguity(tmp_path: Path) -> None:
     made = make_study(tmp_path, "--from-build", str(tmp_path / "stage.parquet"), "-k", "validate",
                       "--column", "generated=negative_caption", name="neg")  # fmt: skip
     assert units(made.path)[0]["payload"]["edit_text"] == "A mat on a dog."
+
+
+def test_build_table_validate_a_negative_without_a_second_positive(tmp_path: Path) -> None:
+    """`--column negative=NAME`: the text to check is a negative shown beside P1 alone (a
+    SugarCrepe-style negative), marked N; with `--column generated` too, one line, no study."""
+    table = pa.table({
+        "source": ["sc"], "source_id": ["1"], "caption": ["A dog on a mat."],
+        "caption2": ["On a mat is a dog."], "negative_caption": ["A mat on a dog."],
+    })  # fmt: skip
+    pq.write_table(table, tmp_path / "stage.parquet")
+    made = make_study(tmp_path, "--from-build", str(tmp_path / "stage.parquet"), "-k", "validate",
+                      "--column", "negative=negative_caption")  # fmt: skip
+    (unit,) = units(made.path)
+    assert unit["payload"]["edit_text"] == "A mat on a dog."
+    assert unit["payload"]["context"] == [
+        ["P1 (original)", "A dog on a mat."],
+        ["N (negative, negative_caption): to check", "A mat on a dog."],
+    ]
+    assert "a negative N (shown alone" in KIND_INSTRUCTIONS["validate"]
+    both = ["--column", "negative=negative_caption", "--column", "generated=caption2"]
+    code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build",
+                           str(tmp_path / "stage.parquet"), "-k", "validate", *both)  # fmt: skip
+    assert code == 2 and out.startswith("error: --column negative:") and "not both" in out, out
+    assert not (tmp_path / "s.sqlite").exists()
+    code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build",
+                           str(tmp_path / "stage.parquet"), "-k", "validate", "--column",
+                           "negative=n")  # fmt: skip
+    assert code == 2 and "no column 'n' (validate negative;" in out, out
 
 
 def run_create(*args: str) -> tuple[int, str]:

@@ -109,6 +109,21 @@ def test_no_accepted_row_is_nothing_to_wait_for(tmp_path: Path) -> None:
         fold_back_validation(_rows().slice(0, 1), ctx, answers="missing.parquet")
 
 
+def test_a_negative_without_p2_is_the_studys_negative(tmp_path: Path) -> None:
+    # `negative = true`: the checked column is the study's role `negative` (shown as N beside
+    # P1 alone), in the pause's commands and its README
+    rows = _rows().rename_columns(["source", "source_id", "caption", "negative_caption",
+                                   "rejected"])  # fmt: skip
+    with pytest.raises(HumanStepPending, match=r"reject 'negative_caption'") as paused:
+        fold_back_validation(rows, StageContext(tmp_path), column="negative_caption",
+                             negative=True)  # fmt: skip
+    create = paused.value.commands[0]
+    assert create.endswith("-k validate --column original=caption --column "
+                           "negative=negative_caption")  # fmt: skip
+    readme = (tmp_path / "human" / "validate" / "README.md").read_text()
+    assert create in readme and "negative: `negative_caption`" in readme
+
+
 RECIPE = recipe_toml(
     "validated", 1,
     stage("fold_back_validation", answers="{answers}", column="p2"),

@@ -1,9 +1,9 @@
 """SugarCrepe-style hard negatives (`sugarcrepe_negatives`, `template_filter`) with a
 deterministic rule-based fake generator: the conversations sent against the templates of
 BiVLC's TROHN-Text script rendered here on their own, the parsing of its answer format and its
-failures, each filter reason, and the whole recipe end to end (blind scores from tiny random
-Vera and CoLA models, refinement, freeze) run by `lexsem eval -b build:DIR` and passed by
-`lexsem validate`."""
+failures, each filter reason, and the whole recipe end to end (people's check in a validation
+study the build pauses for, blind scores from tiny random Vera and CoLA models, refinement,
+freeze) run by `lexsem eval -b build:DIR` and passed by `lexsem validate`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import ast
 import hashlib
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +19,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from PIL import Image
 from typer.testing import CliRunner
 
+from builders.answers_table import answer, table
+from builders.local_http import send_json, serve_posts
 from builders.references import BIVLC, checkout, reference_file
 from builders.tiny_text_scorers import write_tiny_cola, write_tiny_vera
 from lexsem.cli.app import app
 from lexsem.construct import runner
 from lexsem.construct.recipe import with_input_path
 from lexsem.construct.runner import build
-from lexsem.construct.stage import StageContext
+from lexsem.construct.stage import HumanStepPending, StageContext, accepted, row_ids
 from lexsem.construct.sugarcrepe_negatives import (
     EMPTY,
     NO_MARKER,
@@ -475,6 +479,11 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
     recipe = _recipe(tmp_path, scorers)
     out = tmp_path / "build"
     said: list[str] = []
+    with pytest.raises(HumanStepPending) as paused:  # people check the negatives first
+        build(recipe, out, cache_dir=tmp_path / "cache", echo=said.append)
+    assert paused.value.stage == "stage 3/6 validation"
+    assert not (out / "stages" / "04-scores.parquet").exists()
+    _accept_all(out / "stages" / "02-template.parquet", paused.value.answers)
     build(recipe, out, cache_dir=tmp_path / "cache", echo=said.append)
     n = 7 * len(CAPTIONS)
     assert f"generate: {n} requests, {n} to send" in said  # counted before, params included
@@ -482,11 +491,12 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
     assert all(p["max_tokens"] == 350 for p in gen.params)  # the recipe's `params`
     record = json.loads((out / "build.json").read_text())
     assert [s["use"] for s in record["stages"]] == [
-        "sugarcrepe_negatives", "template_filter", "blind_scores", "adversarial_refine", "freeze"
+        "sugarcrepe_negatives", "template_filter", "fold_back_validation", "blind_scores",
+        "adversarial_refine", "freeze",
     ]  # fmt: skip
     assert record["stages"][0]["requests"]["sent"] == n
 
-    refined = pq.read_table(out / "stages" / "04-refine.parquet").to_pylist()
+    refined = pq.read_table(out / "stages" / "05-refine.parquet").to_pylist()
     kept: dict[str, list[tuple[str, str, str]]] = {}
     for r in refined:
         if r["rejected"] is None:
@@ -523,6 +533,164 @@ def test_the_recipe_builds_a_benchmark_that_eval_runs(
     build(recipe, out, cache_dir=tmp_path / "cache", echo=said.append)
     assert f"generate: {n} requests, 0 to send" in said
     assert len(gen.sent) == n  # nothing sent twice
+
+
+def _accept_all(stage: Path, answers: Path) -> None:
+    """The validation study's answers file: one validator accepting every kept row of `stage`."""
+    rows = pq.read_table(stage)
+    ids = row_ids(rows["source"].to_pylist(), rows["source_id"].to_pylist())
+    kept = [i for i, ok in zip(ids, accepted(rows).to_pylist(), strict=True) if ok]
+    answers.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table([answer("validate", i, "a1", "accept") for i in kept]), answers)
+
+
+def _rules_server_reply(gen: NegativesGenerator) -> Any:
+    """An OpenAI-compatible chat endpoint answering as `gen` (`rule_answer`)."""
+
+    def reply(handler: Any) -> None:
+        body = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))
+        messages = [
+            {"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
+             else "".join(p["text"] for p in m["content"] if p["type"] == "text")}
+            for m in body["messages"]
+        ]  # fmt: skip
+        text, _ = gen.send(None, {**body, "messages": messages})
+        choice = {"message": {"role": "assistant", "content": text}}
+        send_json(handler, 200, json.dumps({"choices": [choice]}).encode())
+
+    return reply
+
+
+def test_the_shipped_recipe_pauses_for_people_and_freezes_what_they_kept(
+    tmp_path: Path, scorers: dict[str, Path]
+) -> None:
+    """`lexsem build sugarcrepe_negatives --input FILE --generator openai:...` against a local
+    chat server: a pause at the validation (exit status 3, no error) with the study's
+    commands, the negatives shown beside their caption and image; the study answered through
+    the study server (one negative edited, one rejected, one a tie) and exported; the same
+    command again freezes a `sugarcrepe` benchmark of exactly the negatives the refinement
+    kept of those people kept or edited."""
+    from builders.annotate_studies import need_annotate_extra, role_policy
+
+    need_annotate_extra()
+    from fastapi.testclient import TestClient
+
+    from lexsem.annotate.app import create_app
+    from lexsem.annotate.simulate import ScriptedAnnotator
+    from lexsem.annotate.store import Unit, connect
+
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    rows = []
+    for i, caption in enumerate(CAPTIONS):
+        Image.new("RGB", (8, 8), (50 * i, 90, 120)).save(photos / f"{i}.png")
+        rows.append({"caption": caption, "image": str(photos / f"{i}.png")})
+    (tmp_path / "captions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "build"
+    gen = NegativesGenerator()
+    cli = CliRunner()
+    with serve_posts(_rules_server_reply(gen)) as url:
+        command = [
+            "build", "sugarcrepe_negatives", "--input", str(tmp_path / "captions.jsonl"),
+            "--generator", f"openai:rules?base_url={url}", "-o", str(out),
+            "--cache-dir", str(tmp_path / "cache"),
+            "--set", f"scores.vera=vera:{scorers['vera']}",
+            "--set", f"scores.cola=cola:{scorers['cola']}",
+            "--set", "scores.batch_size=2", "--set", "scores.device=cpu",
+        ]  # fmt: skip
+        res = cli.invoke(app, command)
+        assert res.exit_code == 3, res.output
+        assert "error:" not in res.output
+        assert "paused at stage 3/6 validation: fold_back_validation: waiting for people" in (
+            res.output
+        )
+        assert len(gen.sent) == 7 * len(CAPTIONS)
+        folder = out / "human" / "validate"
+        stage = out / "stages" / "02-template.parquet"
+        lines = [x.strip() for x in res.output.splitlines()
+                 if x.strip().startswith("lexsem annotate ")]  # fmt: skip
+        study = folder / "study.sqlite"
+        assert lines[0] == shlex.join([
+            "lexsem", "annotate", "create", str(study), "--from-build", str(stage), "-k",
+            "validate", "--column", "original=caption", "--column", "negative=negative_caption",
+        ])  # fmt: skip
+        assert "negative_caption" in (folder / "README.md").read_text()
+
+        checked = pq.read_table(stage)
+        ids = row_ids(checked["source"].to_pylist(), checked["source_id"].to_pylist())
+        flags = accepted(checked).to_pylist()
+        kept = [(i, r) for i, r, ok in zip(ids, checked.to_pylist(), flags, strict=True) if ok]
+        # every negative accepted first: the rows the refinement then leaves out are those
+        # the people's decisions below touch, so that it still keeps some of the others
+        _accept_all(stage, folder / "answers.parquet")
+        res = cli.invoke(app, command)
+        assert res.exit_code == 0, res.output
+        left_out = {(r["source_id"], r["category"])
+                    for r in pq.read_table(out / "stages" / "05-refine.parquet").to_pylist()
+                    if r["rejected"] == "adversarial_refinement"}  # fmt: skip
+        touched = [(i, r) for i, r in kept if (r["source_id"], r["category"]) in left_out]
+        assert len(touched) >= 3 and len(kept) > len(left_out)
+        (e_id, edited_row), (r_id, _), (t_id, _) = touched[:3]
+        edited = f"Edited: {edited_row['negative_caption'].strip()}"
+        plan: dict[str, list[Any]] = {i: ["accept", "accept"] for i, _ in kept}
+        plan[e_id] = [("edit", edited), "accept"]
+        plan[r_id] = ["reject", "reject"]
+        plan[t_id] = ["accept", "reject"]  # a tie: left out
+
+        links = folder / "links.json"
+        made = cli.invoke(app, [*shlex.split(lines[0])[1:], "-n", "2", "--overlap", "2",
+                                "--links", str(links), "--base-url", ""])  # fmt: skip
+        assert made.exit_code == 0, made.output
+        annotators = json.loads(links.read_text())["annotators"]
+        con = connect(study)
+        shown = {r[0]: json.loads(r[1])["context"]
+                 for r in con.execute("SELECT item_id, payload FROM units")}  # fmt: skip
+        con.close()
+        assert shown[e_id] == [
+            ["P1 (original)", edited_row["caption"]],
+            ["N (negative, negative_caption): to check", edited_row["negative_caption"]],
+        ]
+        client = TestClient(create_app(study))
+        for k, link in enumerate(sorted(annotators)):
+
+            def pick(unit: Unit, k: int = k) -> Any:
+                return plan[unit.item_id][k]
+
+            bot = ScriptedAnnotator(client, annotators[link], role_policy(study, pick), seed=k)
+            assert bot.run(max_steps=200)
+        res = cli.invoke(app, shlex.split(lines[2])[1:])
+        assert res.exit_code == 0, res.output
+
+        sent = len(gen.sent)
+        res = cli.invoke(app, command)
+        assert res.exit_code == 0, res.output
+        assert len(gen.sent) == sent  # nothing asked again
+
+    validated = pq.read_table(out / "stages" / "03-validation.parquet").to_pylist()
+    decided = dict(zip(ids, validated, strict=True))
+    assert decided[e_id]["negative_caption"] == edited
+    assert decided[e_id]["validation"] == "edited"
+    assert decided[r_id]["rejected"] == "human_rejected"
+    assert decided[t_id]["rejected"] == "human_disagreement"
+    refined = pq.read_table(out / "stages" / "05-refine.parquet").to_pylist()
+    kept_after = {(r["category"], r["caption"], r["negative_caption"], r["image"])
+                  for r in refined if r["rejected"] is None}  # fmt: skip
+    people_kept = {(r["category"], r["caption"], r["negative_caption"], r["image"])
+                   for r in validated if r["rejected"] is None}  # fmt: skip
+    assert kept_after and kept_after <= people_kept  # the refinement chose among them
+    frozen = set()
+    for path in (out / "benchmark").glob("*.json"):
+        if path.name != "data_card.json":
+            frozen |= {(path.stem, i["caption"], i["negative_caption"], i["filename"])
+                       for i in json.loads(path.read_text()).values()}  # fmt: skip
+    assert frozen == kept_after
+    card = json.loads((out / "benchmark" / "data_card.json").read_text())
+    (human,) = card["human"]
+    assert human["stage"] == "validation"
+    assert {k: human["counts"][k] for k in ("edited", "human_rejected", "human_disagreement")} == {
+        "edited": 1, "human_rejected": 1, "human_disagreement": 1
+    }  # fmt: skip
+    assert human["counts"]["accepted"] == len(kept) - 3
 
 
 # -- blind scores -------------------------------------------------------------------------------

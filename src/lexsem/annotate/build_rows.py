@@ -2,10 +2,13 @@
 human steps of dataset construction.
 
 - ``validate``: accept / edit / reject a generated caption (SugarCrepe++ §2.1 second
-  positives; VISLA §3.3 negatives). Columns: ``original`` (P1, default ``caption``),
-  ``generated`` (the text to check: default ``caption2``, a second positive P2; a negative,
-  e.g. ``negative_caption`` or VISLA's ``n``), ``positive`` (optional, default ``p2``: the
-  second positive P2 shown where the text to check is a negative), ``image`` (optional).
+  positives; VISLA §3.3 negatives; SugarCrepe's hard negatives). Columns: ``original`` (P1,
+  default ``caption``), ``generated`` (the text to check: default ``caption2``, a second
+  positive P2; or a negative shown with P2, VISLA's ``n``), ``positive`` (optional, default
+  ``p2``: the second positive P2 shown where the text to check is a negative), ``negative``
+  (optional, no default: the text to check is this column, a negative shown without P2, e.g.
+  SugarCrepe's ``negative_caption``; it takes the place of ``generated``), ``image``
+  (optional).
 - ``best_of_k``: choose the best of K generated images or none (BiVLC §3 step 3). Columns:
   ``caption`` (default ``negative_caption``), ``images`` (default ``images``: a list of paths).
 - ``ambiguity``: the original caption and both images (BiVLC §3 step 4). Columns: ``caption``
@@ -32,6 +35,7 @@ DEFAULT_COLUMNS: dict[str, dict[str, str]] = {
         "original": "caption",
         "generated": "caption2",
         "positive": "p2",
+        "negative": "",
         "image": "image",
     },
     "best_of_k": {"caption": "negative_caption", "images": "images"},
@@ -65,14 +69,22 @@ def build_queries(
             f"--column {sorted(unknown)[0]}: task kind {kind!r} has the columns "
             f"{', '.join(DEFAULT_COLUMNS[kind])}"
         )
+    negative = kind == "validate" and bool(cols["negative"])
+    if negative and "generated" in (columns or {}):
+        raise LexsemError("--column negative: the text to check is the negative; give it or "
+                          "--column generated, not both")  # fmt: skip
     present = set(rows[0]) if rows else set()
     for role, name in cols.items():
+        if not name or (negative and role == "generated"):  # validate's `negative` not given,
+            continue  # or given in place of `generated`
         if rows and name not in present and (kind, role) not in _OPTIONAL:
             raise DataError(
                 f"no column {name!r} ({kind} {role}; columns: {', '.join(sorted(present))}); "
                 f"name it with --column {role}=NAME",
                 file=file,
             )
+    if negative:
+        cols["generated"] = cols["negative"]
     out = []
     for i, row in enumerate(rows, start=1):
         if row.get("rejected") is not None:
@@ -104,9 +116,11 @@ def _validate(row, cols, item, subset, bench, image, file, line) -> Query:  # ty
     ref = row.get(cols["image"])
     sha = image(ref) if isinstance(ref, str) and ref else None
     second = row.get(cols["positive"]) if cols["positive"] != cols["generated"] else None
-    if isinstance(second, str) and second.strip():  # the text to check is a negative
-        ctx = (("P1 (original)", original), ("P2 (second positive)", second),
-               (f"N (negative, {cols['generated']}): to check", generated))  # fmt: skip
+    negative = (f"N (negative, {cols['generated']}): to check", generated)
+    if isinstance(second, str) and second.strip():  # a negative beside P2 (VISLA's)
+        ctx = (("P1 (original)", original), ("P2 (second positive)", second), negative)
+    elif cols["negative"]:  # a negative without a second positive (SugarCrepe's)
+        ctx = (("P1 (original)", original), negative)
     else:
         ctx = (("P1 (original)", original),
                (f"P2 (generated second positive, {cols['generated']}): to check",

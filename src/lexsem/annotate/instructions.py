@@ -65,9 +65,11 @@ KIND_INSTRUCTIONS: dict[str, str] = {
     "validate": (
         "Each question shows the original caption P1 and a caption to check: either a "
         "generated second positive P2, which must mean exactly what P1 means in different "
-        "words, or a negative N (shown with the second positive P2), which must contradict P1 "
-        "and P2. Accept it if it is right, edit it (and save the edit) if a small change makes "
-        "it right, reject it otherwise (SugarCrepe++, §2.1; VISLA, §3.3)."
+        "words, or a negative N (shown alone or with the second positive P2), which must be a "
+        "fluent caption that contradicts P1 (and P2): it must not describe what P1 describes, "
+        "nor the picture where one is shown. "
+        "Accept it if it is right, edit it (and save the edit) if a small change makes it "
+        "right, reject it otherwise (SugarCrepe++, §2.1; VISLA, §3.3)."
     ),
 }
 

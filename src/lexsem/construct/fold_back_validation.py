@@ -33,7 +33,8 @@ export. Until it exists the stage pauses the build (`HumanStepPending`): it writ
 human/validate/study.sqlite --from-build <its input table> -k validate --column ...`` (the
 table: the stage before's output, or for a recipe's first stage a copy of its rows in
 ``human/validate/rows.parquet``; the stage's `original`, `column`, `positive` and `image`
-columns, those the rows have, as the study's roles), ``lexsem annotate
+columns, those the rows have, as the study's roles, `column` as its role ``negative`` with
+``negative = true``), ``lexsem annotate
 serve`` and ``lexsem annotate export ... --answers <the answers file>`` — and says them; the
 same build command run again once the file is there goes on (the file's sha256 is part of the
 stage's digest, so a new export reruns it).
@@ -47,7 +48,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,7 @@ def fold_back_validation(
     column: str = "caption2",
     original: str = "caption",
     positive: str | None = None,
+    negative: bool = False,
     image: str = "image",
     keep_first_of: str | None = None,
     unvalidated: str = "keep",
@@ -142,7 +144,8 @@ def fold_back_validation(
     `column`, the text the validators checked (default ``caption2``, SugarCrepe++'s second
     positive; ``negative_caption`` or VISLA's ``n`` for negatives); `original`, `positive` and
     `image`: what the study shows beside it (P1; P2 where the checked text is a negative; the
-    image where the rows have that column)."""
+    image where the rows have that column); `negative`: the checked text is a negative
+    shown without P2 (SugarCrepe's ``negative_caption``), the study's role ``negative``."""
     if unvalidated not in ("keep", "reject"):
         raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
                           f"{unvalidated!r}")  # fmt: skip
@@ -166,8 +169,8 @@ def fold_back_validation(
                 if ctx is not None:
                     ctx.count("accepted", 0)
                 return rows
-            roles = {"original": original, "generated": column, "positive": positive,
-                     "image": image}  # fmt: skip
+            roles = {"original": original, "negative" if negative else "generated": column,
+                     "positive": positive, "image": image}  # fmt: skip
             _pause(rows, ctx, source, roles)
     where = str(source) if not isinstance(source, pa.Table) else "answers"
     by_row = _answers(source, where)
@@ -303,11 +306,16 @@ def _pause(
             fh.write(_readme(n, shown, commands, answers))
     raise HumanStepPending(
         f"fold_back_validation: waiting for people: no answers file {answers}. {_rows(n)} to "
-        f"validate (accept, edit or reject {roles['generated']!r}) in a `validate` study"
+        f"validate (accept, edit or reject {_checked(roles)!r}) in a `validate` study"
         + (f"; how: {readme}" if readme is not None else ""),
         commands=commands or [],
         answers=answers,
     )
+
+
+def _checked(roles: Mapping[str, str | None]) -> str | None:
+    """The column of the text the study checks (its role ``generated`` or ``negative``)."""
+    return roles.get("generated") or roles.get("negative")
 
 
 def _rows(n: int) -> str:
@@ -326,7 +334,7 @@ def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -
     return (
         "# Human step: validation (SugarCrepe++, §2.1; VISLA, §3.3)\n\n"
         f"{_rows(n)} to validate: people accept, edit or reject the text in "
-        f"`{roles['generated']}` (the study's columns: {shown}). Make the study, serve it, "
+        f"`{_checked(roles)}` (the study's columns: {shown}). Make the study, serve it, "
         "export its answers:\n\n"
         + "".join(f"    {c}\n" for c in commands)
         + "\nAdd `--annotators N --overlap K` to the first command for N personal links and K "
