@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import errno
-import os
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -19,7 +16,6 @@ from lexsem.cli.options import (
     config_option,
     defaults,
 )
-from lexsem.errors import LexsemError
 from lexsem.explore.config import ExploreConfig
 
 __all__ = ["explore"]
@@ -44,17 +40,16 @@ def explore(
 ) -> None:
     """Look through the items of runs: slices, each item's captions, images and verdicts;
     export a figure, a benchmark file or a study. Serves http://HOST:PORT until Ctrl-C."""
-    import uvicorn
-
     from lexsem.cli.options import from_options
     from lexsem.cli.run_paths import run_folders
     from lexsem.explore.app import create_app
     from lexsem.explore.runs_table import open_runs
+    from lexsem.web_server import listening, serve
 
     cfg = from_options(ExploreConfig, "explore", {"host": "--host", "port": "--port",
                        "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
     folders_given = run_folders(runs)
-    sock = _listening(cfg.host, cfg.port)  # before the runs are read
+    sock = listening(cfg.host, cfg.port)  # before the runs are read
     try:
         table = open_runs(folders_given)
     except BaseException:
@@ -67,19 +62,5 @@ def explore(
                      allowed_hosts=hosts)  # fmt: skip
     typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
                f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
-
-
-def _listening(host: str, port: int) -> socket.socket:
-    """A socket listening on host:port, before the page's address is printed: a port another
-    server holds is one line naming it, never an address that shows that server's page."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family)
-    except OSError as exc:
-        hint = ("another server holds it: give another --port" if exc.errno == errno.EADDRINUSE
-                else "give another --host or --port")  # fmt: skip
-        raise LexsemError(
-            f"--port {port}: cannot listen on {host}:{port} "
-            f"({os.strerror(exc.errno) if exc.errno else exc}); {hint}"
-        ) from None
+    with sock:
+        serve(app, sock)
