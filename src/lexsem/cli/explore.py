@@ -16,6 +16,7 @@ from lexsem.cli.options import (
     config_option,
     defaults,
 )
+from lexsem.errors import LexsemError
 from lexsem.explore.config import ExploreConfig
 
 __all__ = ["explore"]
@@ -48,6 +49,8 @@ def explore(
 
     cfg = from_options(ExploreConfig, "explore", {"host": "--host", "port": "--port",
                        "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
+    for path in runs:
+        _no_folder_of_runs(path)
     folders_given = run_folders(runs)
     sock = listening(cfg.host, cfg.port)  # before the runs are read
     try:
@@ -64,3 +67,19 @@ def explore(
                f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
     with sock:
         serve(app, sock)
+
+
+def _no_folder_of_runs(path: Path) -> None:
+    """A folder that is no run and no sweep but holds runs (`runs/`) is refused with the glob
+    that gives its runs (`runs/*`): which of its folders to show is the shell's choice."""
+    from lexsem.cli.run_paths import not_a_run
+
+    if not path.is_dir() or not_a_run(path) is None:
+        return
+    inside = [c for c in sorted(path.iterdir()) if c.is_dir() and not_a_run(c) is None]
+    if inside:
+        raise LexsemError(
+            f"{path}: not a run folder, but it holds {len(inside)} run folder"
+            f"{'s' * (len(inside) != 1)} ({inside[0].name}, ...): give them, e.g. "
+            f"lexsem explore {path}/*"
+        )
