@@ -314,6 +314,26 @@ def test_a_port_in_use_is_one_line_before_any_address_is_printed(tmp_path: Path)
     assert "open http" not in res.output
 
 
+def test_the_command_serves_with_the_study_servers_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from lexsem.cli import app
+
+    served: list[tuple[int, socket.socket]] = []
+    record = lambda a, sock, **k: served.append((sock.getsockname()[1], sock))  # noqa: E731
+    monkeypatch.setattr("lexsem.web_server.serve", record)
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    folders = synthetic_runs(tmp_path, 1, 4)
+    res = CliRunner().invoke(app, ["explore", "--port", str(port), str(folders[0])])
+    assert res.exit_code == 0, res.output
+    assert f"open http://127.0.0.1:{port}/" in res.output
+    ((on, sock),) = served  # lexsem.web_server.serve: slow clients closed, requests bounded
+    assert on == port and sock.fileno() == -1  # closed once served
+
+
 def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path) -> None:
     folders, _, _ = two_runs(tmp_path / "edited")
     file = tmp_path / "edited" / "triplets" / "swap_obj.json"

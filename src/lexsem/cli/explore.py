@@ -52,20 +52,15 @@ def explore(
     for path in runs:
         _no_folder_of_runs(path)
     folders_given = run_folders(runs)
-    sock = listening(cfg.host, cfg.port)  # before the runs are read
-    try:
+    with listening(cfg.host, cfg.port) as sock:  # before the runs are read
         table = open_runs(folders_given)
-    except BaseException:
-        sock.close()
-        raise
-    hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
-    folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
-               "image_root": image_root}  # fmt: skip
-    app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
-                     allowed_hosts=hosts)  # fmt: skip
-    typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
-               f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
-    with sock:
+        hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
+        folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
+                   "image_root": image_root}  # fmt: skip
+        app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
+                         allowed_hosts=hosts)  # fmt: skip
+        typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
+                   f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
         serve(app, sock)
 
 
