@@ -94,16 +94,16 @@ def choices(table: RunsTable) -> dict[str, list[str]]:
     return {name: sorted(set(table.column(col).tolist())) for name, col, _ in _NAMED}
 
 
+def _unknown(table: RunsTable, name: str, value: str) -> ValueError:
+    """The error of a `bench`, `subset` or `metric` that no run has: the names there are."""
+    what = next(w for n, _, w in _NAMED if n == name)
+    valid = choices(table)[name]
+    listed = ", ".join(valid[:_LISTED]) + (f", … ({len(valid)} in all)"
+                                           if len(valid) > _LISTED else "")  # fmt: skip
+    return ValueError(f"{name}={value!r}: no {what} of that name in these runs; one of: {listed}")
+
+
 def _check(table: RunsTable, s: Slice) -> None:
-    named = choices(table)
-    for name, _, what in _NAMED:
-        value = getattr(s, name)
-        if value is not None and value not in named[name]:
-            valid = named[name]
-            listed = ", ".join(valid[:_LISTED]) + (f", … ({len(valid)} in all)"
-                                                   if len(valid) > _LISTED else "")  # fmt: skip
-            raise ValueError(f"{name}={value!r}: no {what} of that name in these runs; "
-                             f"one of: {listed}")  # fmt: skip
     n = len(table.runs)
     for name in ("right", "wrong", "mrun"):
         value = getattr(s, name)
@@ -135,7 +135,10 @@ def select(table: RunsTable, s: Slice, text: Callable[[], np.ndarray] | None = N
     for name, col in exact:
         value = getattr(s, name)
         if value is not None:
-            mask &= table.column(col) == value
+            match = table.column(col) == value
+            if name != "item" and not match.any():
+                raise _unknown(table, name, value)
+            mask &= match
     if s.right is not None:
         mask &= table.hit[:, s.right] == 1
     if s.wrong is not None:
