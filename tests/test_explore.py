@@ -85,6 +85,15 @@ def test_slices_select_and_count(runs: Any) -> None:
         ("/?right=7", 400, "right=7"),
         ("/?sort=best", 400, "sort"),
         ("/?mmin=1&mmax=0", 400, "mmin=1.0 is above"),
+        ("/?mmin=nan", 400, "mmin: not a number"),
+        ("/?mmax=NaN", 400, "mmax: not a number"),
+        ("/?bench=nope", 400, "bench=&#39;nope&#39;: no benchmark of that name"),
+        (
+            "/?subset=nope",
+            400,
+            "no subset of that name in these runs; one of: replace_att, swap_obj",
+        ),
+        ("/?metric=nope", 400, "one of: itt, itt_p1n, itt_p2n, tot"),
         ("/?nosuch=1", 400, "nosuch"),
         ("/?page=99", 400, "page=99"),
         ("/?q=" + "x" * 201, 400, "q"),
@@ -103,6 +112,11 @@ def test_bad_parameters_are_refused(client: TestClient, url: str, status: int, s
     assert res.status_code == status, res.text
     assert says in res.text
     assert "Traceback" not in res.text
+
+
+def test_the_favicon_is_nothing_rather_than_an_error(client: TestClient) -> None:
+    res = client.get("/favicon.ico")
+    assert res.status_code == 204 and not res.content
 
 
 def test_the_page_shows_a_slice_with_headers(client: TestClient) -> None:
@@ -232,6 +246,12 @@ def test_the_command_refuses_a_folder_that_is_no_run(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "no run among" in res.output
     res = CliRunner().invoke(app, ["explore", "--port", "0", str(tmp_path)])
     assert res.exit_code != 0 and "port" in res.output.lower()
+    synthetic_runs(tmp_path / "runs", 2, 4)  # a folder of runs: the glob is suggested
+    res = CliRunner().invoke(app, ["explore", str(tmp_path / "runs")])
+    assert res.exit_code == 2 and "open http" not in res.output
+    assert f"holds 2 run folders (run0, ...): give them, e.g. lexsem explore {tmp_path}/runs/*" in (
+        " ".join(res.output.split())
+    )
 
 
 def test_people_and_models_disagree(runs: Any, tmp_path: Path) -> None:
@@ -292,6 +312,26 @@ def test_a_port_in_use_is_one_line_before_any_address_is_printed(tmp_path: Path)
     assert res.exit_code == 2, res.output
     assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in res.output
     assert "open http" not in res.output
+
+
+def test_the_command_serves_with_the_study_servers_limits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    from lexsem.cli import app
+
+    served: list[tuple[int, socket.socket]] = []
+    record = lambda a, sock, **k: served.append((sock.getsockname()[1], sock))  # noqa: E731
+    monkeypatch.setattr("lexsem.web_server.serve", record)
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    folders = synthetic_runs(tmp_path, 1, 4)
+    res = CliRunner().invoke(app, ["explore", "--port", str(port), str(folders[0])])
+    assert res.exit_code == 0, res.output
+    assert f"open http://127.0.0.1:{port}/" in res.output
+    ((on, sock),) = served  # lexsem.web_server.serve: slow clients closed, requests bounded
+    assert on == port and sock.fileno() == -1  # closed once served
 
 
 def test_an_edited_benchmark_file_shows_no_captions_and_says_why(tmp_path: Path) -> None:
@@ -381,7 +421,7 @@ def test_word_differences() -> None:
     }  # fmt: skip
 
 
-def test_intervals_are_bootstrapped_for_bounded_slices(tmp_path: Path) -> None:
+def test_intervals_are_bootstrapped_for_bounded_slices_wilson_above(tmp_path: Path) -> None:
     from lexsem.explore.slices import MAX_CI_ROWS
     from lexsem.stats.bootstrap import confidence_interval, micro_mean
 
@@ -391,8 +431,23 @@ def test_intervals_are_bootstrapped_for_bounded_slices(tmp_path: Path) -> None:
     hits = (table.hit[small, 0] == 1).astype(float)
     assert (c.ci_low, c.ci_high) == confidence_interval([hits], micro_mean, 200, 0, 0.95)
     assert c.ci_low is not None and c.ci_low <= c.accuracy <= c.ci_high
-    (big,) = counts(table, np.arange(len(table)), n_boot=200)
-    assert big.n == MAX_CI_ROWS + 10 and big.accuracy is not None and big.ci_low is None
+    assert c.interval == "bootstrap"
+    every = np.arange(len(table))
+    (big,) = counts(table, every, n_boot=200)
+    # Wilson (1927) by hand: centre (p + z²/2n) / (1 + z²/n), half width
+    # z / (1 + z²/n) · sqrt(p(1-p)/n + z²/4n²), z the normal's 97.5% quantile
+    n, k, z = len(every), int((table.hit[every, 0] == 1).sum()), 1.959963984540054
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    assert (big.n, big.hits, big.interval) == (MAX_CI_ROWS + 10, k, "wilson")
+    assert big.ci_low == pytest.approx(100 * (centre - half), abs=1e-9)
+    assert big.ci_high == pytest.approx(100 * (centre + half), abs=1e-9)
+    assert counts(table, every, n_boot=0)[0].ci_low is None  # --n-boot 0: no interval
+    page = TestClient(create_app(table, n_boot=200)).get("/")
+    assert page.status_code == 200
+    shown = f"[{100 * (centre - half):.1f}, {100 * (centre + half):.1f}]<sup>W</sup>"
+    assert shown in page.text and 'title="Wilson score interval' in page.text
 
 
 def test_bivlc_items_show_two_captions_and_two_images(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ study server's browser tests do; Playwright's own browser download is never used
 At 1280 px: open the page, filter with the mouse (a metric, "every model wrong") and the
 keyboard ("/" focuses the text search, Enter applies it), pick items with the mouse, export
 each kind (figure PNG and PDF, benchmark file, study) and check each download; open an item.
-At 390 px: the same page and an item page. No page scrolls sideways and every image decodes.
+At 390 px: the same page and an item page, whose run table stacks each run's cells, each named.
+No page scrolls sideways and every image decodes.
 Screenshots go to the test's folder (and $LEXSEM_SCREENSHOTS when set)."""
 
 from __future__ import annotations
@@ -130,5 +131,10 @@ def test_phone_width(browser: Any, url: str, tmp_path: Path) -> None:
     shots(tmp_path, "explore-390-slice", page)
     page.goto(url + "/item/5")
     check_layout(page)
+    runs = page.evaluate("""() => [...document.querySelectorAll('table.runs tbody tr')].map(
+      tr => ({right: tr.getBoundingClientRect().right, cells: tr.querySelectorAll('td').length,
+              labelled: getComputedStyle(tr.querySelector('td'), '::before').content}))""")
+    assert runs and all(r["right"] <= 390 and r["cells"] == 5 for r in runs), runs
+    assert all(r["labelled"] == '"# "' for r in runs), runs  # stacked: each cell named
     shots(tmp_path, "explore-390-item", page)
     page.close()

@@ -245,6 +245,7 @@ def serve(
     from lexsem.annotate.app import create_app
     from lexsem.annotate.http_server import run
     from lexsem.annotate.study_check import loose_mode
+    from lexsem.web_server import listening
 
     app = create_app(
         study, rate_limit=cfg.rate_limit, reservation_minutes=cfg.reservation_minutes
@@ -252,8 +253,9 @@ def serve(
     note = loose_mode(study)
     if note is not None:
         typer.echo(f"warning: {note}", err=True)
-    typer.echo(f"serving {study} on http://{cfg.host}:{cfg.port} (Ctrl-C stops)", err=True)
-    run(app, cfg.host, cfg.port, access_log=cfg.access_log)
+    with listening(cfg.host, cfg.port) as sock:  # a port in use: one line, no address
+        typer.echo(f"serving {study} on http://{cfg.host}:{cfg.port} (Ctrl-C stops)", err=True)
+        run(app, sock, access_log=cfg.access_log)
 
 
 def status(

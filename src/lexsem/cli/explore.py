@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import errno
-import os
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -44,42 +41,40 @@ def explore(
 ) -> None:
     """Look through the items of runs: slices, each item's captions, images and verdicts;
     export a figure, a benchmark file or a study. Serves http://HOST:PORT until Ctrl-C."""
-    import uvicorn
-
     from lexsem.cli.options import from_options
     from lexsem.cli.run_paths import run_folders
     from lexsem.explore.app import create_app
     from lexsem.explore.runs_table import open_runs
+    from lexsem.web_server import listening, serve
 
     cfg = from_options(ExploreConfig, "explore", {"host": "--host", "port": "--port",
                        "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
+    for path in runs:
+        _no_folder_of_runs(path)
     folders_given = run_folders(runs)
-    sock = _listening(cfg.host, cfg.port)  # before the runs are read
-    try:
+    with listening(cfg.host, cfg.port) as sock:  # before the runs are read
         table = open_runs(folders_given)
-    except BaseException:
-        sock.close()
-        raise
-    hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
-    folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
-               "image_root": image_root}  # fmt: skip
-    app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
-                     allowed_hosts=hosts)  # fmt: skip
-    typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
-               f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
+        hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
+        folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
+                   "image_root": image_root}  # fmt: skip
+        app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
+                         allowed_hosts=hosts)  # fmt: skip
+        typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
+                   f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
+        serve(app, sock)
 
 
-def _listening(host: str, port: int) -> socket.socket:
-    """A socket listening on host:port, before the page's address is printed: a port another
-    server holds is one line naming it, never an address that shows that server's page."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        return socket.create_server((host, port), family=family)
-    except OSError as exc:
-        hint = ("another server holds it: give another --port" if exc.errno == errno.EADDRINUSE
-                else "give another --host or --port")  # fmt: skip
+def _no_folder_of_runs(path: Path) -> None:
+    """A folder that is no run and no sweep but holds runs (`runs/`) is refused with the glob
+    that gives its runs (`runs/*`): which of its folders to show is the shell's choice."""
+    from lexsem.cli.run_paths import not_a_run
+
+    if not path.is_dir() or not_a_run(path) is None:
+        return
+    inside = [c for c in sorted(path.iterdir()) if c.is_dir() and not_a_run(c) is None]
+    if inside:
         raise LexsemError(
-            f"--port {port}: cannot listen on {host}:{port} "
-            f"({os.strerror(exc.errno) if exc.errno else exc}); {hint}"
-        ) from None
+            f"{path}: not a run folder, but it holds {len(inside)} run folder"
+            f"{'s' * (len(inside) != 1)} ({inside[0].name}, ...): give them, e.g. "
+            f"lexsem explore {path}/*"
+        )

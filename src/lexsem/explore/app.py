@@ -27,7 +27,7 @@ from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_zip
 from lexsem.explore.figure import MAX_FIGURE_ITEMS, FigureItem, item_grid
 from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_of, image_refs
 from lexsem.explore.runs_table import RunsTable
-from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, counts, select
+from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, choices, counts, select
 from lexsem.explore.word_diff import marked, roles_against
 from lexsem.web_headers import set_security_headers
 
@@ -165,11 +165,6 @@ def _row_view(st: _State, key: int) -> dict[str, Any]:
     }
 
 
-def _choices(st: _State) -> dict[str, list[str]]:
-    pairs = (("bench", "view"), ("subset", "subset"), ("metric", "metric"))
-    return {c: sorted(set(st.table.column(col).tolist())) for c, col in pairs}
-
-
 def _selected(st: _State, request: Request, s: Slice) -> list[int]:
     """The hand-picked rows (`sel`, repeated), else the slice's rows."""
     picked = request.query_params.getlist("sel")
@@ -258,7 +253,7 @@ def create_app(
         ctx = {
             "s": s, "n_rows": len(rows), "pages": pages, "runs": table.runs,
             "counts": st.counts(s, rows), "max_ci": MAX_CI_ROWS,
-            "rows": [_row_view(st, int(k)) for k in shown], "choices": _choices(st),
+            "rows": [_row_view(st, int(k)) for k in shown], "choices": choices(table),
             "notes": [*table.notes, *_caption_notes(st, shown)],
             "humans": any(r.human for r in table.runs), "kinds": EXPORT_KINDS,
             "query": s.query(), "prev": s.query(page=s.page - 1), "next": s.query(page=s.page + 1),
@@ -319,6 +314,10 @@ def create_app(
             raise HTTPException(400, str(exc)) from None
         disposition = f'attachment; filename="{name}"'
         return Response(data, media_type=media, headers={"Content-Disposition": disposition})
+
+    @app.get("/favicon.ico")
+    def favicon() -> Response:  # no icon: nothing (a browser asks for one on every page)
+        return Response(status_code=204, headers={"Cache-Control": "max-age=86400"})
 
     @app.get("/static/{name}")
     def asset(name: str) -> Response:

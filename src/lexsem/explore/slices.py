@@ -1,13 +1,17 @@
 """A slice of the joined table (`RunsTable`): the filters a page's URL carries, checked with
 their bounds (a bad value is a 400 naming the parameter), the rows they select in order, and
-each run's count and accuracy over them with a bootstrap interval (`lexsem.stats.bootstrap`).
+each run's count and accuracy over them with an interval: the percentile bootstrap
+(`lexsem.stats.bootstrap`) up to `MAX_CI_ROWS` rows, the Wilson score interval of the
+proportion (`lexsem.stats.wilson`) above, where a bootstrap per page is too slow.
 
 - `bench`, `subset`, `metric`, `item`: exact names (`bench` as shown, `NAME · data 2` for
-  runs on other data; `item` an item id);
+  runs on other data; `item` an item id); a `bench`, `subset` or `metric` that no run has is
+  refused with the names there are (`choices`);
 - `right=A&wrong=B`: run A (its number on the page, from 0) right and run B wrong;
 - `all_wrong`: every model run that scored the row missed it (people's runs not counted);
 - `ties`: some run's deciding comparison tied;
-- `mrun`, `mmin`, `mmax`: run `mrun`'s margin (`lexsem.explore.margins`) within [mmin, mmax];
+- `mrun`, `mmin`, `mmax`: run `mrun`'s margin (`lexsem.explore.margins`) within [mmin, mmax]
+  (numbers: `nan` is refused);
 - `disagree`: people and models disagree: the people's verdict (every run of people's answers
   that scored the row alike: their majority right or wrong) differs from the models' (right
   when half or more of the model runs that scored it are right);
@@ -23,16 +27,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from lexsem.explore.runs_table import RunsTable
 from lexsem.stats.bootstrap import confidence_interval, micro_mean
+from lexsem.stats.wilson import wilson_interval
 
-__all__ = ["MAX_CI_ROWS", "MAX_PAGE", "RunCount", "Slice", "counts", "select"]
+__all__ = ["MAX_CI_ROWS", "MAX_PAGE", "RunCount", "Slice", "choices", "counts", "select"]
 
 MAX_PAGE = 200
 MAX_QUERY = 200
-MAX_CI_ROWS = 2000  # the most rows of a run whose interval is computed (a bootstrap per page)
+MAX_CI_ROWS = 2000  # the most rows of a run with a bootstrap interval (one per page); Wilson above
+_NAMED = (("bench", "view", "benchmark"), ("subset", "subset", "subset"),
+          ("metric", "metric", "metric"))  # fmt: skip
+_LISTED = 30  # the most valid names an error lists
 
 
 class Slice(BaseModel):
@@ -57,6 +66,15 @@ class Slice(BaseModel):
     page: int = Field(1, ge=1, le=1_000_000)
     size: int = Field(50, ge=1, le=MAX_PAGE)
 
+    @field_validator("mmin", "mmax", mode="before")
+    @classmethod
+    def _a_number(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("nan", "+nan", "-nan"):
+            raise PydanticCustomError("not_a_number", "not a number")
+        if isinstance(value, float) and value != value:
+            raise PydanticCustomError("not_a_number", "not a number")
+        return value
+
     def query(self, **change: object) -> str:
         """This slice's URL query (defaults left out), with `change` applied."""
         from urllib.parse import urlencode
@@ -69,6 +87,20 @@ class Slice(BaseModel):
             if v is not None and v != defaults[k] and v is not False
         }
         return urlencode(kept)
+
+
+def choices(table: RunsTable) -> dict[str, list[str]]:
+    """The names each of `bench`, `subset`, `metric` may take: those of the runs' rows."""
+    return {name: sorted(set(table.column(col).tolist())) for name, col, _ in _NAMED}
+
+
+def _unknown(table: RunsTable, name: str, value: str) -> ValueError:
+    """The error of a `bench`, `subset` or `metric` that no run has: the names there are."""
+    what = next(w for n, _, w in _NAMED if n == name)
+    valid = choices(table)[name]
+    listed = ", ".join(valid[:_LISTED]) + (f", … ({len(valid)} in all)"
+                                           if len(valid) > _LISTED else "")  # fmt: skip
+    return ValueError(f"{name}={value!r}: no {what} of that name in these runs; one of: {listed}")
 
 
 def _check(table: RunsTable, s: Slice) -> None:
@@ -103,7 +135,10 @@ def select(table: RunsTable, s: Slice, text: Callable[[], np.ndarray] | None = N
     for name, col in exact:
         value = getattr(s, name)
         if value is not None:
-            mask &= table.column(col) == value
+            match = table.column(col) == value
+            if name != "item" and not match.any():
+                raise _unknown(table, name, value)
+            mask &= match
     if s.right is not None:
         mask &= table.hit[:, s.right] == 1
     if s.wrong is not None:
@@ -140,13 +175,15 @@ def select(table: RunsTable, s: Slice, text: Callable[[], np.ndarray] | None = N
 
 @dataclass(frozen=True)
 class RunCount:
-    """One run over a slice: rows it scored, its hits, accuracy and interval (percent)."""
+    """One run over a slice: rows it scored, its hits, accuracy and interval (percent), and
+    which interval that is (`bootstrap`, `wilson`; None when there is none)."""
 
     n: int
     hits: int
     accuracy: float | None
     ci_low: float | None
     ci_high: float | None
+    interval: Literal["bootstrap", "wilson"] | None = None
 
 
 def counts(
@@ -154,8 +191,8 @@ def counts(
     confidence: float = 0.95,
 ) -> list[RunCount]:  # fmt: skip
     """Each run's count and accuracy over `rows`, with the percentile bootstrap interval of
-    `lexsem.stats.bootstrap.confidence_interval` (none below two rows, above `MAX_CI_ROWS`
-    rows — a whole benchmark's intervals are in its run's tables — or with `n_boot` 0)."""
+    `lexsem.stats.bootstrap.confidence_interval` up to `MAX_CI_ROWS` rows (none below two
+    rows) and the Wilson score interval above (`lexsem.stats.wilson`); none with `n_boot` 0."""
     out = []
     for k in range(len(table.runs)):
         h = table.hit[rows, k]
@@ -163,7 +200,18 @@ def counts(
         if not len(got):
             out.append(RunCount(0, 0, None, None, None))
             continue
-        boot = n_boot if len(got) <= MAX_CI_ROWS else 0
-        lo, hi = confidence_interval([got], micro_mean, boot, seed, confidence)
-        out.append(RunCount(len(got), int(got.sum()), 100.0 * got.mean(), lo, hi))
+        n, hits = len(got), int(got.sum())
+        lo: float | None
+        hi: float | None
+        kind: Literal["bootstrap", "wilson"] | None
+        if n_boot == 0:
+            lo, hi, kind = None, None, None
+        elif n > MAX_CI_ROWS:
+            ci = wilson_interval(hits, n, confidence)
+            assert ci is not None  # n > 0
+            (lo, hi), kind = ci, "wilson"
+        else:
+            lo, hi = confidence_interval([got], micro_mean, n_boot, seed, confidence)
+            kind = "bootstrap" if lo is not None else None
+        out.append(RunCount(n, hits, 100.0 * got.mean(), lo, hi, kind))
     return out

@@ -1,0 +1,90 @@
+"""`lexsem.web_server`: the study server and `lexsem explore` serve through it: a port in use
+is one line before any address is printed, and a connection that never finishes its headers
+is closed while other clients are served."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from builders.annotate_studies import make_study, need_annotate_extra
+from lexsem.cli import app as cli_app
+from lexsem.errors import LexsemError
+from lexsem.web_server import listening, serve
+
+need_annotate_extra()
+
+
+async def _hello(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    assert scope["type"] == "http"
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+def test_a_port_in_use_is_one_error_naming_it() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+        with pytest.raises(LexsemError, match=rf"--port {port}: cannot listen on .*another"):
+            listening("127.0.0.1", port)
+
+
+def test_slow_header_connections_are_closed_and_others_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import httpx
+    import uvicorn
+
+    servers: list[uvicorn.Server] = []
+
+    class Recorded(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config) -> None:
+            super().__init__(config)
+            servers.append(self)
+
+    monkeypatch.setattr(uvicorn, "Server", Recorded)
+    sock = listening("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    thread = threading.Thread(target=serve, args=(_hello, sock), kwargs={"header_timeout": 0.5})
+    thread.start()
+    try:
+        end = time.monotonic() + 30
+        while not (servers and servers[0].started) and time.monotonic() < end:
+            time.sleep(0.05)
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # and never the end of the headers
+        assert httpx.get(f"http://127.0.0.1:{port}/").text == "hello"
+        slow.settimeout(5.0)
+        assert slow.recv(1024) == b""  # closed by the server
+        slow.close()
+        cfg = servers[0].config
+        assert cfg.limit_concurrency is not None and cfg.timeout_keep_alive <= 10
+    finally:
+        if servers:
+            servers[0].should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def test_annotate_serve_refuses_a_port_in_use_before_printing_its_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    study = make_study(tmp_path, "-b", "synthetic", "--sample", "2", "-k", "tot")
+    served: list[object] = []
+    monkeypatch.setattr("lexsem.annotate.http_server.run", lambda *a, **k: served.append(a))
+    with socket.create_server(("127.0.0.1", 0)) as held:
+        port = held.getsockname()[1]
+        res = CliRunner().invoke(cli_app, ["annotate", "serve", str(study.path), "--port",
+                                           str(port)])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    lines = [ln for ln in res.output.splitlines() if ln.strip()]
+    assert lines == [
+        f"error: --port {port}: cannot listen on 127.0.0.1:{port} "
+        "(Address already in use); another server holds it: give another --port"
+    ]
+    assert not served
