@@ -311,7 +311,7 @@ def freeze(
             "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
             "files": files,
             "dataset_files": dataset_files,
-            "configs": configs(format),
+            "configs": configs(format, files if format == "bivlc" else dataset_files),
             "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
             "categories": categories,
             "items_with_image": sum(1 for it in frozen if it.get("filename") or "image" in it),
