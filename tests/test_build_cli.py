@@ -80,6 +80,28 @@ def test_a_shipped_recipe_without_its_input_is_one_line_before_any_work(tmp_path
     assert not out.exists()
 
 
+def test_an_input_without_a_column_a_later_stage_reads_is_refused_before_any_work(
+    tmp_path: Path,
+) -> None:
+    """scpp_positive's freeze reads `negative_caption`: captions without it are refused before
+    the generator is asked (its server here does not exist), naming the column and the stage;
+    a column an earlier stage makes (`caption2`) is not asked of the input."""
+    items = write_jsonl(tmp_path / "items.jsonl", [{"caption": "a dog"}])
+    out = tmp_path / "b"
+    res = cli.invoke(app, ["build", "scpp_positive", "--input", str(items), "-o", str(out),
+                           "--generator", "openai:m?base_url=http://127.0.0.1:9/v1"])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert res.output == (
+        f"error: input {items}: no column 'negative_caption', which stage 3/3 freeze reads "
+        "(setting `n`); the input has caption\n"
+    )
+    assert not out.exists()
+    res = cli.invoke(app, ["build", "scpp_positive", "--input", str(items), "-o", str(out),
+                           "--set", "positive.column=text"])  # fmt: skip
+    assert res.exit_code == 2 and "no column 'text', which stage 1/3 positive reads " \
+        "(setting `column`)" in res.output  # fmt: skip
+
+
 def test_input_generator_and_set_fill_the_recipe(tmp_path: Path) -> None:
     items = write_jsonl(tmp_path / "items.jsonl", [{"caption": "a", "negative_caption": "b"}])
     recipe = load_recipe("scpp_positive", input=items, generator="openai:m?base_url=http://h/v1",

@@ -57,6 +57,7 @@ from lexsem.atomic import atomic_open
 from lexsem.construct.stage import (
     PROVENANCE,
     REJECTED,
+    Columns,
     HumanStepPending,
     Stage,
     StageContext,
@@ -336,4 +337,9 @@ def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -
     )
 
 
-STAGE = Stage("fold_back_validation", fold_back_validation, files=_answer_files)
+def _columns(have: frozenset[str], *, column: str = "caption2", **_: Any) -> Columns:
+    return Columns({"column": column}, frozenset({f"{column}_original", VALIDATION}))
+
+
+STAGE = Stage("fold_back_validation", fold_back_validation, files=_answer_files,
+              columns=_columns)  # fmt: skip

@@ -41,7 +41,7 @@ from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_M
 from lexsem.construct.build_record import read_build_record
 from lexsem.construct.data_card import card_markdown, category_counts
 from lexsem.construct.dataset_files import configs, write_dataset_files
-from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted
+from lexsem.construct.stage import REJECTED, Columns, Stage, StageContext, accepted
 from lexsem.digests import file_sha256
 from lexsem.errors import LexsemError
 
@@ -426,4 +426,15 @@ def _swap_in(out: Path, write: Callable[[Path], _T]) -> _T:
     return made
 
 
-STAGE = Stage("freeze", freeze)
+def _reads(
+    have: frozenset[str], *, format: str = "scpp", p1: str = "p1", p2: str | None = None,
+    n: str = "n", **_: Any,
+) -> Columns:  # fmt: skip
+    """The text columns a freeze needs (the image, ids and subsets are checked as it runs)."""
+    texts = {"p1": p1, "n": n}
+    if format in ("scpp", "visla"):
+        texts["p2"] = p2 or "p2"
+    return Columns(texts)
+
+
+STAGE = Stage("freeze", freeze, columns=_reads)
