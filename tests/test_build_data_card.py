@@ -16,6 +16,7 @@ import yaml
 from typer.testing import CliRunner
 
 from builders.recipes import recipe_toml, stage, write_recipe
+from builders.tiny_dual_models import write_clip
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli.app import app
 from lexsem.construct.data_card import card_markdown, generator_settings
@@ -148,6 +149,46 @@ def test_load_dataset_reads_a_sugarcrepe_build(tmp_path: Path) -> None:
     assert test.num_rows == 3
     header = _header((out / "benchmark" / "README.md").read_text("utf-8"))
     assert header["license"] == "unknown" and header["task_categories"] == ["image-to-text"]
+
+
+def test_a_text_only_sugarcrepe_build_says_so_and_an_image_model_is_refused_at_once(
+    tmp_path: Path,
+) -> None:
+    """SugarCrepe pairs without images: the card says text-only (`text-ranking`, the blind
+    scorers); a dual encoder is refused in one line naming the missing images, before its
+    weights are read (the folder given holds none)."""
+    text = recipe_toml("pairs", 1, stage("caption_format", name="format", column="p1"),
+                       stage("freeze", format="sugarcrepe", subset="cat"))  # fmt: skip
+    write_recipe(tmp_path, text, ROWS)
+    out = tmp_path / "build"
+    res = runner.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    md = (out / "benchmark" / "README.md").read_text("utf-8")
+    assert _header(md)["task_categories"] == ["text-ranking"]
+    assert "SugarCrepe pairs without images" in md and "task `blind`" in md
+    clip = write_clip(tmp_path / "clip")
+    for weights in clip.glob("*.safetensors"):  # reading the weights would fail
+        weights.unlink()
+    res = runner.invoke(app, ["eval", "-m", f"clip:{clip}", "-b", f"build:{out}",
+                              "-o", str(tmp_path / "run")])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert res.output == (
+        "error: benchmark 'build:build' has no images (none of its items names one): pair "
+        "scores captions against images; its captions alone are scored by a blind text scorer "
+        "(task 'blind': -m gpt2, -m vera or -m cola)\n"
+    )
+    # text-only triplets: a dual encoder runs their text tasks, the image task left out
+    triplets = _build(tmp_path / "scpp")
+    clip = write_clip(tmp_path / "clip2")
+    run = tmp_path / "run2"
+    res = runner.invoke(app, ["eval", "-m", f"clip:{clip}", "-b", f"build:{triplets}",
+                              "-o", str(run), "--n-boot", "10", "--device", "cpu"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    record = json.loads((run / "run.json").read_text("utf-8"))
+    assert {r["task"] for r in record["results"]} == {"tot"}
+    res = runner.invoke(app, ["eval", "-m", f"clip:{clip}", "-b", f"build:{triplets}",
+                              "-t", "itt", "-o", str(tmp_path / "run3")])  # fmt: skip
+    assert res.exit_code == 2 and "has no images" in res.output
 
 
 def _png(colour: tuple[int, int, int]) -> bytes:
