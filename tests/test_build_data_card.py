@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import pytest
 import yaml
 from typer.testing import CliRunner
 
@@ -19,7 +20,7 @@ from builders.recipes import recipe_toml, stage, write_recipe
 from builders.tiny_dual_models import write_clip
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.cli.app import app
-from lexsem.construct.data_card import card_markdown, generator_settings
+from lexsem.construct.data_card import _send_seed, card_markdown, generator_settings
 from lexsem.digests import file_sha256
 
 runner = CliRunner()
@@ -90,6 +91,22 @@ def test_the_card_is_a_hugging_face_dataset_card(tmp_path: Path) -> None:
     name = f"swap_obj-{_sha12(out, 'swap_obj')}.parquet"
     (entry,) = [f for f in card["dataset_files"] if f["file"] == f"data/{name}"]
     assert entry["sha256"] == file_sha256(out / "benchmark" / "data" / name)
+
+
+def test_the_card_names_the_input_file_not_where_it_lay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    out = _build(tmp_path / "work")
+    card = json.loads((out / "benchmark" / "data_card.json").read_text("utf-8"))
+    assert card["build"]["input"]["described"] == "triplets.jsonl"
+    assert card["build"]["recipe"]["path"] == "~/work/recipe.toml"
+    md = (out / "benchmark" / "README.md").read_text("utf-8")
+    assert str(tmp_path) not in md and "from triplets.jsonl (4 rows)" in md
+    assert _send_seed(card["build"]["recipe"]) is True  # the recipe still read through `~`
+    assert json.loads((out / "build.json").read_text("utf-8"))["input"]["described"] == str(
+        tmp_path / "work" / "triplets.jsonl"
+    )  # the build's own record keeps where it read
 
 
 def test_load_dataset_reads_a_scpp_build_and_eval_still_runs_it(tmp_path: Path) -> None:

@@ -164,7 +164,7 @@ def _send_seed(recipe: dict[str, Any]) -> bool | None:
     from lexsem.digests import file_sha256
     from lexsem.errors import LexsemError
 
-    path = Path(str(recipe.get("path") or ""))
+    path = Path(str(recipe.get("path") or "")).expanduser()
     try:
         if not path.is_file() or file_sha256(path) != recipe.get("sha256"):
             return None

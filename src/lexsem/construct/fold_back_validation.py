@@ -267,7 +267,7 @@ def study_commands(
     ]
     return [
         shlex.join(["lexsem", "annotate", "create", str(study), "--from-build", str(table),
-                    "-k", "validate", *given]),
+                    "-k", "validate", *given, "--name", f"{ctx.out.name}: validation"]),
         shlex.join(["lexsem", "annotate", "serve", str(study)]),
         shlex.join(["lexsem", "annotate", "export", str(study), "--answers", str(answers)]),
     ]  # fmt: skip

@@ -224,12 +224,18 @@ def _write_items(fmt: str, items: list[dict[str, Any]], path: Path) -> None:
 
 
 def _build_record(folder: Path) -> dict[str, Any] | None:
-    """What build.json records of the stages before this one (None outside a build)."""
+    """What build.json records of the stages before this one (None outside a build), as a card
+    to share holds it: the input by its file's name (its sha256 says which file), paths under
+    the user's home folder written ``~/...`` (`lexsem.results.redact`)."""
+    from lexsem.results.redact import shareable_data
+
     record = read_build_record(folder)
     if record is None:
         return None
     keep = {"lexsem_version", "recipe", "input", "model", "image_model", "seed", "stages"}
-    return record.model_dump(mode="json", include=keep)
+    body = record.model_dump(mode="json", include=keep)
+    body["input"]["described"] = Path(body["input"]["described"]).name
+    return shareable_data(body)
 
 
 def _human_steps(build: dict[str, Any] | None) -> list[dict[str, Any]]:
