@@ -542,8 +542,9 @@ def _with_images(bench: LoadedBenchmark, tasks: list[str], *, chosen: bool) -> l
     (a text-only build), its image tasks are left out when more is left and nothing was
     chosen; else one line, before the model's weights are read."""
     images = [t for t in tasks if t in bench.spec.image_tasks]
-    if not images or any(getattr(it, "image", None) or getattr(it, "image0", None)
-                         for it in bench.items):  # fmt: skip
+    items = getattr(bench, "items", None) or ()  # none known: nothing to say
+    if not images or not items or any(getattr(it, "image", None) or getattr(it, "image0", None)
+                                      for it in items):  # fmt: skip
         return tasks
     rest = [t for t in tasks if t not in images]
     if rest and not chosen:
