@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from builders.recipes import recipe_toml, stage, write_jsonl
+from builders.recipes import recipe_toml, stage, write_jsonl, write_recipe
 from lexsem.cli.app import app
 from lexsem.cli.build import PAUSED
 from lexsem.config_file import parse_value
@@ -78,6 +78,28 @@ def test_a_shipped_recipe_without_its_input_is_one_line_before_any_work(tmp_path
         and res.output == f"error: --input {tmp_path / 'x.jsonl'}: no such file\n"
     )
     assert not out.exists()
+
+
+def test_an_input_without_a_column_a_later_stage_reads_is_refused_before_any_work(
+    tmp_path: Path,
+) -> None:
+    """scpp_positive's freeze reads `negative_caption`: captions without it are refused before
+    the generator is asked (its server here does not exist), naming the column and the stage;
+    a column an earlier stage makes (`caption2`) is not asked of the input."""
+    items = write_jsonl(tmp_path / "items.jsonl", [{"caption": "a dog"}])
+    out = tmp_path / "b"
+    res = cli.invoke(app, ["build", "scpp_positive", "--input", str(items), "-o", str(out),
+                           "--generator", "openai:m?base_url=http://127.0.0.1:9/v1"])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert res.output == (
+        f"error: input {items}: no column 'negative_caption', which stage 3/3 freeze reads "
+        "(setting `n`); the input has caption\n"
+    )
+    assert not out.exists()
+    res = cli.invoke(app, ["build", "scpp_positive", "--input", str(items), "-o", str(out),
+                           "--set", "positive.column=text"])  # fmt: skip
+    assert res.exit_code == 2 and "no column 'text', which stage 1/3 positive reads " \
+        "(setting `column`)" in res.output  # fmt: skip
 
 
 def test_input_generator_and_set_fill_the_recipe(tmp_path: Path) -> None:
@@ -186,6 +208,43 @@ def test_init_without_input_and_its_bad_inputs(tmp_path: Path) -> None:
     assert nogen.exit_code == 2 and "names no generator" in nogen.output
 
 
+def test_init_and_input_name_what_is_wrong(tmp_path: Path) -> None:
+    """`init scpp`: "did you mean" the one recipe the name is part of; `init bivlc -o B` with B
+    a build folder: refused; `--input` naming a folder: said so."""
+    res = cli.invoke(app, ["build", "init", "scpp", "-o", str(tmp_path / "t.toml")])
+    assert res.exit_code == 2 and res.output.startswith(
+        "error: unknown recipe 'scpp' (did you mean 'scpp_positive'?); known: bivlc, "
+    ) and res.output.endswith("(lexsem build --list)\n")  # fmt: skip
+    build_folder = tmp_path / "bivlc"
+    build_folder.mkdir()
+    (build_folder / "build.json").write_text("{}", encoding="utf-8")
+    res = cli.invoke(app, ["build", "init", "bivlc", "-o", str(build_folder)])
+    assert res.exit_code == 2 and res.output == (
+        f"error: -o {build_folder}: a build folder (it holds build.json), not a place for a "
+        "recipe: write the recipe elsewhere (-o FILE)\n"
+    )
+    assert sorted(p.name for p in build_folder.iterdir()) == ["build.json"]
+    for args in (["build", "init", "bivlc", "-o", str(tmp_path / "t.toml")],
+                 ["build", "scpp_positive", "-o", str(tmp_path / "b")]):  # fmt: skip
+        res = cli.invoke(app, [*args, "--input", str(tmp_path)])
+        assert res.exit_code == 2 and res.output == (
+            f"error: --input {tmp_path}: a folder, not a file: give the input file in it\n"
+        )
+    assert not (tmp_path / "t.toml").exists() and not (tmp_path / "b").exists()
+
+
+def test_quiet_says_only_the_last_line(tmp_path: Path) -> None:
+    text = recipe_toml("tiny", 0, stage("caption_format", name="format", column="p1"),
+                       stage("freeze", format="scpp", p2="p2", n="n"))  # fmt: skip
+    write_recipe(tmp_path, text, [{"p1": "a dog", "p2": "a dog here", "n": "a cat"}])
+    out = tmp_path / "b"
+    res = cli.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out), "-q"])
+    assert res.exit_code == 0 and res.output == f"done: {out / 'stages/02-freeze.parquet'} " \
+        "(0 requests sent)\n", res.output  # fmt: skip
+    loud = cli.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out), "--force"])
+    assert loud.exit_code == 0 and "to run: format, freeze" in loud.output
+
+
 PAUSING = recipe_toml(
     "pausing", 0,
     stage("fold_back_validation", name="validation", column="p2", original="p1"),
@@ -201,8 +260,8 @@ def test_a_pause_is_exit_status_3_with_what_to_do_and_no_error(tmp_path: Path) -
     res = cli.invoke(app, args)
     assert res.exit_code == PAUSED == 3, res.output
     assert "error" not in res.output.lower()
-    assert "\npaused at stage 1/2 validation: fold_back_validation: waiting for people: no " \
-        "answers file " in res.output  # fmt: skip
+    assert res.output.startswith("paused at stage 1/2 validation: fold_back_validation: waiting "
+                                 "for people: no answers file ")  # -q: the pause alone  # fmt: skip
     assert f"The answers file the build reads: {out / 'human/validate/answers.parquet'}" in (
         res.output
     )
@@ -211,7 +270,7 @@ def test_a_pause_is_exit_status_3_with_what_to_do_and_no_error(tmp_path: Path) -
     # a first stage's study is made from a copy of its rows
     assert f"  lexsem annotate create {out / 'human/validate/study.sqlite'} --from-build " \
         f"{out / 'human/validate/rows.parquet'} -k validate --column original=p1 --column " \
-        "generated=p2\n" in res.output  # fmt: skip
+        "generated=p2 --name 'b: validation'\n" in res.output  # fmt: skip
     assert (out / "human" / "validate" / "rows.parquet").is_file()
     record = json.loads((out / "build.json").read_text())
     assert record["complete"] is False and record["stages"] == []

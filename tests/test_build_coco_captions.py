@@ -88,9 +88,12 @@ def test_bad_files_are_named_with_the_item(tmp_path: Path, mutate: Any, message:
 def test_unreadable_files_and_missing_images(tmp_path: Path) -> None:
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "broken.json").write_text('{"annotations": [')
+    # captions as JSON Lines (the other recipes' input) given where COCO's one JSON is read
+    (tmp_path / "lines.jsonl").write_text('{"caption": "A dog."}\n{"caption": "A cat."}\n')
     for name, message in (
         ("list.json", "expected a JSON object"),
         ("broken.json", "malformed JSON"),
+        ("lines.jsonl", r"lines\.jsonl:2: one JSON document expected, .* a JSON Lines file"),
         ("absent.json", "cannot read"),
     ):
         with pytest.raises(DataError, match=message) as err:

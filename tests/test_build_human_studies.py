@@ -157,6 +157,7 @@ def test_bivlc_human_steps_in_studies_end_to_end(bivlc_recipe: Path, tmp_path: P
         "lexsem", "annotate", "create", str(out / "human/best_image/study.sqlite"),
         "--from-build", str(out / "stages/04-ask_best_image.parquet"), "-k", "best_of_k",
         "--column", "caption=negative_caption", "--column", "images=images",
+        "--name", "build: best image",  # the build's name and the step: not "study"
     ])  # fmt: skip
     assert paused.value.commands[0] == create  # what `lexsem build` prints
 
@@ -334,6 +335,7 @@ def test_scpp_positive_pauses_for_its_study_and_resumes_to_a_benchmark(
     assert create == shlex.join([
         "lexsem", "annotate", "create", str(folder / "study.sqlite"), "--from-build", str(stage),
         "-k", "validate", "--column", "original=caption", "--column", "generated=caption2",
+        "--name", "build: validation",
     ])  # fmt: skip
     assert serve == shlex.join(["lexsem", "annotate", "serve", str(folder / "study.sqlite")])
     answers = folder / "answers.parquet"
@@ -419,7 +421,7 @@ def test_visla_spatial_pauses_for_its_experts_and_resumes_to_a_visla_benchmark(
     folder = out / "human" / "validate"
     create = _paused_commands(res.output)[0]
     assert create.endswith("-k validate --column original=p1 --column generated=n --column "
-                           "positive=p2")  # fmt: skip
+                           "positive=p2 --name 'build: validation'")  # fmt: skip
     candidates = pq.read_table(out / "stages" / "02-candidates.parquet").to_pylist()
     pairs = sorted({r["source_id"] for r in candidates if r["rejected"] is None})
     assert len(pairs) >= 2

@@ -99,6 +99,13 @@ def test_a_whole_json_file_is_read_with_the_same_bounds(tmp_path: Path) -> None:
     bad.write_text('{\n  "a": 1,\n  "b": \n', encoding="utf-8")
     with pytest.raises(DataError, match=rf"{re.escape(str(bad))}:4: malformed JSON"):
         read_json(bad)
+    bad.write_text('{"caption": "A dog."}\n{"caption": "A cat."}\n', encoding="utf-8")
+    with pytest.raises(DataError) as info:  # JSON Lines where one document is read
+        read_json(bad)
+    assert str(info.value) == (
+        f"{bad}:2: one JSON document expected, but another value starts at line 2: a JSON Lines "
+        "file (one value a line)?"
+    )
     bad.write_bytes(b'{"a":\n "caf\xe9"}')
     with pytest.raises(DataError, match=r"bad\.json:2: not valid UTF-8 \(byte 0xe9 at column 6\)"):
         read_json(bad)

@@ -87,6 +87,20 @@ def test_a_bivlc_study_becomes_two_projects_with_its_overlap(bivlc: tuple[Path, 
     assert "labelstudio-import i2t-export.json t2i-export.json --key" in readme
 
 
+def test_a_text_only_study_says_nothing_of_serving_images(tmp_path: Path) -> None:
+    made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "2", "-k", "tot",
+                      name="texts")  # fmt: skip
+    for local in (True, False):
+        out = tmp_path / f"ls-{local}"
+        args = [] if local else ["--image-url", "https://example.org/images/"]
+        code, said = cli("labelstudio-export", str(made.path), "-o", str(out), *args)
+        assert code == 0, said
+        assert not (out / "images").exists()
+        readme = (out / "README.md").read_text(encoding="utf-8")
+        assert "images/" not in readme and "Import the tasks" in readme
+        assert "1. For each project folder" in readme and "2. Import the tasks" in readme
+
+
 def test_no_task_names_an_option_role_or_the_item(bivlc: tuple[Path, Path]) -> None:
     _, out = bivlc
     key = read_key(out / KEY_FILE)

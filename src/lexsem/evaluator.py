@@ -531,10 +531,29 @@ def select_tasks(
     if not supported:
         raise LexsemError(_none_supported(spec, caps))
     if not requested:
-        return supported  # opt-in tasks run only when named
+        return _with_images(bench, supported, chosen=False)  # opt-in tasks run only when named
     supported += [t for t in spec.opt_in_tasks if _can_run(get_task(t), caps)]
     chosen = [_choose(t, supported, spec, caps) for t in requested]
-    return list(dict.fromkeys(chosen))
+    return _with_images(bench, list(dict.fromkeys(chosen)), chosen=True)
+
+
+def _with_images(bench: LoadedBenchmark, tasks: list[str], *, chosen: bool) -> list[str]:
+    """`tasks` as they can run on `bench`: on a benchmark none of whose items names an image
+    (a text-only build), its image tasks are left out when more is left and nothing was
+    chosen; else one line, before the model's weights are read."""
+    images = [t for t in tasks if t in bench.spec.image_tasks]
+    items = getattr(bench, "items", None) or ()  # none known: nothing to say
+    if not images or not items or any(getattr(it, "image", None) or getattr(it, "image0", None)
+                                      for it in items):  # fmt: skip
+        return tasks
+    rest = [t for t in tasks if t not in images]
+    if rest and not chosen:
+        return rest
+    raise LexsemError(
+        f"benchmark {bench.spec.name!r} has no images (none of its items names one): "
+        f"{', '.join(images)} scores captions against images; its captions alone are scored "
+        "by a blind text scorer (task 'blind': -m gpt2, -m vera or -m cola)"
+    )
 
 
 def image_text_tasks(spec: Any) -> list[str]:

@@ -70,7 +70,8 @@ def read_json(
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
 ) -> Any:
     """The JSON value that the whole file at `path` holds (see the module doc for the errors;
-    text that is not JSON: ``malformed JSON`` with its line and column). An exception that
+    text that is not JSON: ``malformed JSON`` with its line and column; a second value after
+    the first, as in a JSON Lines file: the line where it starts). An exception that
     `object_pairs_hook` raises is the caller's, as it is."""
     try:
         raw = Path(path).read_bytes()
@@ -89,6 +90,13 @@ def read_json(
     try:
         return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # one whole value, then another: JSON Lines, not one document
+            raise DataError(
+                f"one JSON document expected, but another value starts at line {exc.lineno}: "
+                "a JSON Lines file (one value a line)?",
+                file=path,
+                line=exc.lineno,
+            ) from None
         raise DataError(
             f"malformed JSON: {exc.msg} (column {exc.colno}); the file may be truncated",
             file=path,

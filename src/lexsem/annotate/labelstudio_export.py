@@ -204,7 +204,8 @@ def _write(
     key = ExportKey(study=settings.name, overlap=settings.overlap, projects=projects,
                     tasks=key_tasks)  # fmt: skip
     files.append(_json(tmp / KEY_FILE, key.model_dump(mode="json")))
-    files.append(_text(tmp / "README.md", _readme(out, settings, projects, local, image_url)))
+    files.append(_text(tmp / "README.md", _readme(out, settings, projects, local, image_url,
+                                                         bool(images))))  # fmt: skip
     return files
 
 
@@ -218,7 +219,10 @@ def _text(path: Path, text: str) -> Path:
     return path
 
 
-def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url: str) -> str:
+def _readme(
+    out: Path, settings: Any, projects: dict[str, str], local: bool, url: str, images: bool
+) -> str:
+    """The export's README: its steps, those about serving images only when tasks show some."""
     root = out.resolve()
     names = ", ".join(f"`{p}/`" for p in projects)
     lines = [
@@ -237,7 +241,7 @@ def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url
         "",
     ]
     step = 1
-    if local:
+    if images and local:
         lines += [
             f"{step}. Start Label Studio so that it serves this folder's images:",
             "",
@@ -249,7 +253,7 @@ def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url
             "",
         ]
         step += 1
-    else:
+    elif images:
         lines += [f"{step}. Serve `images/` at `{url}` (the tasks' image URLs start so).", ""]
         step += 1
     lines += [
@@ -271,7 +275,7 @@ def _readme(out: Path, settings: Any, projects: dict[str, str], local: bool, url
         "",
     ]
     step += 1
-    if local:
+    if images and local:
         lines += [
             f"{step}. Connect the images to each project (no sync needed): Settings, Cloud "
             f"Storage, Add Source Storage, Local files, absolute path `{root / 'images'}`; or",

@@ -108,7 +108,12 @@ def build(
     max_requests: MaxRequests = BUILD.max_requests,
     force: Force = BUILD.force,
     cache_dir: CacheDir = EVAL.cache_dir,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", "-q", help="No progress, plan nor summary: errors and the last line."
+        ),
+    ] = False,
 ) -> None:
     """Build a benchmark or training data from a recipe: its stages in order, each output kept
     in DIR/stages, resumed where it stopped; acceptance statistics per stage at the end. At a
@@ -141,7 +146,7 @@ def build(
     try:
         res = run_build(
             loaded, out, **config.model_dump(), cache_dir=cache_dir, progress=not quiet,
-            echo=lambda text: typer.echo(text, err=True),
+            echo=(lambda text: None) if quiet else (lambda text: typer.echo(text, err=True)),
         )  # fmt: skip
     except HumanStepPending as pause:
         again = ["lexsem", "build", recipe, "-o", str(out)]
@@ -180,12 +185,19 @@ def init_recipe(
     edit: its text and comments as shipped, the input file (`input`) and generators filled in
     where given, checked by loading it back (the input need not be given)."""
     from lexsem.atomic import atomic_open
-    from lexsem.construct.catalog import RECIPES
-    from lexsem.construct.recipe import load_recipe, with_input_path
+    from lexsem.construct.catalog import shipped_recipe
+    from lexsem.construct.recipe import check_input_file, load_recipe, with_input_path
 
-    shipped = RECIPES.get(name)
+    shipped = shipped_recipe(name)
     target = out if out is not None else Path(f"{name}.toml")
     if target.is_dir():
+        from lexsem.construct.build_record import BUILD_FILE
+
+        if (target / BUILD_FILE).is_file():
+            raise LexsemError(
+                f"-o {out}: a build folder (it holds {BUILD_FILE}), not a place for a recipe: "
+                "write the recipe elsewhere (-o FILE)"
+            )
         target = target / f"{name}.toml"
     if target.exists() and not force:
         raise LexsemError(f"-o {target}: exists; choose another file (or pass --force)")
@@ -198,8 +210,8 @@ def init_recipe(
                 raise LexsemError(f"recipe {name!r} names no {key.replace('_', ' ')}")
     if input is not None:
         text = with_input_path(text, str(input.expanduser().absolute()))
-    if input is not None and not input.expanduser().is_file():
-        raise LexsemError(f"--input {input}: no such file")
+    if input is not None:
+        check_input_file(input)
     if not target.parent.is_dir():
         raise LexsemError(f"-o {target}: no folder {target.parent}")
     with atomic_open(target, encoding="utf-8") as fh:

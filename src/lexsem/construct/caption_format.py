@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from lexsem.construct.stage import Stage, StageContext, accepted, reject
+from lexsem.construct.stage import Columns, Stage, StageContext, accepted, reject
 from lexsem.errors import LexsemError
 
 __all__ = ["caption_format", "format_caption"]
@@ -79,4 +79,8 @@ def caption_format(
     return reject(rows, reasons)
 
 
-STAGE = Stage("caption_format", caption_format)
+def _columns(have: frozenset[str], *, column: str = "caption", **_: Any) -> Columns:
+    return Columns({"column": column})
+
+
+STAGE = Stage("caption_format", caption_format, columns=_columns)

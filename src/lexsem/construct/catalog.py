@@ -17,7 +17,7 @@ from typing import Any
 
 from lexsem.construct.stage import FilesFn, RequestsFn, Stage, StageFn
 from lexsem.errors import LexsemError
-from lexsem.registry import Registry
+from lexsem.registry import Registry, did_you_mean
 
 __all__ = [
     "RECIPES",
@@ -28,6 +28,7 @@ __all__ = [
     "import_modules",
     "register_source",
     "register_stage",
+    "shipped_recipe",
     "stage_names",
 ]
 
@@ -130,11 +131,25 @@ def find_recipe(recipe: str | Path) -> Path:
         return path
     name = str(recipe)
     if name in RECIPES or (len(path.parts) == 1 and not path.suffix):
-        try:
-            return RECIPES.get(name)
-        except LexsemError as exc:
-            raise LexsemError(f"{exc} (lexsem build --list); or give a recipe file") from None
+        return shipped_recipe(name, or_file=True)
     return path
+
+
+def shipped_recipe(name: str, *, or_file: bool = False) -> Path:
+    """The file of the shipped recipe `name`; an unknown name is one line with "did you mean"
+    (a close name, or else the one that `name` begins or is part of: ``scpp`` ->
+    ``scpp_positive``) and the shipped names."""
+    if name in RECIPES:
+        return RECIPES.get(name)
+    known = RECIPES.names()
+    hint = did_you_mean(name, known)
+    if not hint:
+        part = [k for k in known if name and name.lower() in k]
+        hint = f" (did you mean {part[0]!r}?)" if len(part) == 1 else ""
+    raise LexsemError(
+        f"unknown recipe {name!r}{hint}; known: {', '.join(known)} (lexsem build --list)"
+        + ("; or give a recipe file" if or_file else "")
+    )
 
 
 def import_modules(names: Sequence[str]) -> None:

@@ -114,6 +114,8 @@ def yaml_header(card: dict[str, Any]) -> dict[str, Any]:
     tasks = FORMATS.get(card["format"], ("", "", ()))[2]
     if card["format"] in ("scpp", "visla") and not _has_images(card):  # text-only triplets
         tasks = ("sentence-similarity",)
+    if card["format"] == "sugarcrepe" and not _has_images(card):  # text-only pairs
+        tasks = ("text-ranking",)
     return {
         "license": licence,
         "pretty_name": card["title"] or (build.get("recipe") or {}).get("name") or "benchmark",
@@ -162,7 +164,7 @@ def _send_seed(recipe: dict[str, Any]) -> bool | None:
     from lexsem.digests import file_sha256
     from lexsem.errors import LexsemError
 
-    path = Path(str(recipe.get("path") or ""))
+    path = Path(str(recipe.get("path") or "")).expanduser()
     try:
         if not path.is_file() or file_sha256(path) != recipe.get("sha256"):
             return None
@@ -197,8 +199,18 @@ def card_markdown(card: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+TEXT_ONLY_PAIRS = (
+    "SugarCrepe pairs without images: a caption and a hard negative caption (SugarCrepe, §3). "
+    "Image-to-text needs the images; `lexsem eval` scores the captions alone with a blind text "
+    "scorer (task `blind`: a language model's likelihood, Vera or CoLA; SugarCrepe, §3), right "
+    "when it scores the caption above the negative."
+)
+
+
 def _description(card: dict[str, Any], build: dict[str, Any]) -> list[str]:
     what = FORMATS.get(card["format"], (f"Format `{card['format']}`.", "", ()))[0]
+    if card["format"] == "sugarcrepe" and not _has_images(card):
+        what = TEXT_ONLY_PAIRS
     rows = card["rows"]
     subsets = len(card.get("categories") or {}) or len(card["files"])
     inp = build.get("input") or {}

@@ -58,6 +58,7 @@ from lexsem.atomic import atomic_open
 from lexsem.construct.stage import (
     PROVENANCE,
     REJECTED,
+    Columns,
     HumanStepPending,
     Stage,
     StageContext,
@@ -269,7 +270,7 @@ def study_commands(
     ]
     return [
         shlex.join(["lexsem", "annotate", "create", str(study), "--from-build", str(table),
-                    "-k", "validate", *given]),
+                    "-k", "validate", *given, "--name", f"{ctx.out.name}: validation"]),
         shlex.join(["lexsem", "annotate", "serve", str(study)]),
         shlex.join(["lexsem", "annotate", "export", str(study), "--answers", str(answers)]),
     ]  # fmt: skip
@@ -344,4 +345,9 @@ def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -
     )
 
 
-STAGE = Stage("fold_back_validation", fold_back_validation, files=_answer_files)
+def _columns(have: frozenset[str], *, column: str = "caption2", **_: Any) -> Columns:
+    return Columns({"column": column}, frozenset({f"{column}_original", VALIDATION}))
+
+
+STAGE = Stage("fold_back_validation", fold_back_validation, files=_answer_files,
+              columns=_columns)  # fmt: skip

@@ -41,7 +41,7 @@ from lexsem.benchmarks.frozen import BENCHMARK_DIR, CARD_JSON, CARD_KIND, CARD_M
 from lexsem.construct.build_record import read_build_record
 from lexsem.construct.data_card import card_markdown, category_counts
 from lexsem.construct.dataset_files import configs, write_dataset_files
-from lexsem.construct.stage import REJECTED, Stage, StageContext, accepted
+from lexsem.construct.stage import REJECTED, Columns, Stage, StageContext, accepted
 from lexsem.digests import file_sha256
 from lexsem.errors import LexsemError
 
@@ -224,12 +224,18 @@ def _write_items(fmt: str, items: list[dict[str, Any]], path: Path) -> None:
 
 
 def _build_record(folder: Path) -> dict[str, Any] | None:
-    """What build.json records of the stages before this one (None outside a build)."""
+    """What build.json records of the stages before this one (None outside a build), as a card
+    to share holds it: the input by its file's name (its sha256 says which file), paths under
+    the user's home folder written ``~/...`` (`lexsem.results.redact`)."""
+    from lexsem.results.redact import shareable_data
+
     record = read_build_record(folder)
     if record is None:
         return None
     keep = {"lexsem_version", "recipe", "input", "model", "image_model", "seed", "stages"}
-    return record.model_dump(mode="json", include=keep)
+    body = record.model_dump(mode="json", include=keep)
+    body["input"]["described"] = Path(body["input"]["described"]).name
+    return shareable_data(body)
 
 
 def _human_steps(build: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -311,7 +317,7 @@ def freeze(
             "columns": {k: v for k, v in {**cols, "id": id, "subset": subset}.items()},
             "files": files,
             "dataset_files": dataset_files,
-            "configs": configs(format),
+            "configs": configs(format, files if format == "bivlc" else dataset_files),
             "rows": {"in": rows.num_rows, "frozen": len(frozen), "left_out": left_out},
             "categories": categories,
             "items_with_image": sum(1 for it in frozen if it.get("filename") or "image" in it),
@@ -426,4 +432,15 @@ def _swap_in(out: Path, write: Callable[[Path], _T]) -> _T:
     return made
 
 
-STAGE = Stage("freeze", freeze)
+def _reads(
+    have: frozenset[str], *, format: str = "scpp", p1: str = "p1", p2: str | None = None,
+    n: str = "n", **_: Any,
+) -> Columns:  # fmt: skip
+    """The text columns a freeze needs (the image, ids and subsets are checked as it runs)."""
+    texts = {"p1": p1, "n": n}
+    if format in ("scpp", "visla"):
+        texts["p2"] = p2 or "p2"
+    return Columns(texts)
+
+
+STAGE = Stage("freeze", freeze, columns=_reads)

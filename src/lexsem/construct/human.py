@@ -247,7 +247,8 @@ def study_commands(ctx: StageContext, task: str, target: Path, roles: dict[str, 
     columns = [x for role, name in roles.items() for x in ("--column", f"{role}={name}")]
     return [
         shlex.join(["lexsem", "annotate", "create", str(study), "--from-build",
-                    str(ctx.out / ctx.output), "-k", STUDY_KIND[task], *columns]),
+                    str(ctx.out / ctx.output), "-k", STUDY_KIND[task], *columns,
+                    "--name", f"{ctx.out.name}: {task.replace('_', ' ')}"]),
         shlex.join(["lexsem", "annotate", "serve", str(study)]),
         shlex.join(["lexsem", "annotate", "export", str(study), "--answers",
                     str(target / ANSWER_FILES[2])]),

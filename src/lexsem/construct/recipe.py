@@ -50,6 +50,7 @@ __all__ = [
     "InputSpec",
     "Recipe",
     "StageSpec",
+    "check_input_file",
     "load_recipe",
     "stage_settings",
     "with_input_path",
@@ -134,8 +135,8 @@ def load_recipe(
     `generator`, `image_generator` and `sets` (``STAGE.KEY=VALUE``) replace what the file says
     (see the module doc)."""
     file = read_config_file(find_recipe(path), what="recipe")
-    if input is not None and not Path(input).expanduser().is_file():
-        raise LexsemError(f"--input {input}: no such file")
+    if input is not None:
+        check_input_file(input)
     raw = _overridden(file.raw, file.path, input, generator, image_generator, sets)
     recipe = validate_config(
         dataclasses.replace(file, raw=raw),
@@ -153,6 +154,15 @@ def load_recipe(
             f"{file.path}: [input] path {recipe.input.path!r}: no such file ({where})"
         )
     return recipe
+
+
+def check_input_file(input: str | Path) -> None:
+    """`--input` names a file: a folder or nothing there is one line saying which."""
+    path = Path(input).expanduser()
+    if path.is_dir():
+        raise LexsemError(f"--input {input}: a folder, not a file: give the input file in it")
+    if not path.is_file():
+        raise LexsemError(f"--input {input}: no such file")
 
 
 def stage_settings(use: str) -> list[str] | None:

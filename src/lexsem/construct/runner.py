@@ -20,6 +20,10 @@ recorded ones and its output file is the one recorded; from the first stage that
 later stage runs too (so a change in stage k reruns k and everything after it). `force` runs
 every stage.
 
+Columns: before any work, the columns each stage reads are looked for in the input and among
+those the stages before it add (`Stage.columns`; the walk stops at a stage that declares none):
+a missing one is one line naming it, its setting and the stage.
+
 Requests: before any work, the prompts a stage declares (`Stage.requests`) for the first stage
 to run are keyed and looked up in the store; the number to send is shown, and a build that
 would send more than `max_requests` is refused before anything runs. Each later stage is
@@ -61,6 +65,7 @@ from lexsem.construct.catalog import get_stage
 from lexsem.construct.inputs import read_input
 from lexsem.construct.recipe import Recipe, StageSpec, load_recipe
 from lexsem.construct.stage import (
+    PROVENANCE,
     REJECTED,
     HumanStepPending,
     Stage,
@@ -263,6 +268,7 @@ def build(
     data = read_input(input_path, recipe.input.source, recipe.input.settings)
     check_rows(data.rows, f"input {data.described}")
     stages = [get_stage(s.use) for s in recipe.stages]
+    _check_columns(recipe, stages, data)
     model = store = imager = image_store = None
     if recipe.generator is not None and any(s.generator for s in stages):
         model = _load_generator(recipe.generator)
@@ -304,6 +310,25 @@ def build(
         for opened in (store, image_store):
             if opened is not None:
                 opened.close()
+
+
+def _check_columns(recipe: Recipe, stages: list[Stage], data: Any) -> None:
+    """Before any work: each stage that declares its columns (`Stage.columns`) finds the ones
+    it reads in the input or among those an earlier stage adds; the walk stops at a stage that
+    declares nothing."""
+    have = frozenset(data.rows.column_names)
+    for n, (spec, stage) in enumerate(zip(recipe.stages, stages, strict=True), 1):
+        if stage.columns is None:
+            return
+        declared = stage.columns(have, **spec.settings)
+        for setting, column in declared.reads.items():
+            if column not in have:
+                raise LexsemError(
+                    f"input {data.described}: no column {column!r}, which stage "
+                    f"{n}/{len(stages)} {spec.label} reads (setting `{setting}`); the input "
+                    f"has {', '.join(c for c in data.rows.column_names if c not in PROVENANCE)}"
+                )
+        have |= declared.makes
 
 
 def _open_store(model: Any, root: Path, replay_only: bool) -> Any:

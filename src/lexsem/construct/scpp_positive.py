@@ -37,7 +37,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lexsem.construct.stage import Stage, StageContext, accepted, reject
+from lexsem.construct.stage import Columns, Stage, StageContext, accepted, reject
 from lexsem.errors import DataError, LexsemError
 
 __all__ = [
@@ -372,4 +372,14 @@ def _table(
     return reject(out, [None if i is None else i.rejected for i in items])
 
 
-STAGE = Stage("scpp_second_positive", scpp_second_positive, generator=True, requests=_requests)
+def _columns(
+    have: frozenset[str], *, column: str = "caption", negative_column: str = "negative_caption",
+    **_: Any,
+) -> Columns:  # fmt: skip
+    made = {"caption", "caption2", "attempts", "generations", "validations"}
+    return Columns({"column": column}, frozenset(
+        made | ({"negative_caption"} if negative_column in have else set())))  # fmt: skip
+
+
+STAGE = Stage("scpp_second_positive", scpp_second_positive, generator=True, requests=_requests,
+              columns=_columns)  # fmt: skip

@@ -22,6 +22,12 @@ those files exist such a stage raises `HumanStepPending`: the build pauses there
 `lexsem build` exits with status 3 and says what to do), and the same command run again once
 the answers are there resumes at that stage.
 
+A stage may declare the columns it reads and adds (`columns(have, **settings)` -> `Columns`,
+`have` the columns its rows will have): before any work the runner walks the recipe's stages
+from the input's columns and refuses a column a stage reads that neither the input nor an
+earlier stage makes, in one line naming the column, the setting and the stage. The walk stops at
+the first stage that declares nothing (what it adds is not known).
+
 `StageContext.images(requests)` asks the recipe's image generator through the same store
 (`lexsem.engine.image_gen`): each image keyed by its prompt, index, seed and size and the
 generator's fingerprint; the PNG files named by sha256.
@@ -46,6 +52,7 @@ from lexsem.errors import LexsemError
 __all__ = [
     "PROVENANCE",
     "REJECTED",
+    "Columns",
     "HumanStepPending",
     "Stage",
     "StageContext",
@@ -62,6 +69,15 @@ REJECTED = "rejected"
 StageFn = Callable[..., Any]  # (rows: pa.Table, ctx: StageContext, **settings) -> pa.Table
 RequestsFn = Callable[..., Sequence[Any]]  # (rows: pa.Table, **settings) -> prompts
 FilesFn = Callable[..., Sequence[Path]]  # (out: Path, **settings) -> files the stage reads
+ColumnsFn = Callable[..., "Columns"]  # (have: frozenset[str], **settings) -> Columns
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns a stage reads (by the setting that names each) and the ones it adds."""
+
+    reads: Mapping[str, str]
+    makes: frozenset[str] = frozenset()
 
 
 class HumanStepPending(LexsemError):
@@ -82,7 +98,8 @@ class HumanStepPending(LexsemError):
 @dataclass(frozen=True)
 class Stage:
     """A stage: its name, its function, whether it asks a generator (text or image), and
-    (optional) the prompts it will ask for given rows and settings and the files it reads."""
+    (optional) the prompts it will ask for given rows and settings, the files it reads and the
+    columns it reads and adds."""
 
     name: str
     fn: StageFn
@@ -90,6 +107,7 @@ class Stage:
     requests: RequestsFn | None = None
     image_generator: bool = False
     files: FilesFn | None = None
+    columns: ColumnsFn | None = None
 
 
 @dataclass
