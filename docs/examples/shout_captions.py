@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lexsem.construct.stage import Stage, StageContext, accepted, reject
+from lexsem.construct.stage import Columns, Stage, StageContext, accepted, reject
 
 
 def shout_captions(
@@ -24,4 +24,10 @@ def shout_captions(
     return reject(rows, ["too short" if s else None for s in short])
 
 
-STAGE = Stage("shout_captions", shout_captions)
+STAGE = Stage(
+    "shout_captions",
+    shout_captions,
+    # optional: the column it reads (by the setting naming it), so that `lexsem build` refuses an
+    # input without it before any work (`construct/stage.py`, `Columns`)
+    columns=lambda have, column="caption", **_: Columns(reads={"column": column}),
+)
