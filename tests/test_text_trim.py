@@ -128,6 +128,26 @@ def test_causal_open_clip_towers_trim_to_the_same_embeddings(
         _assert_same(enc.encode([text])[0], row)
 
 
+def test_the_engine_runs_the_trimmed_batches_of_one_call(
+    open_clip_models: dict[str, Any],
+) -> None:
+    """`embed_texts` makes one encoder call per batch of the encoder's own `batch_sizes`
+    (batch_size x 77 tokens at each batch's width): the batches, hence the vectors, of one
+    `encode` call for the whole chunk, with no batch cut at `batch_size` texts."""
+    from lexsem.engine.embed import batches, embed_texts
+
+    enc = _encoder("lexsem-trim-argmax", open_clip_models)
+    texts = [*TEXTS, "a red cube", "the blue ball", "two dogs", "a photo of a cat on a mat"]
+    order = np.argsort([-len(t) for t in texts], kind="stable")  # embed_texts' chunk order
+    chunk = [texts[i] for i in order]
+    one_call, shapes = _shapes(enc, chunk, batch_size=2)
+    cut = batches(enc, chunk, 2)
+    assert [len(b) for b in cut] == enc.batch_sizes([chunk[i] for i in enc.batch_order(chunk)], 2)
+    assert [len(b) for b in cut] == [s[0] for s in shapes] and max(len(b) for b in cut) > 2
+    per_batch, _ = embed_texts(enc, texts, None, batch_size=2)
+    assert np.array_equal(per_batch[order], one_call)
+
+
 def test_a_bf16_open_clip_tower_trims_too(open_clip_models: dict[str, Any]) -> None:
     """open_clip's bf16 converts the blocks' weights and leaves the positional embedding in
     fp32: the trimmed run is checked against the full width at bf16's rounding, not fp32's

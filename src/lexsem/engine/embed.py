@@ -74,11 +74,23 @@ def encode_batch(
 
 def batches(encoder: TextEncoder, texts: Sequence[str], batch_size: int) -> list[np.ndarray]:
     """The batches (indices into `texts`) the encoder would form from `texts` in one call:
-    its own `batch_order` (token counts) cut every `batch_size`, else the given order. Encoding
-    them one call each gives the same batches, hence the same vectors, as one call for all."""
+    its own `batch_order` (token counts) cut as its `batch_sizes` says (an `openclip:` trimmed
+    tower fills a batch up to `batch_size` x context tokens at its width), else every
+    `batch_size`, else the given order. Encoding them one call each gives the same batches,
+    hence the same vectors, as one call for all."""
     order_of = getattr(encoder, "batch_order", None)
     order = np.asarray(order_of(texts) if order_of is not None else range(len(texts)), np.int64)
-    return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    sizes_of = getattr(encoder, "batch_sizes", None)
+    if sizes_of is None:
+        return [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
+    if not len(order):
+        return []
+    sizes = sizes_of([texts[i] for i in order], batch_size)
+    if sum(sizes) != len(order) or min(sizes, default=1) < 1:
+        raise ModelError(
+            f"encoder {encoder.name!r} cut {len(order)} texts into batches of sizes {sizes}"
+        )
+    return np.split(order, np.cumsum(sizes)[:-1])
 
 
 COMMIT_EVERY_S = 1.0  # within a chunk, encoded batches are committed at least this often

@@ -21,8 +21,9 @@ config (CPU-only, picklable).
 
 **Text batches.** When the text tower is causal and pooled at the end-of-text token
 (`trim.py`), texts are batched by their token count and each batch runs only up to its last
-one. Such batches hold up to batch_size x context tokens at their width (`_batches`), the memory
-of one full-width batch, so short texts are not run in small, slow matrices. Trimming is checked
+one. Such batches hold up to batch_size x context tokens at their width (`batch_sizes`, which
+the engine's text path follows too), the memory of one full-width batch, so short texts are not
+run in small, slow matrices. Trimming is checked
 on a probe batch when the weights load; any other tower runs the full context in batches of
 batch_size texts, in character order.
 """
@@ -30,7 +31,7 @@ batch_size texts, in character order.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -354,29 +355,40 @@ class OpenClipEncoder(LazyTextEncoder):
             self._token_memo.clear()
         return np.concatenate(out, axis=0)
 
-    def _batches(self, formatted: list[str], batch_size: int) -> Iterator[list[str]]:
-        """Consecutive batches of `formatted`: `batch_size` texts each for a full-width tower.
-        A trimmed tower runs a batch at its longest text's token count, so its batches hold up
-        to `batch_size` x context tokens (counted at that width) instead: short texts go in
-        larger batches, with the activation memory of one full-width batch and without the
-        slowness of small matrices (on a 2-core CPU a ViT-B/32 text tower costs 1.6x more per
-        token at 64 texts x 13 tokens than at 256 x 13)."""
-        if self._causal is None:
-            for start in range(0, len(formatted), batch_size):
-                yield formatted[start : start + batch_size]
-            return
+    def batch_sizes(self, texts: Sequence[str], batch_size: int) -> list[int]:
+        """The sizes of the consecutive batches `encode` runs `texts` in, when they come in its
+        `batch_order` (the engine's text path cuts its encoder calls by them, so each call is
+        one of these batches): `batch_size` texts each for a full-width tower. A trimmed tower
+        runs a batch at its longest text's token count, so its batches hold up to `batch_size`
+        x context tokens (counted at that width) instead: short texts go in larger batches,
+        with the activation memory of one full-width batch and without the slowness of small
+        matrices (on a 2-core CPU a ViT-B/32 text tower costs 1.6x more per token at 64 texts
+        x 13 tokens than at 256 x 13). Loads the model."""
+        self._ensure_loaded()
+        return self._batch_sizes([self.spec.format_text(t) for t in texts], batch_size)
+
+    def _batch_sizes(self, formatted: list[str], batch_size: int) -> list[int]:
+        if self._causal is None or not formatted:
+            n = len(formatted)
+            return [min(batch_size, n - start) for start in range(0, n, batch_size)]
         counts = (self._causal.pool_index(self._tokenize(formatted)) + 1).tolist()
         budget = batch_size * self.context_length
-        batch: list[str] = []
-        width = 0
-        for text, count in zip(formatted, counts, strict=True):
-            if batch and (len(batch) + 1) * max(width, count) > budget:
-                yield batch
-                batch, width = [], 0
-            batch.append(text)
+        sizes: list[int] = []
+        size = width = 0
+        for count in counts:
+            if size and (size + 1) * max(width, count) > budget:
+                sizes.append(size)
+                size = width = 0
+            size += 1
             width = max(width, count)
-        if batch:
-            yield batch
+        return [*sizes, size]
+
+    def _batches(self, formatted: list[str], batch_size: int) -> Iterator[list[str]]:
+        """Consecutive batches of `formatted`, of the sizes `batch_sizes` gives."""
+        start = 0
+        for size in self._batch_sizes(formatted, batch_size):
+            yield formatted[start : start + size]
+            start += size
 
     # -- images ---------------------------------------------------------------------------------
     @property
