@@ -1,7 +1,8 @@
 """The JSON readers: `read_jsonl` (JSON Lines: one JSON value per line, UTF-8, blank lines
 skipped) and `read_json` (a whole file holding one JSON value, UTF-8, a BOM allowed): the JSON
 files a user gives (benchmark files, answers, published answers, build inputs and sources) are
-read through one of the two.
+read through one of the two; `read_text` is the UTF-8 text they read (the benchmark loaders'
+JSON and TSV files too).
 
 Every problem is a one-line `DataError` naming the file and the line (``answers.jsonl:3: ...``):
 a file that cannot be read, bytes that are not UTF-8, text that is not JSON, a JSON Lines line
@@ -19,7 +20,7 @@ from typing import Any, BinaryIO
 
 from lexsem.errors import DataError
 
-__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "read_json", "read_jsonl"]
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "read_json", "read_jsonl", "read_text"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one record per line: 16 MiB is far beyond any real one
 MAX_DEPTH = 100  # arrays and objects inside each other
@@ -63,6 +64,23 @@ def _lines(
             yield n, _parse(text.rstrip("\r\n"), max_depth, path, n)
 
 
+def read_text(path: str | Path) -> str:
+    """The text of the UTF-8 file at `path` (a BOM is accepted); a file that cannot be read, or
+    undecodable bytes (named by their line and column), a `DataError`."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise DataError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col})", file=path, line=line
+        ) from None
+
+
 def read_json(
     path: str | Path,
     *,
@@ -73,18 +91,7 @@ def read_json(
     text that is not JSON: ``malformed JSON`` with its line and column; a second value after
     the first, as in a JSON Lines file: the line where it starts). An exception that
     `object_pairs_hook` raises is the caller's, as it is."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DataError(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col})", file=path, line=line
-        ) from None
+    text = read_text(path)
     if _too_deep(text, max_depth):
         raise DataError(f"JSON nested more than {max_depth} deep", file=path)
     try:

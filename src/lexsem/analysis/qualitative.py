@@ -49,7 +49,9 @@ def case_names(metric_a: str = "itt", metric_b: str = "tot") -> tuple[str, str, 
     )
 
 
-def _captions(item: Any) -> dict[str, Any]:
+def item_captions(item: Any) -> dict[str, Any]:
+    """The item's captions by field: p1, p2, n (triplets), pos, neg (pairs), caption0, caption1
+    (BiVLC, Winoground), or `captions`: the list of several captions."""
     if hasattr(item, "p1"):
         return {"p1": item.p1, "p2": item.p2, "n": item.n}
     if hasattr(item, "pos"):
@@ -242,5 +244,5 @@ def _caption_columns(
             f"{len(absent)} items of the runs are not in the {benchmark!r} files: "
             f"{format_keys(absent)}"
         )
-    caps = [_captions(loaded[k]) for k in order]
+    caps = [item_captions(loaded[k]) for k in order]
     return {col: [c[col] for c in caps] for col in (caps[0] if caps else ())}

@@ -43,7 +43,7 @@ import anyio.to_thread
 from fastapi import FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Scope
 
 from lexsem.annotate import assign, lifecycle, store
 from lexsem.annotate.codes import earned, participant_code, participant_rows, participants_csv
@@ -63,7 +63,7 @@ from lexsem.annotate.security import (
 from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_check import check_study
 from lexsem.annotate.study_progress import progress
-from lexsem.web_headers import set_security_headers
+from lexsem.web_headers import SecurityHeaders
 
 __all__ = ["create_app"]
 
@@ -216,7 +216,7 @@ def create_app(
     )
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
     app.state.limits = limits
-    app.add_middleware(_Headers)
+    app.add_middleware(SecurityHeaders, policy=_policy)
     _add_error_page(app, site)
     _add_site_routes(app)
     _add_join_routes(app, site)
@@ -237,36 +237,19 @@ async def _threads(app: FastAPI) -> AsyncIterator[None]:
     yield
 
 
-class _Headers:
-    """Every response's security headers: the content security policy with the page's script
-    nonce (``request.state.nonce``), no referrer, no sniffing, no framing, no caching unless a
-    route says otherwise; and the client's rate-limit key for the request (`_CLIENT`, which
-    the sync routes see in their worker thread: the context is copied there). A plain ASGI
-    middleware: it adds nothing to a request's cost but the headers."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        nonce = secrets.token_urlsafe(16)
-        scope.setdefault("state", {})["nonce"] = nonce
-        client = scope.get("client")
-        _CLIENT.set(client_key(client[0] if client else None))
-
-        csp = (
-            f"default-src 'none'; img-src 'self'; style-src 'self'; "
-            f"script-src 'nonce-{nonce}'; form-action 'self'; "
-            "frame-ancestors 'none'; base-uri 'none'"
-        )
-
-        async def send_with_headers(message: Message) -> None:
-            set_security_headers(message, csp)
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
+def _policy(scope: Scope) -> str:
+    """The content security policy of a request, with its page's script nonce (noted in
+    ``request.state.nonce``); and the client's rate-limit key for the request (`_CLIENT`, which
+    the sync routes see in their worker thread: the context is copied there)."""
+    nonce = secrets.token_urlsafe(16)
+    scope.setdefault("state", {})["nonce"] = nonce
+    client = scope.get("client")
+    _CLIENT.set(client_key(client[0] if client else None))
+    return (
+        f"default-src 'none'; img-src 'self'; style-src 'self'; "
+        f"script-src 'nonce-{nonce}'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
 
 
 def _add_error_page(app: FastAPI, site: _Site) -> None:

@@ -21,22 +21,7 @@ from typing import Any
 from lexsem.benchmarks.ids import item_id
 from lexsem.benchmarks.items import PairItem, TripletItem
 from lexsem.errors import DataError
-
-
-def read_text(path: Path) -> str:
-    """Read a UTF-8 file (a BOM is accepted); undecodable bytes name their line and column."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read file: {exc.strerror or exc}", file=path) from exc
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise DataError(
-            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col})", file=path, line=line
-        ) from exc
+from lexsem.jsonl import read_text
 
 
 class DuplicateKey(ValueError):

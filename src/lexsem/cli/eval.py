@@ -12,18 +12,16 @@ import typer
 
 from lexsem.cli.options import (
     EVAL,
+    FOLDERS,
     AnswerRule,
     BatchSize,
-    CacheDir,
-    CocoTrain,
-    CocoVal,
-    DataDir,
     Device,
-    ImageRoot,
+    ImageFolders,
     NBoot,
     Seed,
     TiePolicy,
     config_option,
+    with_groups,
 )
 from lexsem.config import EvalConfig
 
@@ -39,6 +37,7 @@ Exif = config_option(EvalConfig, "exif_transpose", "--exif-transpose/--no-exif-t
 Workers = config_option(EvalConfig, "num_workers", "--num-workers")
 
 
+@with_groups
 def eval_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Alias or BACKEND:NAME[?opts].")],
     benchmark: Benchmarks,
@@ -48,8 +47,7 @@ def eval_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Replace the run that --out already holds.")
     ] = False,
-    data_dir: DataDir = EVAL.data_dir,
-    cache_dir: CacheDir = EVAL.cache_dir,
+    folders: ImageFolders = FOLDERS,
     # the config's use_cache, said the other way round: a flag turns it off
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore the embedding cache.")] = (
         not EVAL.use_cache
@@ -62,9 +60,6 @@ def eval_cmd(
     batch_size: BatchSize = EVAL.batch_size,
     device: Device = EVAL.device,
     dtype: Dtype = EVAL.dtype,
-    coco_val2017: CocoVal = EVAL.coco_val2017,
-    coco_train2017: CocoTrain = EVAL.coco_train2017,
-    image_root: ImageRoot = EVAL.image_root,
     skip_bad_images: SkipBad = EVAL.skip_bad_images,
     max_image_pixels: MaxPixels = EVAL.max_image_pixels,
     exif_transpose: Exif = EVAL.exif_transpose,
@@ -92,8 +87,7 @@ def eval_cmd(
         benchmarks=benchmark,
         tasks=task or None,
         name=name,
-        data_dir=data_dir,
-        cache_dir=cache_dir,
+        **folders.given(),
         use_cache=not no_cache,
         offline=True if offline else None,
         tie_policy=tie_policy,
@@ -102,9 +96,6 @@ def eval_cmd(
         batch_size=batch_size,
         device=device,
         dtype=dtype,
-        coco_val2017=coco_val2017,
-        coco_train2017=coco_train2017,
-        image_root=image_root,
         skip_bad_images=skip_bad_images,
         max_image_pixels=max_image_pixels,
         exif_transpose=exif_transpose,
@@ -114,7 +105,8 @@ def eval_cmd(
         keep_decoded_mb=0,  # one run per command: decoded images would never be used again
         progress=not quiet,  # a bar on a terminal, periodic lines when piped
     )
-    inputs = [*named_paths(model, *benchmark, paths.data_dir(data_dir)), paths.cache_dir(cache_dir)]
+    data_dir, cache_dir = paths.data_dir(folders.data_dir), paths.cache_dir(folders.cache_dir)
+    inputs = [*named_paths(model, *benchmark, data_dir), cache_dir]
     check_output_dir(out, kind="run.json", inputs=inputs)  # not the data, model or cache folder
     run = Evaluator(config).run(model, out=out, force=force)  # checks --out first
     _eval_summary(run.record, out, quiet=quiet, ci=ci)

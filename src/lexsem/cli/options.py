@@ -7,13 +7,19 @@ field's description, its bounds) and its default is the field's (`EVAL.batch_siz
 `tests/test_cli_options.py` checks every one. Bounds are shown in the help and checked by the
 config (`from_options`: one error naming each option, before any work). The options
 several commands share are named here (`DataDir`, `Device`, ...); a command's own options are
-written in its signature.
+written in its signature. Options that several commands take together are one `OptionGroup`
+(`ImageFolders`): the command has one parameter of the group's type and is decorated with
+`with_groups`, which shows typer the group's options in its place.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import types
-from collections.abc import Mapping
+import typing
+from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -26,10 +32,10 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir", "CocoTrain",
-           "CocoVal", "Confidence", "DataDir", "Device", "ImageRoot", "JsonOut", "NBoot", "Seed",
-           "TiePolicy", "check_bounds",
-           "config_option", "defaults", "from_options", "one_of"]  # fmt: skip
+__all__ = ["EVAL", "FOLDERS", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir",
+           "CocoTrain", "CocoVal", "Confidence", "DataDir", "Device", "ImageFolders",
+           "ImageRoot", "JsonOut", "NBoot", "OptionGroup", "Seed", "TiePolicy", "check_bounds",
+           "config_option", "defaults", "from_options", "one_of", "with_groups"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -203,3 +209,65 @@ JsonOut = Annotated[
         "--json", help="Also write it as JSON here (a file lexsem did not write: --force)."
     ),
 ]
+
+
+# -- options several commands take together -----------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class OptionGroup:
+    """Options several commands take together: a subclass's fields are the options (each
+    annotated with its option alias, its default the option's), a command's parameter of the
+    subclass's type receives them as one value (`with_groups`)."""
+
+    def given(self) -> dict[str, Any]:
+        """The options' values by field name."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ImageFolders(OptionGroup):
+    """Where the benchmark files, the caches and the images are (evaluation's fields)."""
+
+    data_dir: DataDir = EVAL.data_dir
+    cache_dir: CacheDir = EVAL.cache_dir
+    coco_val2017: CocoVal = EVAL.coco_val2017
+    coco_train2017: CocoTrain = EVAL.coco_train2017
+    image_root: ImageRoot = EVAL.image_root
+
+
+#: Every folder option left out (the command's default for its `ImageFolders` parameter).
+FOLDERS = ImageFolders()
+
+R = TypeVar("R")
+
+
+def with_groups(command: Callable[..., R]) -> Callable[..., R]:
+    """`command` as typer sees it: each parameter typed by an `OptionGroup` becomes the
+    group's options, in its place; the command is called with the group built from them."""
+    signature = inspect.signature(command, eval_str=True)
+    groups = {
+        p.name: p.annotation
+        for p in signature.parameters.values()
+        if isinstance(p.annotation, type) and issubclass(p.annotation, OptionGroup)
+    }
+    params: list[inspect.Parameter] = []
+    for p in signature.parameters.values():
+        if p.name not in groups:
+            params.append(p)
+            continue
+        hints = typing.get_type_hints(groups[p.name], include_extras=True)
+        params += [
+            inspect.Parameter(f.name, p.kind, default=f.default, annotation=hints[f.name])
+            for f in dataclasses.fields(groups[p.name])
+        ]
+
+    @functools.wraps(command)
+    def run(**options: Any) -> R:
+        for name, group in groups.items():
+            names = [f.name for f in dataclasses.fields(group)]
+            options[name] = group(**{k: options.pop(k) for k in names})
+        return command(**options)
+
+    shown = signature.replace(parameters=params)
+    run.__signature__ = shown  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run

@@ -23,8 +23,9 @@ from lexsem.cli.options import (
     config_option,
     defaults,
     from_options,
+    with_groups,
 )
-from lexsem.cli.sweep import SWEEP, Address, Executor, MaxRetries, Spread
+from lexsem.cli.sweep import JOBS, JobOptions
 from lexsem.config import EvalConfig
 from lexsem.reproduce.config import ReproduceConfig
 from lexsem.sweep.config import SweepConfig
@@ -38,6 +39,7 @@ Rows = config_option(ReproduceConfig, "rows", "--row", more="Repeat it.")
 Force = config_option(ReproduceConfig, "force", "--force")
 
 
+@with_groups
 def reproduce(
     table: Annotated[
         str | None, typer.Argument(help="A built-in table (see --list).", show_default=False)
@@ -50,10 +52,7 @@ def reproduce(
             help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
         ),
     ] = None,
-    executor: Executor = SWEEP.executor,
-    address: Address = SWEEP.address,
-    max_retries: MaxRetries = SWEEP.max_retries,
-    spread: Spread = SWEEP.spread,
+    jobs: JobOptions = JOBS,
     only_installed: OnlyInstalled = REPRODUCE.only_installed,
     rows: Rows = REPRODUCE.rows,
     force: Force = REPRODUCE.force,
@@ -113,8 +112,7 @@ def reproduce(
         only_installed=only_installed,
         rows=tuple(rows) if rows else None,
         force=force,
-        sweep={"executor": executor, "address": address, "max_retries": max_retries,
-               "spread": spread, "extend": True},  # a table's folder: other rows extend it
+        sweep={**jobs.given(), "extend": True},  # a table's folder: other rows extend it
     )  # fmt: skip
     check_bounds(EvalConfig, {"--batch-size": ("batch_size", batch_size),
                               "--n-boot": ("n_boot", n_boot)})  # fmt: skip

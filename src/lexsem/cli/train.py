@@ -10,17 +10,15 @@ import typer
 from pydantic import BaseModel
 
 from lexsem.cli.options import (
+    FOLDERS,
     LORA,
     TRAIN,
-    CacheDir,
-    CocoTrain,
-    CocoVal,
-    DataDir,
     Device,
-    ImageRoot,
+    ImageFolders,
     NBoot,
     config_option,
     from_options,
+    with_groups,
 )
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
 
@@ -57,6 +55,7 @@ AllowLeakage = config_option(TrainConfig, "allow_leakage", "--allow-leakage/--no
 Workers = config_option(TrainConfig, "num_workers", "--num-workers")
 
 
+@with_groups
 def train(
     ctx: typer.Context,
     manifest: Manifest,
@@ -100,11 +99,7 @@ def train(
     resume: Annotated[bool, typer.Option(help="Continue the run in --out from its state.pt.")] = (
         False
     ),
-    data_dir: DataDir = TRAIN.data_dir,
-    cache_dir: CacheDir = TRAIN.cache_dir,
-    coco_val2017: CocoVal = TRAIN.coco_val2017,
-    coco_train2017: CocoTrain = TRAIN.coco_train2017,
-    image_root: ImageRoot = TRAIN.image_root,
+    folders: ImageFolders = FOLDERS,
     device: Device = TRAIN.device,
     num_workers: Workers = TRAIN.num_workers,
     n_boot: NBoot = TRAIN.n_boot,
@@ -133,10 +128,8 @@ def train(
         "negative_draw": negative_draw, "select": select, "select_on": tuple(select_on),
         "select_metric": select_metric, "val_fraction": val_fraction,
         "judge_on": tuple(judge_on),
-        "allow_leakage": allow_leakage, "data_dir": data_dir, "cache_dir": cache_dir,
-        "coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
-        "image_root": image_root, "device": device, "num_workers": num_workers,
-        "n_boot": n_boot,
+        "allow_leakage": allow_leakage, **folders.given(), "device": device,
+        "num_workers": num_workers, "n_boot": n_boot,
     }  # fmt: skip
     settings = _preset_and_given(ctx, fields, preset, lora, lora_r, lora_alpha)
     if not resume or (out / "train.json").is_file():  # else the resume check names what it is

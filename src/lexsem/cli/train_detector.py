@@ -11,15 +11,13 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.cli.options import (
-    CacheDir,
-    CocoTrain,
-    CocoVal,
-    DataDir,
+    FOLDERS,
     Device,
-    ImageRoot,
+    ImageFolders,
     config_option,
     defaults,
     one_of,
+    with_groups,
 )
 from lexsem.errors import LexsemError
 from lexsem.train.artifact_detector import DetectorConfig
@@ -39,6 +37,7 @@ EmbedBatch = config_option(DetectorConfig, "embed_batch", "--embed-batch")
 ValFraction = config_option(DetectorConfig, "val_fraction", "--val-fraction")
 
 
+@with_groups
 def train_detector(
     manifest: Annotated[
         Path,
@@ -70,11 +69,7 @@ def train_detector(
             "rule (repeatable).",
         ),
     ] = None,
-    data_dir: DataDir = None,
-    cache_dir: CacheDir = None,
-    coco_val2017: CocoVal = None,
-    coco_train2017: CocoTrain = None,
-    image_root: ImageRoot = None,
+    folders: ImageFolders = FOLDERS,
     device: Device = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
     force: Annotated[
@@ -89,9 +84,7 @@ def train_detector(
     from lexsem.train.artifact_detector import train_detectors
     from lexsem.train.artifact_eval import evaluate_detectors
 
-    paths: dict[str, Any] = {"data_dir": data_dir, "cache_dir": cache_dir,
-                             "coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
-                             "image_root": image_root, "device": device}  # fmt: skip
+    paths: dict[str, Any] = {**folders.given(), "device": device}
     _check_out(out, manifest, force=force)
     if benchmark and KINDS[kind] != KINDS["both"]:
         raise typer.BadParameter("--benchmark judges both detectors: train with --kind both")

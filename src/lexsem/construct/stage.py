@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from lexsem.errors import LexsemError
 
@@ -62,6 +62,8 @@ __all__ = [
     "reject",
     "row_ids",
 ]
+
+M = TypeVar("M")  # a model the recipe names (`StageContext._named`)
 
 PROVENANCE = ("source", "source_id")
 REJECTED = "rejected"
@@ -138,12 +140,8 @@ class StageContext:
         """The generator's answer to each prompt (a string, or a `ChatRequest`), in order;
         `params`: extra generation parameters, sent and keyed (the seed is added by the
         runner where the recipe says so)."""
-        if self.asker is None:
-            raise LexsemError(
-                f"stage {self.stage!r} asks a generator, but the recipe names none "
-                '(set `generator = "BACKEND:MODEL"`)'
-            )
-        answers = self.asker(prompts, params)
+        asker = self._named(self.asker, "asks a generator, but the recipe names none", "generator")
+        answers = asker(prompts, params)
         self.counts["requests asked"] += len(prompts)
         return answers
 
@@ -151,14 +149,20 @@ class StageContext:
         """The PNG file of each `ImageRequest`, in order (made by the recipe's image
         generator, or found in the store; a request without a seed gets the build's
         `image_seed`); `batch_size`: images per call of a local generator."""
-        if self.imager is None:
-            raise LexsemError(
-                f"stage {self.stage!r} makes images, but the recipe names no image generator "
-                '(set `image_generator = "BACKEND:MODEL"`)'
-            )
-        files = self.imager(requests, batch_size)
+        imager = self._named(
+            self.imager,
+            "makes images, but the recipe names no image generator",
+            "image_generator",
+        )
+        files = imager(requests, batch_size)
         self.counts["images asked"] += len(requests)
         return files
+
+    def _named(self, model: M | None, problem: str, key: str) -> M:
+        """`model`, else an error naming the stage, what it lacks and the recipe's `key`."""
+        if model is None:
+            raise LexsemError(f'stage {self.stage!r} {problem} (set `{key} = "BACKEND:MODEL"`)')
+        return model
 
     def count(self, what: str, n: int = 1) -> None:
         """Add `n` to the statistic `what` of this stage (in build.json)."""

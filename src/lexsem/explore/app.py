@@ -20,7 +20,6 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lexsem.errors import LexsemError
 from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_zip
@@ -29,7 +28,7 @@ from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_o
 from lexsem.explore.runs_table import RunsTable
 from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, choices, counts, select
 from lexsem.explore.word_diff import marked, roles_against
-from lexsem.web_headers import set_security_headers
+from lexsem.web_headers import SecurityHeaders
 
 __all__ = ["EXPORT_KINDS", "MAX_SELECTED", "create_app"]
 
@@ -37,24 +36,6 @@ EXPORT_KINDS = ("figure.png", "figure.pdf", "benchmark", "study")
 MAX_SELECTED = 1000
 _CSP = ("default-src 'none'; img-src 'self'; style-src 'self'; script-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")  # fmt: skip
-
-
-class _Headers:
-    """The security headers of every response (an ASGI middleware)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Message) -> None:
-            set_security_headers(message, _CSP)
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
 
 
 @dataclass
@@ -230,7 +211,7 @@ def create_app(
     st = _State(table, ItemSource(table.runs, data_dir, image_folders), n_boot)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
-    app.add_middleware(_Headers)
+    app.add_middleware(SecurityHeaders, policy=lambda _scope: _CSP)
     here = resources.files("lexsem.explore")
     templates = Jinja2Templates(directory=str(here / "templates"))
     static = {n: (here / "static" / n).read_bytes() for n in ("explore.css", "explore.js")}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lexsem.analysis.qualitative import item_captions
 from lexsem.benchmarks.load import load_benchmark
 from lexsem.benchmarks.selectors import names_subsets, parse_selector
 from lexsem.errors import LexsemError
@@ -29,16 +30,17 @@ THUMB_PX = 256  # the longer side of a thumbnail
 FULL_PX = 1600  # the longer side of an image shown full size
 
 
+#: How the page names the captions `item_captions` names by field.
+LABELS = {"p1": "P1", "p2": "P2", "n": "N", "caption0": "caption 0", "caption1": "caption 1"}
+
+
 def captions_of(item: Any) -> dict[str, str]:
     """The item's captions by role: P1, P2, N (triplets), pos, neg (pairs), caption 0 / 1
     (BiVLC, Winoground), or caption 0, 1, ... (several captions)."""
-    if hasattr(item, "p1"):
-        return {"P1": item.p1, "P2": item.p2, "N": item.n}
-    if hasattr(item, "pos"):
-        return {"pos": item.pos, "neg": item.neg}
-    if hasattr(item, "caption0"):
-        return {"caption 0": item.caption0, "caption 1": item.caption1}
-    return {f"caption {k}": c for k, c in enumerate(item.texts())}
+    by_field = item_captions(item)
+    if "captions" in by_field:
+        return {f"caption {k}": c for k, c in enumerate(by_field["captions"])}
+    return {LABELS.get(k, k): c for k, c in by_field.items()}
 
 
 def image_refs(item: Any) -> list[str]:
