@@ -118,8 +118,8 @@ def test_a_negative_without_p2_is_the_studys_negative(tmp_path: Path) -> None:
         fold_back_validation(rows, StageContext(tmp_path), column="negative_caption",
                              negative=True)  # fmt: skip
     create = paused.value.commands[0]
-    assert create.endswith("-k validate --column original=caption --column "
-                           "negative=negative_caption")  # fmt: skip
+    assert "-k validate --column original=caption --column negative=negative_caption " in create
+    assert create.endswith(f"--name '{tmp_path.name}: validation'")
     readme = (tmp_path / "human" / "validate" / "README.md").read_text()
     assert create in readme and "negative: `negative_caption`" in readme
 

@@ -613,6 +613,7 @@ def test_the_shipped_recipe_pauses_for_people_and_freezes_what_they_kept(
         assert lines[0] == shlex.join([
             "lexsem", "annotate", "create", str(study), "--from-build", str(stage), "-k",
             "validate", "--column", "original=caption", "--column", "negative=negative_caption",
+            "--name", f"{out.name}: validation",
         ])  # fmt: skip
         assert "negative_caption" in (folder / "README.md").read_text()
 
