@@ -568,28 +568,23 @@ def revoke(con: Connection, aid: str) -> bool:
 def holders(con: Connection, idle_before: float | None = None) -> dict[str, int]:
     """Main item key -> the number of annotators holding it: who has every unit of the item
     assigned and has answered them all, or is still at work (link not revoked, and active
-    since `idle_before` where given)."""
-    sizes = dict(
-        con.execute(
-            "SELECT item_key, COUNT(*) FROM units WHERE practice = 0 AND gold = 0 GROUP BY item_key"
-        ).fetchall()
-    )
+    since `idle_before` where given). Counted by SQLite in one query (it runs on every
+    admission check and reservation, under the write lock for the latter)."""
     rows = con.execute(
-        "SELECT u.item_key, COUNT(*), COUNT(a.answer), n.last_seen, n.revoked_at"
+        "WITH sizes AS (SELECT item_key, COUNT(*) AS size FROM units"
+        " WHERE practice = 0 AND gold = 0 GROUP BY item_key),"
+        " held AS (SELECT u.item_key AS item_key, COUNT(*) AS n, COUNT(a.answer) AS done,"
+        " n.last_seen AS seen, n.revoked_at AS revoked"
         " FROM assignments a JOIN units u ON u.id = a.unit JOIN annotators n"
         " ON n.id = a.annotator WHERE u.practice = 0 AND u.gold = 0"
-        " GROUP BY u.item_key, a.annotator"
+        " GROUP BY u.item_key, a.annotator)"
+        " SELECT h.item_key, COUNT(*) FROM held h JOIN sizes s ON s.item_key = h.item_key"
+        " WHERE h.n >= s.size AND (h.done = h.n OR (h.revoked IS NULL AND"
+        " (? IS NULL OR (h.seen IS NOT NULL AND h.seen >= ?))))"
+        " GROUP BY h.item_key",
+        (idle_before, idle_before),
     )
-    out: dict[str, int] = {}
-    for item, n, done, seen, revoked in rows:
-        if n < sizes[item]:
-            continue
-        live = revoked is None and (
-            idle_before is None or (seen is not None and seen >= idle_before)
-        )
-        if done == n or live:
-            out[item] = out.get(item, 0) + 1
-    return out
+    return dict(rows.fetchall())
 
 
 def items_held(con: Connection) -> dict[str, int]:
