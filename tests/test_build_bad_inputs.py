@@ -109,3 +109,32 @@ def test_an_output_folder_that_cannot_be_written_is_refused_before_stage_1(
     finally:
         locked.chmod(0o755)
         built.chmod(0o755)
+
+
+def test_a_benchmark_file_explore_exports_is_a_build_input(tmp_path: Path) -> None:
+    """`lexsem explore`'s benchmark export (SugarCrepe++ triplets: a list; SugarCrepe pairs: an
+    object keyed by id) reads as a build input: one row per item, its id kept; a file of
+    neither shape is one line."""
+    from types import SimpleNamespace
+
+    from lexsem.construct.inputs import read_input
+    from lexsem.errors import DataError
+    from lexsem.explore.exports import benchmark_file
+
+    trip = [SimpleNamespace(p1=f"a dog {i}", p2=f"one dog {i}", n=f"a cat {i}", image=None,
+                            subset="swap_obj", id=str(i)) for i in range(3)]  # fmt: skip
+    pairs = [SimpleNamespace(pos=f"a dog {i}", neg=f"a cat {i}", image=f"{i}.jpg",
+                             subset="swap_obj", id=str(i)) for i in range(2)]  # fmt: skip
+    for items, n in ((trip, 3), (pairs, 2)):
+        fmt, name, body = benchmark_file(items)
+        path = tmp_path / f"{fmt}-{name}"
+        path.write_bytes(body)
+        rows = read_input(path, None, {}).rows.to_pylist()
+        assert len(rows) == n
+        assert [r["caption"] for r in rows] == [f"a dog {i}" for i in range(n)]
+        assert [r["negative_caption"] for r in rows] == [f"a cat {i}" for i in range(n)]
+        assert all(r["source_id"] == r["id"] for r in rows)
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]", "utf-8")
+    with pytest.raises(DataError, match=r"bad.json: item 1 is not a JSON object"):
+        read_input(bad, None, {})

@@ -1,4 +1,5 @@
-"""A recipe's input as the first table of a build: a file (JSON Lines, Parquet or CSV) or a
+"""A recipe's input as the first table of a build: a file (JSON Lines, Parquet, CSV, or a
+benchmark file in lexsem's JSON formats, as `lexsem explore` exports one) or a
 built-in source (`lexsem.construct.catalog.SOURCES`), with its sha256 recorded in build.json.
 
 Provenance: a file without a ``source`` column gets the file's name; without ``source_id``, its
@@ -18,11 +19,11 @@ from typing import Any
 from lexsem.construct.catalog import SOURCES
 from lexsem.digests import file_sha256
 from lexsem.errors import DataError
-from lexsem.jsonl import read_jsonl
+from lexsem.jsonl import read_json, read_jsonl
 
 __all__ = ["InputTable", "read_input"]
 
-FILE_SUFFIXES = (".jsonl", ".parquet", ".csv")
+FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def _read_file(path: Path) -> Any:
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".csv"):
         return _read_table(path, suffix)
+    if suffix == ".json":
+        return pa.Table.from_pylist(_benchmark_rows(path))
     rows = []
     for n, row in read_jsonl(path):
         if not isinstance(row, dict):
@@ -66,6 +69,24 @@ def _read_file(path: Path) -> Any:
     if not rows:
         raise DataError(f"{path}: no rows")
     return pa.Table.from_pylist(rows)
+
+
+def _benchmark_rows(path: Path) -> list[dict[str, Any]]:
+    """The items of a benchmark file in lexsem's JSON formats (`lexsem explore`'s export): a
+    list of objects (SugarCrepe++, ids in `id`) or an object of objects keyed by id
+    (SugarCrepe); each item a row, its id in `id`."""
+    data = read_json(path)
+    items = (
+        [{"id": k, **v} if isinstance(v, dict) else v for k, v in data.items()]
+        if isinstance(data, dict)
+        else data
+    )
+    if not isinstance(items, list) or not items:
+        raise DataError(f"{path}: a benchmark file holds a list of items or an object of them")
+    for n, row in enumerate(items, 1):
+        if not isinstance(row, dict):
+            raise DataError(f"{path}: item {n} is not a JSON object ({row!r:.40})")
+    return [{**r, "id": str(r["id"])} if "id" in r else r for r in items]
 
 
 def _read_table(path: Path, suffix: str) -> Any:
