@@ -13,8 +13,6 @@ package) are required in CI (`.ci/run` installs chromium), never skipped there.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ import pytest
 
 from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra, value_of
 from builders.annotate_studies import served as served_unit
-from builders.backends import require, require_module
+from builders.browser import check_layout, launched, shots
 from lexsem.annotate.answers import answers_table
 from lexsem.annotate.local_server import LocalServer
 from lexsem.annotate.simulate import Page
@@ -31,43 +29,11 @@ from lexsem.annotate.store import connect
 need_annotate_extra()
 
 EDIT = "A large green kite is edited by hand."
-LAYOUT = """() => ({width: window.innerWidth, page: document.documentElement.scrollWidth,
-  broken: [...document.images].filter(i => !i.complete || i.naturalWidth === 0).length,
-  images: document.images.length})"""
-
-
-def chromium() -> str:
-    path = os.environ.get("LEXSEM_CHROMIUM") or next(
-        (p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None
-    )
-    require(path is not None, "Chromium is not installed (apt-get install chromium)")
-    assert path is not None
-    return path
 
 
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    exe = chromium()
-    sync_api = require_module("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
-
-
-def shots(folder: Path, name: str, page: Any) -> None:
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    out = os.environ.get("LEXSEM_SCREENSHOTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(out) / path.name)
-
-
-def check_layout(page: Any) -> None:
-    got = page.evaluate(LAYOUT)
-    assert got["page"] <= got["width"], got  # never scrolls sideways
-    assert got["broken"] == 0, got
+    yield from launched()
 
 
 def press(page: Any, key: str) -> None:

@@ -12,56 +12,21 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from builders.backends import require, require_module
+from builders.browser import check_layout, launched, shots
 from builders.explore_runs import served, two_runs
 
 pytestmark = pytest.mark.torch  # the dual encoder's images (builders.fakes)
 
 
-LAYOUT = """() => ({width: window.innerWidth, page: document.documentElement.scrollWidth,
-  broken: [...document.images].filter(i => !i.complete || i.naturalWidth === 0).length})"""
-
-
-def chromium() -> str:
-    """Debian's Chromium (or $LEXSEM_CHROMIUM): required in CI."""
-    path = os.environ.get("LEXSEM_CHROMIUM") or next(
-        (p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None
-    )
-    require(path is not None, "Chromium is not installed (apt-get install chromium)")
-    assert path is not None
-    return path
-
-
-def check_layout(page: Any) -> None:
-    got = page.evaluate(LAYOUT)
-    assert got["page"] <= got["width"], got  # never scrolls sideways
-    assert got["broken"] == 0, got  # every image decodes
-
-
-def shots(folder: Path, name: str, page: Any) -> None:
-    path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    out = os.environ.get("LEXSEM_SCREENSHOTS")
-    if out:
-        Path(out).mkdir(parents=True, exist_ok=True)
-        shutil.copy(path, Path(out) / path.name)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Any:
-    sync_api = require_module("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
-        yield b
-        b.close()
+    yield from launched()
 
 
 @pytest.fixture(scope="module")
