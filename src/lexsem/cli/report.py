@@ -62,25 +62,15 @@ def report(
     """Paper-style tables (rows: models) from run folders; `--html` adds the analyses: linguistic
     priors (give blind runs too), similarity, McNemar, cross-benchmark ranks, qualitative cases."""
     from lexsem.atomic import atomic_open
-    from lexsem.cli.options import check_bounds
-    from lexsem.cli.run_paths import check_output_file, run_folders
-    from lexsem.config import EvalConfig
-    from lexsem.outputs import TABLE_MARKS, check_outputs
+    from lexsem.cli.run_paths import run_folders
+    from lexsem.outputs import TABLE_MARKS
     from lexsem.report.all_tables import build_tables
     from lexsem.report.tables import to_csv, to_latex, to_markdown
     from lexsem.report.training import is_training_run, training_page, training_sections
     from lexsem.results.run import Run
     from lexsem.results.run_folder import load_run
 
-    check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot)})
-    if explore_url is not None and not explore_url.startswith(("http://", "https://")):
-        raise LexsemError(f"--explore-url {explore_url}: give http://HOST:PORT")
-    if seed < 0:
-        raise LexsemError(f"--seed {seed}: must be at least 0")
-    for path, option, example in ((out, "--out", f"tables.{fmt}"), (html, "--html", "report.html")):
-        if path is not None:
-            check_output_file(path, option, example)
-    check_outputs({"--out": out, "--html": html}, inputs=runs, force=force)
+    _check_options(runs, fmt, out, html, n_boot, seed, explore_url, force)
     trained = [p for p in runs if is_training_run(p)]
     given = list(runs)
     runs = run_folders(runs, untabulated=html is not None)
@@ -107,20 +97,36 @@ def report(
     if loaded is not None:
         from lexsem.report.analyses import ReportOptions, build_report
 
-        opt = ReportOptions(
-            data_dir=data_dir,
-            cache_dir=cache_dir,
-            baseline=baseline,
-            parser=parser,
-            n_boot=n_boot,
-            seed=seed,
-            explore_url=explore_url,
-        )
+        opt = ReportOptions(data_dir=data_dir, cache_dir=cache_dir, baseline=baseline,
+                            parser=parser, n_boot=n_boot, seed=seed,
+                            explore_url=explore_url)  # fmt: skip
         extra = training_sections(trained) + _sweep_sections(given)  # curves; jobs without a run
         page = build_report(loaded, opt, title=title, extra=extra)  # per-item tables
         with atomic_open(html, "w", encoding="utf-8") as fh:
             fh.write(page)
         typer.echo(f"HTML report written to {html}", err=True)
+
+
+def _check_options(
+    runs: list[Path], fmt: str, out: Path | None, html: Path | None, n_boot: int, seed: int,
+    explore_url: str | None, force: bool,
+) -> None:  # fmt: skip
+    """The options checked before any run is read: bounds, the explorer's address, the output
+    files (never an input, never another program's file without --force)."""
+    from lexsem.cli.options import check_bounds
+    from lexsem.cli.run_paths import check_output_file
+    from lexsem.config import EvalConfig
+    from lexsem.outputs import check_outputs
+
+    check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot)})
+    if explore_url is not None and not explore_url.startswith(("http://", "https://")):
+        raise LexsemError(f"--explore-url {explore_url}: give http://HOST:PORT")
+    if seed < 0:
+        raise LexsemError(f"--seed {seed}: must be at least 0")
+    for path, option, example in ((out, "--out", f"tables.{fmt}"), (html, "--html", "report.html")):
+        if path is not None:
+            check_output_file(path, option, example)
+    check_outputs({"--out": out, "--html": html}, inputs=runs, force=force)
 
 
 def _same_items(paths: list[Path], records: list[Any], loaded: list[Any] | None) -> list[Any]:
