@@ -201,6 +201,9 @@ def _figure(st: _State, rows: list[tuple[int, Any]], fmt: str, columns: int) -> 
         raise HTTPException(400, str(exc)) from None
 
 
+STATIC = ("explore.css", "explore.js")
+
+
 def create_app(
     table: RunsTable, *, data_dir: Path | None = None, n_boot: int = 1000,
     image_folders: dict[str, Path | None] | None = None,
@@ -214,7 +217,6 @@ def create_app(
     app.add_middleware(SecurityHeaders, policy=lambda _scope: _CSP)
     here = resources.files("lexsem.explore")
     templates = Jinja2Templates(directory=str(here / "templates"))
-    static = {n: (here / "static" / n).read_bytes() for n in ("explore.css", "explore.js")}
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -267,34 +269,46 @@ def create_app(
 
     @app.get("/export/{kind}")
     def export(request: Request, kind: str, columns: int = 2) -> Response:
-        if kind not in EXPORT_KINDS:
-            raise HTTPException(404, f"no export {kind!r}; one of {', '.join(EXPORT_KINDS)}")
-        if columns not in (1, 2):
-            raise HTTPException(400, "columns: 1 or 2")
-        s = _slice(request, drop=("sel", "columns"))
-        keys = _selected(st, request, s)
-        limit = MAX_FIGURE_ITEMS if kind.startswith("figure") else MAX_EXPORT_ITEMS
-        rows = _unique_items(st, keys[: limit * 8])
-        if len(rows) > limit:
-            raise HTTPException(400, f"{len(rows)}+ items: this export takes at most {limit}; "
-                                "narrow the slice or pick items")  # fmt: skip
-        if not rows:
-            raise HTTPException(400, "no items in this slice")
-        items = [it for _, it in rows]
-        try:
-            if kind.startswith("figure"):
-                fmt = kind.split(".")[1]
-                data = _figure(st, rows, fmt, columns)
-                media, name = ("application/pdf" if fmt == "pdf" else "image/png"), f"items.{fmt}"
-            elif kind == "benchmark":
-                _, name, data = benchmark_file(items)
-                media = "application/json"
-            else:
-                data, name, media = study_zip(items), "study.zip", "application/zip"
-        except LexsemError as exc:
-            raise HTTPException(400, str(exc)) from None
-        disposition = f'attachment; filename="{name}"'
-        return Response(data, media_type=media, headers={"Content-Disposition": disposition})
+        return _export(st, request, kind, columns)
+
+    _add_asset_routes(app, {n: (here / "static" / n).read_bytes() for n in STATIC})
+    return app
+
+
+def _export(st: _State, request: Request, kind: str, columns: int) -> Response:
+    """A slice or the picked rows as a download: a figure, a benchmark file or a study."""
+    if kind not in EXPORT_KINDS:
+        raise HTTPException(404, f"no export {kind!r}; one of {', '.join(EXPORT_KINDS)}")
+    if columns not in (1, 2):
+        raise HTTPException(400, "columns: 1 or 2")
+    s = _slice(request, drop=("sel", "columns"))
+    keys = _selected(st, request, s)
+    limit = MAX_FIGURE_ITEMS if kind.startswith("figure") else MAX_EXPORT_ITEMS
+    rows = _unique_items(st, keys[: limit * 8])
+    if len(rows) > limit:
+        raise HTTPException(400, f"{len(rows)}+ items: this export takes at most {limit}; "
+                            "narrow the slice or pick items")  # fmt: skip
+    if not rows:
+        raise HTTPException(400, "no items in this slice")
+    items = [it for _, it in rows]
+    try:
+        if kind.startswith("figure"):
+            fmt = kind.split(".")[1]
+            data = _figure(st, rows, fmt, columns)
+            media, name = ("application/pdf" if fmt == "pdf" else "image/png"), f"items.{fmt}"
+        elif kind == "benchmark":
+            _, name, data = benchmark_file(items)
+            media = "application/json"
+        else:
+            data, name, media = study_zip(items), "study.zip", "application/zip"
+    except LexsemError as exc:
+        raise HTTPException(400, str(exc)) from None
+    disposition = f'attachment; filename="{name}"'
+    return Response(data, media_type=media, headers={"Content-Disposition": disposition})
+
+
+def _add_asset_routes(app: FastAPI, static: dict[str, bytes]) -> None:
+    """The page's stylesheet and script, and no favicon."""
 
     @app.get("/favicon.ico")
     def favicon() -> Response:  # no icon: nothing (a browser asks for one on every page)
@@ -306,8 +320,6 @@ def create_app(
             raise HTTPException(404, "no such file")
         media = "text/css" if name.endswith(".css") else "text/javascript"
         return Response(static[name], media_type=media, headers={"Cache-Control": "max-age=600"})
-
-    return app
 
 
 def _scores(run: Any, row: int) -> list[tuple[str, str]]:
