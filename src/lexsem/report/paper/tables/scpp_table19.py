@@ -20,7 +20,8 @@ from lexsem.stats.bootstrap import MACRO
 
 ORDER = ("swap_obj", "replace_att", "replace_obj", "replace_rel", "swap_att")
 BENCH_NAMES = {"sugarcrepe": "SugarCrepe", "sugarcrepe_pp": "SugarCrepe++"}
-# (task, metric): ITT of a pair (SugarCrepe) and of a triplet (SugarCrepe++)
+# (task, metric): ITT of a pair (SugarCrepe) and of a triplet (SugarCrepe++), in the order of
+# `BENCH_NAMES`
 GROUPS = (("pair", "acc"), ("itt", "itt"))
 
 
@@ -73,23 +74,8 @@ LAYOUT = RunLayout(
 # macro average over its five subsets.
 PUBLISHED_COLUMNS = (
     *(
-        Column(
-            benchmark="sugarcrepe",
-            task="pair",
-            metric="acc",
-            subset=s,
-            header=f"SugarCrepe {SUBSETS[s]}",
-        )
-        for s in ORDER
-    ),
-    *(
-        Column(
-            benchmark="sugarcrepe_pp",
-            task="itt",
-            metric="itt",
-            subset=s,
-            header=f"SugarCrepe++ {SUBSETS[s]}",
-        )
+        Column(benchmark=b, task=task, metric=metric, subset=s, header=f"{shown} {SUBSETS[s]}")
+        for (b, shown), (task, metric) in zip(BENCH_NAMES.items(), GROUPS, strict=True)
         for s in ORDER
     ),
     Column(
