@@ -132,3 +132,20 @@ def test_the_published_minilm_numbers_are_the_spec_ones() -> None:
 def test_a_cell_lexsem_cannot_record_is_caught(column: Column) -> None:
     with pytest.raises(AssertionError):
         _check_column(column)
+
+
+def test_an_open_clip_model_has_one_spec_under_each_papers_name() -> None:
+    """SugarCrepe, SugarCrepe++ and VISLA print the same open_clip models under their own names
+    (`RN50x4`, `RN50×4`; `ViT-H-14`, `ViT-H/14`); each row runs SugarCrepe's tag for it."""
+    from lexsem.report.paper.tables.openclip_models import openclip_rows
+
+    sc, scpp, visla = (get_table(t) for t in ("sugarcrepe", "scpp_table12", "visla_generic"))
+    for ours, theirs in (("RN50x4", "RN50×4"), ("ViT-H-14", "ViT-H/14"),
+                         ("xlm-roberta-base-ViT-B-32", "xlm-RoBERTa-base-ViT-B/32")):  # fmt: skip
+        spec = sc.row(ours).spec
+        assert spec is not None and spec.startswith("openclip:"), spec
+        assert scpp.row(theirs).spec == visla.row(ours).spec == spec
+    (row,) = openclip_rows("ViT-g/14", note="n")
+    assert (row.spec, row.note) == ("openclip:ViT-g-14/laion2b_s12b_b42k", "n")
+    with pytest.raises(KeyError):
+        openclip_rows("CLIP-ViT-L/14")  # SugarCrepe++'s name only

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
 from lexsem.report.paper.tables.bivlc import ROWS2 as BIVLC_ROWS
+from lexsem.report.paper.tables.openclip_models import SPECS, openclip_rows
 from lexsem.report.paper.tables.scpp import PAPER, SUBSETS
 
 COLUMNS = tuple(
@@ -73,7 +74,7 @@ def _table(
 # Table 2
 _ROWS2 = (
     ModelRow(name="CLIP", spec="clip:openai/clip-vit-base-patch32"),
-    ModelRow(name="RoBERTa-ViT-B/32", spec="openclip:roberta-ViT-B-32/laion2b_s12b_b32k"),
+    *openclip_rows("RoBERTa-ViT-B/32"),
     ModelRow(name="ALIGN", spec="clip:kakaobrain/align-base"),
     ModelRow(name="ALIP", needs=_DRIVE),
     ModelRow(name="FLAVA", spec="clip:facebook/flava-full"),
@@ -139,29 +140,22 @@ _VALUES4 = {
 
 # Tables 5 and 12
 _ROWS12 = (
-    ModelRow(name="RN50", spec="openclip:RN50-quickgelu/openai"),
-    ModelRow(name="RN101", spec="openclip:RN101-quickgelu/openai"),
+    *openclip_rows("RN50", "RN101"),
     _ROWS2[0],  # CLIP
-    ModelRow(name="RN50×4", spec="openclip:RN50x4-quickgelu/openai"),
-    ModelRow(name="RN50×16", spec="openclip:RN50x16-quickgelu/openai"),
-    ModelRow(name="CLIP-ViT-L/14", spec="openclip:ViT-L-14-quickgelu/openai"),
-    ModelRow(name="RN50×64", spec="openclip:RN50x64-quickgelu/openai"),
+    *openclip_rows("RN50×4", "RN50×16"),
+    ModelRow(name="CLIP-ViT-L/14", spec=SPECS["vit-l-14"]),
+    *openclip_rows("RN50×64"),
     _ROWS2[1],  # RoBERTa-ViT-B/32
-    ModelRow(name="ViT-H/14", spec="openclip:ViT-H-14/laion2b_s32b_b79k", note=_TAG),
-    ModelRow(name="ViT-g/14", spec="openclip:ViT-g-14/laion2b_s12b_b42k", note=_TAG),
-    ModelRow(name="ViT-bigG/14", spec="openclip:ViT-bigG-14/laion2b_s39b_b160k", note=_TAG),
-    ModelRow(
-        name="xlm-RoBERTa-base-ViT-B/32",
-        spec="openclip:xlm-roberta-base-ViT-B-32/laion5b_s13b_b90k",
+    *openclip_rows(
+        "ViT-H/14",
+        "ViT-g/14",
+        "ViT-bigG/14",
+        "xlm-RoBERTa-base-ViT-B/32",
+        "xlm-RoBERTa-large-ViT-H/14",
+        "large:ViT-B/16",
+        "xlarge:ViT-L/14",
         note=_TAG,
     ),
-    ModelRow(
-        name="xlm-RoBERTa-large-ViT-H/14",
-        spec="openclip:xlm-roberta-large-ViT-H-14/frozen_laion5b_s13b_b90k",
-        note=_TAG,
-    ),
-    ModelRow(name="large:ViT-B/16", spec="openclip:ViT-B-16/datacomp_l_s1b_b8k", note=_TAG),
-    ModelRow(name="xlarge:ViT-L/14", spec="openclip:ViT-L-14/datacomp_xl_s13b_b90k", note=_TAG),
 )
 
 _VALUES12 = {

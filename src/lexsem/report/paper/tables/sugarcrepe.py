@@ -1,7 +1,8 @@
 """SugarCrepe's table of text-only models and 17 pre-trained CLIP models ("SugarCrepe: Fixing
 Hackable Benchmarks for Vision-Language Compositionality", §5; the table is printed in the
 authors' repository, RAIVNLab/sugar-crepe, `assets/sugarcrepe_eval.png`). Recall@1 (%) per
-subset; `main_eval.py` of that repository names each model's open_clip tag.
+subset; `main_eval.py` of that repository names each model's open_clip tag
+(`lexsem.report.paper.tables.openclip_models`).
 
 Rows: all 19 (Human is not a model). The text-only models run lexsem's blind task (C+ scores
 above C-). The paper's swap_obj has 246 items, the public file 245 (docs/fidelity.md).
@@ -10,6 +11,7 @@ above C-). The paper's swap_obj has 246 items, the public file 245 (docs/fidelit
 from __future__ import annotations
 
 from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.tables.openclip_models import TAGS, openclip_rows
 
 PAPER = "SugarCrepe: Fixing Hackable Benchmarks for Vision-Language Compositionality"
 SUBSETS = (
@@ -34,28 +36,7 @@ BLIND_ROWS = (
     ModelRow(name="Vera", spec="vera:liujch1998/vera"),
     ModelRow(name="Grammar", spec="cola:textattack/distilbert-base-uncased-CoLA"),
 )
-CLIP_ROWS = tuple(
-    ModelRow(name=name, spec=f"openclip:{tag}")
-    for name, tag in (
-        ("RN50", "RN50-quickgelu/openai"),
-        ("RN101", "RN101-quickgelu/openai"),
-        ("ViT-B-32", "ViT-B-32-quickgelu/openai"),
-        ("RN50x4", "RN50x4-quickgelu/openai"),
-        ("RN50x16", "RN50x16-quickgelu/openai"),
-        ("ViT-L-14", "ViT-L-14-quickgelu/openai"),
-        ("RN50x64", "RN50x64-quickgelu/openai"),
-        ("roberta-ViT-B-32", "roberta-ViT-B-32/laion2b_s12b_b32k"),
-        ("ViT-H-14", "ViT-H-14/laion2b_s32b_b79k"),
-        ("ViT-g-14", "ViT-g-14/laion2b_s12b_b42k"),
-        ("ViT-bigG-14", "ViT-bigG-14/laion2b_s39b_b160k"),
-        ("xlm-roberta-base-ViT-B-32", "xlm-roberta-base-ViT-B-32/laion5b_s13b_b90k"),
-        ("xlm-roberta-large-ViT-H-14", "xlm-roberta-large-ViT-H-14/frozen_laion5b_s13b_b90k"),
-        ("small:ViT-B-32", "ViT-B-32/datacomp_s_s13m_b4k"),
-        ("medium:ViT-B-32", "ViT-B-32/datacomp_m_s128m_b4k"),
-        ("large:ViT-B-16", "ViT-B-16/datacomp_l_s1b_b8k"),
-        ("xlarge:ViT-L-14", "ViT-L-14/datacomp_xl_s13b_b90k"),
-    )
-)
+CLIP_ROWS = openclip_rows(*(name for name, _ in TAGS))
 
 # Replace Object, Attribute, Relation; Swap Object, Attribute; Add Object, Attribute
 BLIND = {

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
+from lexsem.report.paper.tables.openclip_models import openclip_rows
 from lexsem.report.paper.tables.text_models import text_rows
 
 PAPER = "VISLA Benchmark: Evaluating Embedding Sensitivity to Semantic and Lexical Alterations"
@@ -25,13 +26,11 @@ PAPER = "VISLA Benchmark: Evaluating Embedding Sensitivity to Semantic and Lexic
 _DRIVE = "the authors' checkpoint (no lexsem backend runs it)"
 
 VLM_ROWS = (
-    ModelRow(name="RN50", spec="openclip:RN50-quickgelu/openai"),
-    ModelRow(name="RN101", spec="openclip:RN101-quickgelu/openai"),
+    *openclip_rows("RN50", "RN101"),
     ModelRow(name="CLIP-ViT-B-32", spec="clip:openai/clip-vit-base-patch32"),
-    ModelRow(name="RN50x4", spec="openclip:RN50x4-quickgelu/openai"),
-    ModelRow(name="RN50x16", spec="openclip:RN50x16-quickgelu/openai"),
+    *openclip_rows("RN50x4", "RN50x16"),
     ModelRow(name="CLIP-ViT-L-14", spec="clip:openai/clip-vit-large-patch14"),
-    ModelRow(name="RN50x64", spec="openclip:RN50x64-quickgelu/openai"),
+    *openclip_rows("RN50x64"),
     ModelRow(name="ALIGN", spec="clip:kakaobrain/align-base"),
     ModelRow(name="ALBEF", needs="its LAVIS checkpoint (no lexsem backend runs LAVIS models)"),
     ModelRow(name="FLAVA", spec="clip:facebook/flava-full"),
@@ -40,20 +39,16 @@ VLM_ROWS = (
     ModelRow(name="XVLM-16M", needs=_DRIVE),
     ModelRow(name="ViLT-ITR-COCO", spec="itm:dandelin/vilt-b32-finetuned-coco"),
     ModelRow(name="AltCLIP", spec="clip:BAAI/AltCLIP"),
-    ModelRow(name="RoBERTa-ViT-B-32", spec="openclip:roberta-ViT-B-32/laion2b_s12b_b32k"),
-    ModelRow(name="ViT-H-14", spec="openclip:ViT-H-14/laion2b_s32b_b79k"),
-    ModelRow(name="ViT-g-14", spec="openclip:ViT-g-14/laion2b_s12b_b42k"),
-    ModelRow(name="ViT-bigG-14", spec="openclip:ViT-bigG-14/laion2b_s39b_b160k"),
-    ModelRow(
-        name="xlm-roberta-base-ViT-B-32",
-        spec="openclip:xlm-roberta-base-ViT-B-32/laion5b_s13b_b90k",
+    *openclip_rows(
+        "RoBERTa-ViT-B-32",
+        "ViT-H-14",
+        "ViT-g-14",
+        "ViT-bigG-14",
+        "xlm-roberta-base-ViT-B-32",
+        "xlm-roberta-large-ViT-H-14",
+        "large:ViT-B-16",
+        "xlarge:ViT-L-14",
     ),
-    ModelRow(
-        name="xlm-roberta-large-ViT-H-14",
-        spec="openclip:xlm-roberta-large-ViT-H-14/frozen_laion5b_s13b_b90k",
-    ),
-    ModelRow(name="large:ViT-B-16", spec="openclip:ViT-B-16/datacomp_l_s1b_b8k"),
-    ModelRow(name="xlarge:ViT-L-14", spec="openclip:ViT-L-14/datacomp_xl_s13b_b90k"),
     ModelRow(
         name="NegCLIP",
         needs="NegCLIP's checkpoint file (vinid/neg_clip), run as openclip:ViT-B-32-quickgelu@PATH",
