@@ -32,10 +32,11 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "FOLDERS", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir",
-           "CocoTrain", "CocoVal", "Confidence", "DataDir", "Device", "ImageFolders",
+__all__ = ["EVAL", "FOLDERS", "FOLDER_OPTIONS", "LORA", "TRAIN", "AnswerRule", "BatchSize",
+           "CacheDir", "CocoTrain", "CocoVal", "Confidence", "DataDir", "Device", "ImageFolders",
            "ImageRoot", "JsonOut", "NBoot", "OptionGroup", "Seed", "TiePolicy", "check_bounds",
-           "config_option", "defaults", "from_options", "one_of", "with_groups"]  # fmt: skip
+           "config_group", "config_option", "defaults", "from_options", "one_of",
+           "with_groups"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -223,15 +224,40 @@ class OptionGroup:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-@dataclasses.dataclass(frozen=True)
-class ImageFolders(OptionGroup):
-    """Where the benchmark files, the caches and the images are (evaluation's fields)."""
+def config_group(
+    name: str, config: type[BaseModel], *fields: str, doc: str = "", **options: Any
+) -> type[OptionGroup]:
+    """An `OptionGroup` subclass named `name` of `config`'s `fields`, in that order, each an
+    option made by `config_option` with the field's default: `--FIELD` (its name with dashes),
+    or `options[field]`: the option's flags (`"--x/--no-x"`, `("--model", "-m")`) or a whole
+    alias (one with an `envvar`); `options` may hold more fields than are used. A command's
+    parameter of this type takes them all (`with_groups`); `given()` is their dict for
+    `config`."""
 
-    data_dir: DataDir = EVAL.data_dir
-    cache_dir: CacheDir = EVAL.cache_dir
-    coco_val2017: CocoVal = EVAL.coco_val2017
-    coco_train2017: CocoTrain = EVAL.coco_train2017
-    image_root: ImageRoot = EVAL.image_root
+    def option(field: str) -> Any:
+        given = options.get(field, "--" + field.replace("_", "-"))
+        if isinstance(given, str | tuple):
+            return config_option(config, field, *((given,) if isinstance(given, str) else given))
+        return given
+
+    made = dataclasses.make_dataclass(
+        name,
+        [(f, option(f), dataclasses.field(default=config.model_fields[f].default)) for f in fields],
+        bases=(OptionGroup,),
+        frozen=True,
+    )
+    made.__doc__ = doc
+    return made
+
+
+#: The folder options (evaluation's fields), each read from its environment variable too.
+FOLDER_OPTIONS = {"data_dir": DataDir, "cache_dir": CacheDir, "coco_val2017": CocoVal,
+                  "coco_train2017": CocoTrain, "image_root": ImageRoot}  # fmt: skip
+
+ImageFolders = config_group(
+    "ImageFolders", EvalConfig, *FOLDER_OPTIONS, doc="Where the benchmark files, the caches "
+    "and the images are (evaluation's fields).", **FOLDER_OPTIONS,
+)  # fmt: skip
 
 
 #: Every folder option left out (the command's default for its `ImageFolders` parameter).
