@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -77,21 +78,15 @@ StudySizes = config_group(
     doc="How many items, practice and gold items and links a study is made with "
     "(CreateConfig's fields).", annotators=("--annotators", "-n"),
 )  # fmt: skip
-#: Every size left out.
-SIZES = StudySizes()
 StudyDesign = config_group(
     "StudyDesign", StudySettings, "seed", "gold_pass", "overlap", "quota", "code_min_answered",
     "reservation_minutes", "max_participants", "link_hours",
     doc="How the study assigns items and pays out (StudySettings' fields).",
 )  # fmt: skip
-#: Every design setting left out.
-DESIGN = StudyDesign()
 StudyImages = config_group(
     "StudyImages", EvalConfig, "data_dir", "coco_val2017", "image_root",
     doc="Where the benchmark files and images are (EvalConfig's fields).", **FOLDER_OPTIONS,
 )  # fmt: skip
-#: Every folder left out.
-IMAGES = StudyImages()
 TextFile = f"(plain text, at most {MAX_TEXT} characters)"
 BaseUrl = Annotated[
     str, typer.Option("--base-url", help="Where the study will be served (for the links).")
@@ -100,8 +95,6 @@ ServeOptions = config_group(
     "ServeOptions", ServeConfig, "host", "port", "rate_limit", "reservation_minutes",
     "access_log", doc="How the study is served (ServeConfig's fields).",
 )  # fmt: skip
-#: Every serving option left out.
-SERVING = ServeOptions()
 NewLinks = config_option(InviteConfig, "n", "-n")
 #: The options of the fields whose option is not `--` and the field's name with dashes.
 OPTION_OF = {"kinds": "--kind", "annotators": "-n"}
@@ -120,8 +113,8 @@ def create(
         Path | None, typer.Option("--from-build", help="A build stage's Parquet output.")
     ] = None,
     kind: Kinds = None,
-    size_options: StudySizes = SIZES,
-    design: StudyDesign = DESIGN,
+    size_options: StudySizes = StudySizes.DEFAULTS,
+    design: StudyDesign = StudyDesign.DEFAULTS,
     name: Name = None,
     instructions: Annotated[
         Path | None,
@@ -139,7 +132,7 @@ def create(
     links: Annotated[
         Path | None, typer.Option("--links", help="Also write the links (JSON) to this file.")
     ] = None,
-    images: StudyImages = IMAGES,
+    images: StudyImages = StudyImages.DEFAULTS,
 ) -> None:
     """Create a study: items, practice and gold items, task kinds and study design in one
     SQLite file; prints the admin link, the crowd join link and personal links (shown once)."""
@@ -221,7 +214,7 @@ def _print_links(
 
 
 @with_groups
-def serve(study: Study, serving: ServeOptions = SERVING) -> None:
+def serve(study: Study, serving: ServeOptions = ServeOptions.DEFAULTS) -> None:
     """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise). A study file that
     cannot take writes or fails SQLite's integrity check is refused before serving."""
     cfg = from_options(ServeConfig, "serving", {}, **serving.given())
@@ -256,11 +249,8 @@ def status(
 
     check_outputs({"--json": json_out}, inputs=named_paths(study), force=force)
     check_study(study, writable=False)
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         p = progress(con)
-    finally:
-        con.close()
     if json_out is not None:
         _write_status(p, json_out)
     typer.echo(f"{p.study}: {p.items} items x overlap {p.overlap}; {p.answers} answers")
@@ -327,12 +317,9 @@ def export(
         if path is not None and path.resolve() == study.resolve():
             raise LexsemError(f"{option} {path}: that is the study file")
     check_study(study, writable=False)
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         table = answers_table(con)
         rows = participant_rows(con, load_settings(con), get_meta(con, "secret"))
-    finally:
-        con.close()
     with atomic_path(answers) as tmp:
         pq.write_table(table, tmp)
     typer.echo(f"{table.num_rows} answers -> {answers}")
@@ -352,11 +339,8 @@ def invite(
     from lexsem.annotate.study import add_annotators
 
     cfg = from_options(InviteConfig, "invite", {"n": "-n"}, n=n)
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         made = add_annotators(con, cfg.n)
-    finally:
-        con.close()
     for aid, token in made:
         typer.echo(f"{aid}: {base_url.rstrip('/')}/a/{token}")
 
@@ -365,11 +349,8 @@ def _set_state(study: Path, new: str) -> None:
     from lexsem.annotate.lifecycle import set_state
     from lexsem.annotate.store import connect
 
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         old = set_state(con, new)
-    finally:
-        con.close()
     typer.echo(f"{study}: {old} -> {new}")
 
 
@@ -400,11 +381,8 @@ def revoke(
     from lexsem.annotate.study import revoke_link
 
     token = link.rstrip("/").rsplit("/", 1)[-1]  # a whole link works too
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         what = revoke_link(con, token)
-    finally:
-        con.close()
     typer.echo(f"{study}: {what} revoked")
 
 
@@ -413,11 +391,8 @@ def rotate_admin(study: Study, base_url: BaseUrl = "http://127.0.0.1:8000") -> N
     from lexsem.annotate.store import connect
     from lexsem.annotate.study import rotate_admin as rotate
 
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         token = rotate(con)
-    finally:
-        con.close()
     typer.echo(f"admin: {base_url.rstrip('/')}/admin/{token}")
     typer.echo("this link is shown once: the study keeps only its hash", err=True)
 
@@ -431,15 +406,12 @@ def verify(
     from lexsem.annotate.store import connect, get_meta
     from lexsem.annotate.study import load_settings
 
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         settings = load_settings(con)
         who = owner(con, get_meta(con, "secret"), settings.completion_code, code)
         if who is None:
             raise LexsemError(f"{code!r}: no participant of {study} has this code")
         got = earned(con, settings, who)
-    finally:
-        con.close()
     w = got.work
     typer.echo(f"{code}: annotator {who.id} ({'join link' if who.source == 'join' else 'link'}"
                f", started {who.started_at or '-'})")  # fmt: skip

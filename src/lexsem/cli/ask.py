@@ -21,8 +21,6 @@ AskSettings = config_group(
     doc="The demonstrations, the request budget, the answer rule and the folders "
     "(EvalConfig's fields).", **FOLDER_OPTIONS,
 )  # fmt: skip
-#: Every setting left out.
-SETTINGS = AskSettings()
 
 
 # the command's own options
@@ -112,7 +110,7 @@ def ask(
     negative: Negative = "No",
     run_out: RunOut = None,
     name: Name = None,
-    settings: AskSettings = SETTINGS,
+    settings: AskSettings = AskSettings.DEFAULTS,
 ) -> None:
     """Ask a chat model the papers' multiple-choice prompts about each item, in every option
     ordering (optionally after k-shot demonstrations), or with --vqascore its P(yes) about each

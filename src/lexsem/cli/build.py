@@ -21,7 +21,14 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import EVAL, CacheDir, config_group, from_options, with_groups
+from lexsem.cli.options import (
+    EVAL,
+    CacheDir,
+    config_group,
+    from_options,
+    quiet_option,
+    with_groups,
+)
 from lexsem.construct.config import BuildConfig
 from lexsem.construct.stage import HumanStepPending
 from lexsem.errors import LexsemError
@@ -37,8 +44,6 @@ BuildOptions = config_group(
     "BuildOptions", BuildConfig, *BuildConfig.model_fields,
     doc="What a build may send and replace (BuildConfig's fields).",
 )  # fmt: skip
-#: Every build option left out.
-BUILD = BuildOptions()
 
 
 RecipeArg = Annotated[
@@ -107,14 +112,9 @@ def build(
     image_generator: ImageGenerator = None,
     set_: Sets = None,
     list_: ListRecipes = False,
-    options: BuildOptions = BUILD,
+    options: BuildOptions = BuildOptions.DEFAULTS,
     cache_dir: CacheDir = EVAL.cache_dir,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet", "-q", help="No progress, plan nor summary: errors and the last line."
-        ),
-    ] = False,
+    quiet: quiet_option("No progress, plan nor summary: errors and the last line.") = False,
 ) -> None:
     """Build a benchmark or training data from a recipe: its stages in order, each output kept
     in DIR/stages, resumed where it stopped; acceptance statistics per stage at the end. At a

@@ -12,10 +12,10 @@ import typer
 
 from lexsem.cli.options import (
     EVAL,
-    FOLDERS,
     ImageFolders,
     config_group,
     config_option,
+    quiet_option,
     with_groups,
 )
 from lexsem.config import EvalConfig
@@ -30,8 +30,6 @@ EvalSettings = config_group(
     "answer_rule", doc="How the model is run and the results are computed (EvalConfig's fields).",
     exif_transpose="--exif-transpose/--no-exif-transpose",
 )  # fmt: skip
-#: Every setting left out.
-SETTINGS = EvalSettings()
 
 
 @with_groups
@@ -43,18 +41,16 @@ def eval_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Replace the run that --out already holds.")
     ] = False,
-    folders: ImageFolders = FOLDERS,
+    folders: ImageFolders = ImageFolders.DEFAULTS,
     # the config's use_cache, said the other way round: a flag turns it off
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore the embedding cache.")] = (
         not EVAL.use_cache
     ),
     # a flag: given, True; left out, the config's None (the environment decides)
     offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
-    settings: EvalSettings = SETTINGS,
+    settings: EvalSettings = EvalSettings.DEFAULTS,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No table nor progress: errors and warnings only.")
-    ] = False,
+    quiet: quiet_option("No table nor progress: errors and warnings only.") = False,
 ) -> None:
     """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table.
     Progress goes to stderr: a bar on a terminal, a line every few seconds when piped. Ctrl-C

@@ -19,14 +19,10 @@ ExploreFolders = config_group(
     doc="Where the runs' benchmark files and images are (EvalConfig's fields).",
     **FOLDER_OPTIONS,
 )  # fmt: skip
-#: Every folder left out.
-FOLDERS = ExploreFolders()
 ExploreServer = config_group(
     "ExploreServer", ExploreConfig, *ExploreConfig.model_fields,
     doc="Where the page is served and its slices' resamples (ExploreConfig's fields).",
 )  # fmt: skip
-#: Every server option left out.
-SERVER = ExploreServer()
 
 
 @with_groups
@@ -34,8 +30,8 @@ def explore(
     runs: Annotated[
         list[Path], typer.Argument(help="Run folders (a sweep's folder stands for its runs).")
     ],
-    folders: ExploreFolders = FOLDERS,
-    server: ExploreServer = SERVER,
+    folders: ExploreFolders = ExploreFolders.DEFAULTS,
+    server: ExploreServer = ExploreServer.DEFAULTS,
 ) -> None:
     """Look through the items of runs: slices, each item's captions, images and verdicts;
     export a figure, a benchmark file or a study. Serves http://HOST:PORT until Ctrl-C."""

@@ -22,7 +22,7 @@ import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types
 import typer
@@ -32,11 +32,11 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "FOLDERS", "FOLDER_OPTIONS", "LORA", "TRAIN", "AnswerRule", "BatchSize",
-           "CacheDir", "CocoTrain", "CocoVal", "Confidence", "DataDir", "Device", "ImageFolders",
-           "ImageRoot", "JsonOut", "NBoot", "OptionGroup", "Seed", "TiePolicy", "check_bounds",
-           "config_group", "config_option", "defaults", "from_options", "one_of",
-           "with_groups"]  # fmt: skip
+__all__ = ["EVAL", "FOLDER_OPTIONS", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir",
+           "CocoTrain", "CocoVal", "Confidence", "DataDir", "Device", "ImageFolders",
+           "ImageRoot", "JsonOut", "NBoot", "OptionGroup", "Quiet", "Seed", "TiePolicy",
+           "check_bounds", "config_group", "config_option", "defaults", "from_options", "one_of",
+           "quiet_option", "with_groups"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -212,12 +212,25 @@ JsonOut = Annotated[
 ]
 
 
+def quiet_option(help: str) -> Any:
+    """`--quiet` / `-q`, a switch in every command that prints progress: `help` says what the
+    command still prints."""
+    return Annotated[bool, typer.Option("--quiet", "-q", help=help)]
+
+
+#: `--quiet` of the commands whose progress lines are all they leave out.
+Quiet = quiet_option("No progress lines.")
+
+
 # -- options several commands take together -----------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class OptionGroup:
     """Options several commands take together: a subclass's fields are the options (each
     annotated with its option alias, its default the option's), a command's parameter of the
-    subclass's type receives them as one value (`with_groups`)."""
+    subclass's type receives them as one value (`with_groups`); its default is the subclass's
+    `DEFAULTS`, every option left out."""
+
+    DEFAULTS: ClassVar[OptionGroup]
 
     def given(self) -> dict[str, Any]:
         """The options' values by field name."""
@@ -247,6 +260,7 @@ def config_group(
         frozen=True,
     )
     made.__doc__ = doc
+    made.DEFAULTS = made()
     return made
 
 
@@ -259,9 +273,6 @@ ImageFolders = config_group(
     "and the images are (evaluation's fields).", **FOLDER_OPTIONS,
 )  # fmt: skip
 
-
-#: Every folder option left out (the command's default for its `ImageFolders` parameter).
-FOLDERS = ImageFolders()
 
 R = TypeVar("R")
 

@@ -17,9 +17,10 @@ from lexsem.cli.options import (
     config_option,
     defaults,
     from_options,
+    quiet_option,
     with_groups,
 )
-from lexsem.cli.sweep import JOBS, JobOptions
+from lexsem.cli.sweep import JobOptions
 from lexsem.config import EvalConfig
 from lexsem.reproduce.config import ReproduceConfig
 from lexsem.sweep.config import SweepConfig
@@ -36,8 +37,6 @@ RowSettings = config_group(
     "device", "batch_size", "n_boot", doc="The settings of every row's runs (EvalConfig's "
     "fields).", **FOLDER_OPTIONS,
 )  # fmt: skip
-#: Every row setting left out.
-ROWS = RowSettings()
 
 
 @with_groups
@@ -53,20 +52,18 @@ def reproduce(
             help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
         ),
     ] = None,
-    jobs: JobOptions = JOBS,
+    jobs: JobOptions = JobOptions.DEFAULTS,
     only_installed: OnlyInstalled = REPRODUCE.only_installed,
     rows: Rows = REPRODUCE.rows,
     force: Force = REPRODUCE.force,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress: the comparison only.")
-    ] = False,
+    quiet: quiet_option("No progress: the comparison only.") = False,
     list_tables: Annotated[
         bool,
         typer.Option(
             "--list", help="List the built-in tables, which rows can run here and why not; exit."
         ),
     ] = False,
-    row_settings: RowSettings = ROWS,
+    row_settings: RowSettings = RowSettings.DEFAULTS,
 ) -> None:
     """Run a paper's table: the rows whose weights, data and images are available run
     (offline: installed weights only), the others say what they need; then published vs

@@ -8,37 +8,33 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import config_group, from_options, with_groups
+from lexsem.cli.options import Quiet, config_group, from_options, with_groups
 from lexsem.sweep.config import SweepConfig
 from lexsem.sweep.record import summary_line
 
-__all__ = ["JOBS", "SHARDS", "JobOptions", "ShardOptions", "sweep"]
+__all__ = ["JobOptions", "ShardOptions", "sweep"]
 
 JobOptions = config_group(
     "JobOptions", SweepConfig, "executor", "address", "max_retries", "spread",
     doc="How the jobs run (SweepConfig's fields): `lexsem reproduce` shares them.",
 )  # fmt: skip
-#: Every job option left out.
-JOBS = JobOptions()
 ShardOptions = config_group(
     "ShardOptions", SweepConfig, "stores", "rank", "world_size", "extend",
     doc="The request stores, this process's shard and whether a sweep folder is extended "
     "(SweepConfig's fields).",
 )  # fmt: skip
-#: Every shard option left out.
-SHARDS = ShardOptions()
 
 
 @with_groups
 def sweep(
     grid: Annotated[Path, typer.Argument(help="The grid file (TOML, or YAML).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The sweep folder.")],
-    jobs: JobOptions = JOBS,
-    shards: ShardOptions = SHARDS,
+    jobs: JobOptions = JobOptions.DEFAULTS,
+    shards: ShardOptions = ShardOptions.DEFAULTS,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    quiet: Quiet = False,
 ) -> None:
     """Run a grid of models × benchmarks × options: one run folder per job in OUT/runs,
     jobs already done skipped, failures reported in OUT/sweep.json (exit status 1) without

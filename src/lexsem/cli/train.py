@@ -10,12 +10,12 @@ import typer
 from pydantic import BaseModel
 
 from lexsem.cli.options import (
-    FOLDERS,
     LORA,
     ImageFolders,
     config_group,
     config_option,
     from_options,
+    quiet_option,
     with_groups,
 )
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
@@ -38,8 +38,6 @@ TrainSettings = config_group(
     clamp_logit_scale="--clamp-logit-scale/--no-clamp-logit-scale",
     allow_leakage="--allow-leakage/--no-allow-leakage",
 )  # fmt: skip
-#: Every setting left out (the preset's, else the config's).
-SETTINGS = TrainSettings()
 
 
 @with_groups
@@ -55,7 +53,7 @@ def train(
             "they replace the defaults of the options below, options given replace them."
         ),
     ] = None,
-    settings: TrainSettings = SETTINGS,
+    settings: TrainSettings = TrainSettings.DEFAULTS,
     lora: Annotated[
         str | None,
         typer.Option(
@@ -68,13 +66,8 @@ def train(
     resume: Annotated[bool, typer.Option(help="Continue the run in --out from its state.pt.")] = (
         False
     ),
-    folders: ImageFolders = FOLDERS,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet", "-q", help="No progress (loss, learning rate, evaluations): the result only."
-        ),
-    ] = False,
+    folders: ImageFolders = ImageFolders.DEFAULTS,
+    quiet: quiet_option("No progress (loss, learning rate, evaluations): the result only.") = False,
 ) -> None:
     """Fine-tune a CLIP model with in-batch and hard negatives, judged by lexsem's evaluation
     every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`). Shows

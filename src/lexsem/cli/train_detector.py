@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.cli.options import (
-    FOLDERS,
     ImageFolders,
+    Quiet,
     config_group,
     from_options,
     one_of,
@@ -31,8 +31,6 @@ DetectorSettings = config_group(
     doc="How the detectors are trained (DetectorConfig's fields).",
     model=("--model", "-m"),
 )  # fmt: skip
-#: Every setting left out.
-SETTINGS = DetectorSettings()
 
 
 @with_groups
@@ -50,7 +48,7 @@ def train_detector(
         str,
         typer.Option(help="Heads to train: text, image or both.", callback=one_of(tuple(KINDS))),
     ] = "both",
-    settings: DetectorSettings = SETTINGS,
+    settings: DetectorSettings = DetectorSettings.DEFAULTS,
     benchmark: Annotated[
         list[str] | None,
         typer.Option(
@@ -60,8 +58,8 @@ def train_detector(
             "rule (repeatable).",
         ),
     ] = None,
-    folders: ImageFolders = FOLDERS,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    folders: ImageFolders = ImageFolders.DEFAULTS,
+    quiet: Quiet = False,
     force: Annotated[
         bool, typer.Option("--force", help="Train into a --out folder that already holds files.")
     ] = False,
