@@ -6,10 +6,13 @@ field's description, its bounds) and its default is the field's (`EVAL.batch_siz
 `TRAIN.epochs`), so the CLI, the Python API and the config cannot disagree;
 `tests/test_cli_options.py` checks every one. Bounds are shown in the help and checked by the
 config (`from_options`: one error naming each option, before any work). The options
-several commands share are named here (`DataDir`, `Device`, ...); a command's own options are
-written in its signature. Options that several commands take together are one `OptionGroup`
-(`ImageFolders`): the command has one parameter of the group's type and is decorated with
-`with_groups`, which shows typer the group's options in its place.
+several commands share are named here (`DataDir`, `Device`, `Quiet`, ...); a command's own
+options are written in its signature. Options taken together are one `OptionGroup`: the
+command has one parameter of the group's type, its default the group's `DEFAULTS`, and is
+decorated with `with_groups`, which shows typer the group's options in its place. A group of
+a config's fields is made by `config_group` from their names alone (`ImageFolders`, a
+command's settings: `EvalSettings`, `TrainSettings`), and `group.given()` is their dict for
+the config.
 """
 
 from __future__ import annotations
