@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from typer.testing import CliRunner
 
 from lexsem.annotate.config import CreateConfig, InviteConfig, ServeConfig, StudySettings
 from lexsem.cli import app
+from lexsem.cli.options import OptionGroup, config_group, with_groups
 from lexsem.config import EvalConfig
 from lexsem.construct.config import BuildConfig
 from lexsem.reproduce.config import ReproduceConfig
@@ -345,6 +346,42 @@ def test_a_preset_replaces_defaults_and_options_given_replace_the_preset(
     assert (both_given.batch_size, both_given.epochs) == (64, 3)
     no_model = runner.invoke(app, base)
     assert no_model.exit_code == 2 and "give --model" in no_model.output
+
+
+class _Settings(BaseModel):
+    """A config for `config_group`'s test: a bounded field, a switch, a required field."""
+
+    batch_rows: int = Field(3, ge=1, description="Rows a batch.")
+    exact: bool = Field(True, description="Exact arithmetic.")
+    path: str = Field(description="Required: in no group.")
+
+
+_Group = config_group("_Group", _Settings, "batch_rows", "exact", exact="--exact/--no-exact")
+
+
+@with_groups
+def _command(settings: _Group = _Group.DEFAULTS) -> None:
+    typer.echo(repr(sorted(settings.given().items())))
+
+
+def test_config_group_makes_each_fields_option_from_the_field() -> None:
+    """`--FIELD` with dashes (or the flags given), the field's default and help with its
+    bounds; the command receives the options as one group, `given()` the config's fields."""
+    import dataclasses
+
+    assert issubclass(_Group, OptionGroup)
+    assert [f.name for f in dataclasses.fields(_Group)] == ["batch_rows", "exact"]
+    assert _Group.DEFAULTS.given() == {"batch_rows": 3, "exact": True}
+    one = typer.Typer()
+    one.command()(_command)
+    params = {p.name: p for p in typer.main.get_command(one).params}
+    assert params["batch_rows"].opts == ["--batch-rows"] and params["batch_rows"].default == 3
+    assert params["batch_rows"].help == "Rows a batch. (at least 1)"
+    assert params["exact"].secondary_opts == ["--no-exact"]
+    out = runner.invoke(one, ["--batch-rows", "5", "--no-exact"])
+    assert out.exit_code == 0 and out.output.strip() == "[('batch_rows', 5), ('exact', False)]"
+    assert runner.invoke(one, []).output.strip() == "[('batch_rows', 3), ('exact', True)]"
+    assert _Settings(path="p", **_Group(batch_rows=7).given()).batch_rows == 7
 
 
 # -- lexsem list backends --------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,14 +20,15 @@ from lexsem.annotate.config import (
     StudySettings,
 )
 from lexsem.cli.options import (
-    CocoVal,
-    DataDir,
-    ImageRoot,
+    FOLDER_OPTIONS,
     JsonOut,
+    config_group,
     config_option,
     defaults,
     from_options,
+    with_groups,
 )
+from lexsem.config import EvalConfig
 from lexsem.errors import LexsemError
 
 if TYPE_CHECKING:
@@ -40,8 +42,7 @@ annotate_app = typer.Typer(
 )
 
 Study = Annotated[Path, typer.Argument(help="The study file (SQLite).")]
-STUDY, CREATE = defaults(StudySettings), defaults(CreateConfig)
-SERVE, INVITE = defaults(ServeConfig), defaults(InviteConfig)
+INVITE = defaults(InviteConfig)
 
 
 def _columns(values: list[str]) -> dict[str, str]:
@@ -70,35 +71,36 @@ def _read_text(path: Path | None, option: str) -> str | None:
 
 Kinds = config_option(StudySettings, "kinds", "--kind", "-k", optional=True)
 Name = config_option(StudySettings, "name", "--name", optional=True)
-Seed = config_option(StudySettings, "seed", "--seed")
-GoldPass = config_option(StudySettings, "gold_pass", "--gold-pass")
-Overlap = config_option(StudySettings, "overlap", "--overlap")
-Quota = config_option(StudySettings, "quota", "--quota")
 CompletionCode = config_option(StudySettings, "completion_code", "--completion-code",
                                optional=True, more="(default: a random one)")  # fmt: skip
-CodeMinAnswered = config_option(StudySettings, "code_min_answered", "--code-min-answered")
-ReservationMinutes = config_option(StudySettings, "reservation_minutes", "--reservation-minutes")
-MaxParticipants = config_option(StudySettings, "max_participants", "--max-participants")
-LinkHours = config_option(StudySettings, "link_hours", "--link-hours")
-ServeReservation = config_option(ServeConfig, "reservation_minutes", "--reservation-minutes")
-Sample = config_option(CreateConfig, "sample", "--sample")
-SampleTotal = config_option(CreateConfig, "sample_total", "--sample-total")
-Practice = config_option(CreateConfig, "practice", "--practice")
-Gold = config_option(CreateConfig, "gold", "--gold")
-Annotators = config_option(CreateConfig, "annotators", "--annotators", "-n")
+StudySizes = config_group(
+    "StudySizes", CreateConfig, *CreateConfig.model_fields,
+    doc="How many items, practice and gold items and links a study is made with "
+    "(CreateConfig's fields).", annotators=("--annotators", "-n"),
+)  # fmt: skip
+StudyDesign = config_group(
+    "StudyDesign", StudySettings, "seed", "gold_pass", "overlap", "quota", "code_min_answered",
+    "reservation_minutes", "max_participants", "link_hours",
+    doc="How the study assigns items and pays out (StudySettings' fields).",
+)  # fmt: skip
+StudyImages = config_group(
+    "StudyImages", EvalConfig, "data_dir", "coco_val2017", "image_root",
+    doc="Where the benchmark files and images are (EvalConfig's fields).", **FOLDER_OPTIONS,
+)  # fmt: skip
 TextFile = f"(plain text, at most {MAX_TEXT} characters)"
 BaseUrl = Annotated[
     str, typer.Option("--base-url", help="Where the study will be served (for the links).")
 ]
-Host = config_option(ServeConfig, "host", "--host")
-Port = config_option(ServeConfig, "port", "--port")
-RateLimit = config_option(ServeConfig, "rate_limit", "--rate-limit")
-AccessLog = config_option(ServeConfig, "access_log", "--access-log")
+ServeOptions = config_group(
+    "ServeOptions", ServeConfig, "host", "port", "rate_limit", "reservation_minutes",
+    "access_log", doc="How the study is served (ServeConfig's fields).",
+)  # fmt: skip
 NewLinks = config_option(InviteConfig, "n", "-n")
 #: The options of the fields whose option is not `--` and the field's name with dashes.
 OPTION_OF = {"kinds": "--kind", "annotators": "-n"}
 
 
+@with_groups
 def create(
     study: Study,
     benchmark: Annotated[
@@ -111,15 +113,8 @@ def create(
         Path | None, typer.Option("--from-build", help="A build stage's Parquet output.")
     ] = None,
     kind: Kinds = None,
-    sample: Sample = CREATE.sample,
-    sample_total: SampleTotal = CREATE.sample_total,
-    seed: Seed = STUDY.seed,
-    practice: Practice = CREATE.practice,
-    gold: Gold = CREATE.gold,
-    gold_pass: GoldPass = STUDY.gold_pass,
-    overlap: Overlap = STUDY.overlap,
-    quota: Quota = STUDY.quota,
-    annotators: Annotators = CREATE.annotators,
+    size_options: StudySizes = StudySizes.DEFAULTS,
+    design: StudyDesign = StudyDesign.DEFAULTS,
     name: Name = None,
     instructions: Annotated[
         Path | None,
@@ -130,10 +125,6 @@ def create(
         typer.Option("--consent", help=f"A file of the study's consent text {TextFile}."),
     ] = None,
     completion_code: CompletionCode = None,
-    code_min_answered: CodeMinAnswered = STUDY.code_min_answered,
-    reservation_minutes: ReservationMinutes = STUDY.reservation_minutes,
-    max_participants: MaxParticipants = STUDY.max_participants,
-    link_hours: LinkHours = STUDY.link_hours,
     column: Annotated[
         list[str] | None, typer.Option("--column", help="ROLE=NAME: a build table's column.")
     ] = None,
@@ -141,9 +132,7 @@ def create(
     links: Annotated[
         Path | None, typer.Option("--links", help="Also write the links (JSON) to this file.")
     ] = None,
-    data_dir: DataDir = None,
-    coco_val2017: CocoVal = None,
-    image_root: ImageRoot = None,
+    images: StudyImages = StudyImages.DEFAULTS,
 ) -> None:
     """Create a study: items, practice and gold items, task kinds and study design in one
     SQLite file; prints the admin link, the crowd join link and personal links (shown once)."""
@@ -152,27 +141,22 @@ def create(
     from lexsem.annotate.sources import check_kinds, image_reader
     from lexsem.annotate.study import create_study
 
-    sizes = from_options(CreateConfig, "study", OPTION_OF, sample=sample,
-                         sample_total=sample_total, practice=practice, gold=gold,
-                         annotators=annotators)  # fmt: skip
+    sizes = from_options(CreateConfig, "study", OPTION_OF, **size_options.given())
     if bool(benchmark) == (from_build is not None):
         raise LexsemError("give either --benchmark (one or more) or --from-build, not both")
     sources = (f"parquet:{from_build}",) if from_build is not None else tuple(benchmark or [])
     settings = from_options(
         StudySettings, "study", OPTION_OF, name=name or study.stem, kinds=check_kinds(kind or []),
-        benchmarks=sources, overlap=overlap, quota=quota, gold_pass=gold_pass, seed=seed,
-        completion_code=completion_code or secrets.token_hex(4).upper(),
+        benchmarks=sources, completion_code=completion_code or secrets.token_hex(4).upper(),
         instructions=_read_text(instructions, "--instructions"),
-        consent=_read_text(consent, "--consent"), code_min_answered=code_min_answered,
-        reservation_minutes=reservation_minutes, max_participants=max_participants,
-        link_hours=link_hours,
+        consent=_read_text(consent, "--consent"), **design.given(),
     )  # fmt: skip
     if links is not None and links.exists():
         raise LexsemError(f"--links {links}: exists; it would hold secrets, choose a new file")
     kinds, make, folder = _units(benchmark or [], from_build, settings, sizes, column or [],
-                                 data_dir)  # fmt: skip
+                                 images.data_dir)  # fmt: skip
     settings = settings.model_copy(update={"kinds": kinds})
-    reader = image_reader(folder, coco_val2017=coco_val2017, image_root=image_root)
+    reader = image_reader(folder, coco_val2017=images.coco_val2017, image_root=images.image_root)
     made = create_study(study, settings, make, reader, annotators=sizes.annotators)
     _print_links(study, kinds, made.urls(base_url), links)
 
@@ -229,19 +213,11 @@ def _print_links(
     typer.echo("these links are shown once: the study keeps only their hashes", err=True)
 
 
-def serve(
-    study: Study,
-    host: Host = SERVE.host,
-    port: Port = SERVE.port,
-    rate_limit: RateLimit = SERVE.rate_limit,
-    reservation_minutes: ServeReservation = SERVE.reservation_minutes,
-    access_log: AccessLog = SERVE.access_log,
-) -> None:
+@with_groups
+def serve(study: Study, serving: ServeOptions = ServeOptions.DEFAULTS) -> None:
     """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise). A study file that
     cannot take writes or fails SQLite's integrity check is refused before serving."""
-    cfg = from_options(ServeConfig, "serving", {}, host=host, port=port, rate_limit=rate_limit,
-                       reservation_minutes=reservation_minutes,
-                       access_log=access_log)  # fmt: skip
+    cfg = from_options(ServeConfig, "serving", {}, **serving.given())
     from lexsem.annotate.app import create_app
     from lexsem.annotate.http_server import run
     from lexsem.annotate.study_check import loose_mode
@@ -273,11 +249,8 @@ def status(
 
     check_outputs({"--json": json_out}, inputs=named_paths(study), force=force)
     check_study(study, writable=False)
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         p = progress(con)
-    finally:
-        con.close()
     if json_out is not None:
         _write_status(p, json_out)
     typer.echo(f"{p.study}: {p.items} items x overlap {p.overlap}; {p.answers} answers")
@@ -344,12 +317,9 @@ def export(
         if path is not None and path.resolve() == study.resolve():
             raise LexsemError(f"{option} {path}: that is the study file")
     check_study(study, writable=False)
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         table = answers_table(con)
         rows = participant_rows(con, load_settings(con), get_meta(con, "secret"))
-    finally:
-        con.close()
     with atomic_path(answers) as tmp:
         pq.write_table(table, tmp)
     typer.echo(f"{table.num_rows} answers -> {answers}")
@@ -369,11 +339,8 @@ def invite(
     from lexsem.annotate.study import add_annotators
 
     cfg = from_options(InviteConfig, "invite", {"n": "-n"}, n=n)
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         made = add_annotators(con, cfg.n)
-    finally:
-        con.close()
     for aid, token in made:
         typer.echo(f"{aid}: {base_url.rstrip('/')}/a/{token}")
 
@@ -382,11 +349,8 @@ def _set_state(study: Path, new: str) -> None:
     from lexsem.annotate.lifecycle import set_state
     from lexsem.annotate.store import connect
 
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         old = set_state(con, new)
-    finally:
-        con.close()
     typer.echo(f"{study}: {old} -> {new}")
 
 
@@ -417,11 +381,8 @@ def revoke(
     from lexsem.annotate.study import revoke_link
 
     token = link.rstrip("/").rsplit("/", 1)[-1]  # a whole link works too
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         what = revoke_link(con, token)
-    finally:
-        con.close()
     typer.echo(f"{study}: {what} revoked")
 
 
@@ -430,11 +391,8 @@ def rotate_admin(study: Study, base_url: BaseUrl = "http://127.0.0.1:8000") -> N
     from lexsem.annotate.store import connect
     from lexsem.annotate.study import rotate_admin as rotate
 
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         token = rotate(con)
-    finally:
-        con.close()
     typer.echo(f"admin: {base_url.rstrip('/')}/admin/{token}")
     typer.echo("this link is shown once: the study keeps only its hash", err=True)
 
@@ -448,15 +406,12 @@ def verify(
     from lexsem.annotate.store import connect, get_meta
     from lexsem.annotate.study import load_settings
 
-    con = connect(study)
-    try:
+    with closing(connect(study)) as con:
         settings = load_settings(con)
         who = owner(con, get_meta(con, "secret"), settings.completion_code, code)
         if who is None:
             raise LexsemError(f"{code!r}: no participant of {study} has this code")
         got = earned(con, settings, who)
-    finally:
-        con.close()
     w = got.work
     typer.echo(f"{code}: annotator {who.id} ({'join link' if who.source == 'join' else 'link'}"
                f", started {who.started_at or '-'})")  # fmt: skip

@@ -8,20 +8,19 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from lexsem.cli.options import (
     EVAL,
     CacheDir,
-    Confidence,
     DataDir,
     JsonOut,
-    NBoot,
-    Seed,
     TiePolicy,
     check_bounds,
+    config_group,
+    with_groups,
 )
 from lexsem.config import EvalConfig
 
@@ -29,16 +28,20 @@ __all__ = ["STATS_COMMANDS", "agreement", "human_run", "labelstudio_export", "la
 
 Answers = Annotated[Path, typer.Argument(help="The study's answers table (Parquet).")]
 Force = Annotated[bool, typer.Option("--force", help="Replace an existing output.")]
+Bootstrap = config_group(
+    "Bootstrap", EvalConfig, "n_boot", "seed", "confidence",
+    doc="The bootstrap's resamples and seed, and the intervals' level (EvalConfig's fields).",
+)  # fmt: skip
 
 
 def _num(x: float | None) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.3f}"
 
 
-def _check_statistics(n_boot: int, seed: int, confidence: float) -> None:
+def _check_statistics(bootstrap: Any) -> None:
     """The bootstrap's options within their `EvalConfig` bounds (one line, before any work)."""
-    check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot), "--seed": ("seed", seed),
-                              "--confidence": ("confidence", confidence)})  # fmt: skip
+    check_bounds(EvalConfig, {"--" + k.replace("_", "-"): (k, v)
+                              for k, v in bootstrap.given().items()})  # fmt: skip
 
 
 def _print_table(title: str, headers: list[str], rows: list[list[str]]) -> None:
@@ -52,11 +55,10 @@ def _finite(row: dict[str, object]) -> dict[str, object]:
     return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
 
 
+@with_groups
 def agreement(
     answers: Answers,
-    n_boot: NBoot = EVAL.n_boot,
-    seed: Seed = EVAL.seed,
-    confidence: Confidence = EVAL.confidence,
+    bootstrap: Bootstrap = Bootstrap.DEFAULTS,
     json_out: JsonOut = None,
     force: Force = False,
 ) -> None:
@@ -67,10 +69,10 @@ def agreement(
     from lexsem.results.answers_table import read_answers
     from lexsem.stats.agreement import agreement as compute
 
-    _check_statistics(n_boot, seed, confidence)
+    _check_statistics(bootstrap)
     check_outputs({"--json": json_out}, inputs=named_paths(answers), force=force)
     table, _, _ = read_answers(answers)
-    rows = compute(table, n_boot=n_boot, seed=seed, confidence=confidence, where=str(answers))
+    rows = compute(table, **bootstrap.given(), where=str(answers))
     _print_table(
         "Agreement",
         ["kind", "subset", "statistic", "pair", "items", "annotators", "value", "CI"],
@@ -83,13 +85,14 @@ def agreement(
         from lexsem.atomic import atomic_open
         from lexsem.outputs import GENERATOR
 
-        body = {**GENERATOR, "n_boot": n_boot, "seed": seed, "confidence": confidence,
+        body = {**GENERATOR, **bootstrap.given(),
                 "rows": [_finite(r.to_dict()) for r in rows]}  # fmt: skip
         with atomic_open(json_out, "w", encoding="utf-8") as fh:
             json.dump(body, fh, indent=2, allow_nan=False)
             fh.write("\n")
 
 
+@with_groups
 def human_run(
     answers: Answers,
     out: Annotated[Path, typer.Option("--out", "-o", help="The run folder to write.")],
@@ -97,9 +100,7 @@ def human_run(
         str | None, typer.Option("--study", help="The study (when the table has several).")
     ] = None,
     name: Annotated[str | None, typer.Option("--name", help="Shown as (default: human).")] = None,
-    n_boot: NBoot = EVAL.n_boot,
-    seed: Seed = EVAL.seed,
-    confidence: Confidence = EVAL.confidence,
+    bootstrap: Bootstrap = Bootstrap.DEFAULTS,
     tie_policy: TiePolicy = EVAL.tie_policy,
     strict_items: Annotated[
         bool, typer.Option("--strict-items", help="An answer about an unknown item: an error.")
@@ -116,10 +117,10 @@ def human_run(
     from lexsem.annotate.human_run import human_run as make
     from lexsem.outputs import check_output_dir, named_paths
 
-    _check_statistics(n_boot, seed, confidence)
+    _check_statistics(bootstrap)
     check_output_dir(out, kind="run.json", inputs=named_paths(answers), option="--out")
     res = make(answers, study=study, name=name, out=out, force=force, strict_items=strict_items,
-               n_boot=n_boot, seed=seed, confidence=confidence, tie_policy=tie_policy,
+               **bootstrap.given(), tie_policy=tie_policy,
                data_dir=data_dir, cache_dir=cache_dir)  # fmt: skip
     rec = res.run.record
     typer.echo(f"run folder: {out} ({rec.model.name}; {', '.join(rec.config.tasks)})")

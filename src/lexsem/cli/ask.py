@@ -9,26 +9,18 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import (
-    EVAL,
-    AnswerRule,
-    CacheDir,
-    CocoVal,
-    DataDir,
-    ImageRoot,
-    check_bounds,
-    config_option,
-)
+from lexsem.cli.options import FOLDER_OPTIONS, check_bounds, config_group, with_groups
 from lexsem.config import EvalConfig
 
 __all__ = ["ask"]
 
 # the chat settings are EvalConfig fields: their help, bounds and defaults come from there
-Shots = config_option(EvalConfig, "shots", "--shots")
-ShotSeed = config_option(EvalConfig, "shot_seed", "--shot-seed")
-ReplayOnly = config_option(EvalConfig, "replay_only", "--replay-only")
-MaxRequests = config_option(EvalConfig, "max_requests", "--max-requests")
-Concurrency = config_option(EvalConfig, "concurrency", "--concurrency")
+AskSettings = config_group(
+    "AskSettings", EvalConfig, "shots", "shot_seed", "replay_only", "max_requests",
+    "concurrency", "answer_rule", "data_dir", "cache_dir", "coco_val2017", "image_root",
+    doc="The demonstrations, the request budget, the answer rule and the folders "
+    "(EvalConfig's fields).", **FOLDER_OPTIONS,
+)  # fmt: skip
 
 
 # the command's own options
@@ -103,13 +95,12 @@ Name = Annotated[
 ]
 
 
+@with_groups
 def ask(
     model: Model,
     benchmark: Benchmark,
     prompt: Prompt = None,
     out: Out = None,
-    shots: Shots = EVAL.shots,
-    shot_seed: ShotSeed = EVAL.shot_seed,
     import_file: ImportFile = None,
     force: Force = False,
     vqascore: VQAScore = False,
@@ -119,14 +110,7 @@ def ask(
     negative: Negative = "No",
     run_out: RunOut = None,
     name: Name = None,
-    replay_only: ReplayOnly = EVAL.replay_only,
-    max_requests: MaxRequests = EVAL.max_requests,
-    concurrency: Concurrency = EVAL.concurrency,
-    answer_rule: AnswerRule = EVAL.answer_rule,
-    data_dir: DataDir = EVAL.data_dir,
-    cache_dir: CacheDir = EVAL.cache_dir,
-    coco_val2017: CocoVal = EVAL.coco_val2017,
-    image_root: ImageRoot = EVAL.image_root,
+    settings: AskSettings = AskSettings.DEFAULTS,
 ) -> None:
     """Ask a chat model the papers' multiple-choice prompts about each item, in every option
     ordering (optionally after k-shot demonstrations), or with --vqascore its P(yes) about each
@@ -136,10 +120,11 @@ def ask(
     from lexsem.outputs import check_output_dir, check_outputs, named_paths
     from lexsem.report.choice import choice_markdown, choice_scores, vqa_markdown
 
+    shots, shot_seed = settings.shots, settings.shot_seed
     library.check_ask(prompt, vqascore, shots, import_file, score)
     check_bounds(EvalConfig, {"--shots": ("shots", shots), "--shot-seed": ("shot_seed", shot_seed),
-                              "--max-requests": ("max_requests", max_requests),
-                              "--concurrency": ("concurrency", concurrency)})  # fmt: skip
+                              "--max-requests": ("max_requests", settings.max_requests),
+                              "--concurrency": ("concurrency", settings.concurrency)})  # fmt: skip
     check_outputs({"--out": out}, inputs=named_paths(import_file, benchmark, run_out), force=force)
     if run_out is not None:
         check_output_dir(run_out, kind="run.json", inputs=named_paths(import_file, benchmark),
@@ -147,10 +132,7 @@ def ask(
     vqa = {"score": score, "question": question, "answer": answer, "negative": negative}
     result = library.ask(
         model, benchmark, prompt=prompt, vqascore=vqascore, vqa=vqa, import_file=import_file,
-        force=force, run_out=run_out, name=name, shots=shots, shot_seed=shot_seed,
-        replay_only=replay_only, max_requests=max_requests, concurrency=concurrency,
-        answer_rule=answer_rule, data_dir=data_dir, cache_dir=cache_dir,
-        coco_val2017=coco_val2017, image_root=image_root,
+        force=force, run_out=run_out, name=name, **settings.given(),
         progress=True,  # answered / failed / retrying: a bar on a terminal, lines when piped
     )  # fmt: skip
     run, st = result.run, result.imported

@@ -21,22 +21,29 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import EVAL, CacheDir, config_option, defaults, from_options
+from lexsem.cli.options import (
+    EVAL,
+    CacheDir,
+    config_group,
+    from_options,
+    quiet_option,
+    with_groups,
+)
 from lexsem.construct.config import BuildConfig
 from lexsem.construct.stage import HumanStepPending
 from lexsem.errors import LexsemError
 
 __all__ = ["INIT", "PAUSED", "build", "init_recipe"]
 
-BUILD = defaults(BuildConfig)
 #: The exit status of a build that pauses at a human step (0: done; 2: an error).
 PAUSED = 3
 #: `lexsem build init RECIPE`: the first argument that writes a recipe file instead.
 INIT = "init"
 
-ReplayOnly = config_option(BuildConfig, "replay_only", "--replay-only")
-MaxRequests = config_option(BuildConfig, "max_requests", "--max-requests")
-Force = config_option(BuildConfig, "force", "--force")
+BuildOptions = config_group(
+    "BuildOptions", BuildConfig, *BuildConfig.model_fields,
+    doc="What a build may send and replace (BuildConfig's fields).",
+)  # fmt: skip
 
 
 RecipeArg = Annotated[
@@ -95,6 +102,7 @@ Sets = Annotated[
 ListRecipes = Annotated[bool, typer.Option("--list", help="List the shipped recipes and stop.")]
 
 
+@with_groups
 def build(
     recipe: RecipeArg = None,
     name: InitName = None,
@@ -104,16 +112,9 @@ def build(
     image_generator: ImageGenerator = None,
     set_: Sets = None,
     list_: ListRecipes = False,
-    replay_only: ReplayOnly = BUILD.replay_only,
-    max_requests: MaxRequests = BUILD.max_requests,
-    force: Force = BUILD.force,
+    options: BuildOptions = BuildOptions.DEFAULTS,
     cache_dir: CacheDir = EVAL.cache_dir,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet", "-q", help="No progress, plan nor summary: errors and the last line."
-        ),
-    ] = False,
+    quiet: quiet_option("No progress, plan nor summary: errors and the last line.") = False,
 ) -> None:
     """Build a benchmark or training data from a recipe: its stages in order, each output kept
     in DIR/stages, resumed where it stopped; acceptance statistics per stage at the end. At a
@@ -132,15 +133,14 @@ def build(
         if name is None:
             raise LexsemError("lexsem build init RECIPE: name the recipe to write")
         written = init_recipe(name, out, input=input, generator=generator,
-                              image_generator=image_generator, force=force)  # fmt: skip
+                              image_generator=image_generator, force=options.force)  # fmt: skip
         typer.echo(f"wrote {written}; build it: lexsem build {shlex.quote(str(written))} -o DIR")
         return
     if name is not None:
         raise LexsemError(f"one recipe at a time: {recipe!r}, then {name!r}")
     if out is None:
         raise LexsemError("give the build folder: -o DIR")
-    config = from_options(BuildConfig, "build", {}, replay_only=replay_only,
-                          max_requests=max_requests, force=force)  # fmt: skip
+    config = from_options(BuildConfig, "build", {}, **options.given())
     loaded = load_recipe(recipe, input=input, generator=generator,
                          image_generator=image_generator, sets=set_ or [])  # fmt: skip
     try:
@@ -154,8 +154,9 @@ def build(
         again += ["--generator", generator] if generator is not None else []
         again += ["--image-generator", image_generator] if image_generator is not None else []
         again += [x for s in set_ or [] for x in ("--set", s)]
-        again += ["--replay-only"] if replay_only else []
-        again += ["--max-requests", str(max_requests)] if max_requests is not None else []
+        again += ["--replay-only"] if options.replay_only else []
+        limit = options.max_requests
+        again += ["--max-requests", str(limit)] if limit is not None else []
         again += ["--cache-dir", str(cache_dir)] if cache_dir is not None else []
         typer.echo(pause_message(pause, shlex.join(again)), err=True)
         raise typer.Exit(PAUSED) from None

@@ -12,15 +12,10 @@ import typer
 
 from lexsem.cli.options import (
     EVAL,
-    FOLDERS,
-    AnswerRule,
-    BatchSize,
-    Device,
     ImageFolders,
-    NBoot,
-    Seed,
-    TiePolicy,
+    config_group,
     config_option,
+    quiet_option,
     with_groups,
 )
 from lexsem.config import EvalConfig
@@ -29,12 +24,12 @@ __all__ = ["eval_cmd"]
 
 Benchmarks = config_option(EvalConfig, "benchmarks", "--benchmark", "-b", more="Repeat it.")
 Tasks = config_option(EvalConfig, "tasks", "--task", "-t")
-Name = config_option(EvalConfig, "name", "--name")
-Dtype = config_option(EvalConfig, "dtype", "--dtype")
-SkipBad = config_option(EvalConfig, "skip_bad_images", "--skip-bad-images")
-MaxPixels = config_option(EvalConfig, "max_image_pixels", "--max-image-pixels")
-Exif = config_option(EvalConfig, "exif_transpose", "--exif-transpose/--no-exif-transpose")
-Workers = config_option(EvalConfig, "num_workers", "--num-workers")
+EvalSettings = config_group(
+    "EvalSettings", EvalConfig, "name", "tie_policy", "seed", "n_boot", "batch_size", "device",
+    "dtype", "skip_bad_images", "max_image_pixels", "exif_transpose", "num_workers",
+    "answer_rule", doc="How the model is run and the results are computed (EvalConfig's fields).",
+    exif_transpose="--exif-transpose/--no-exif-transpose",
+)  # fmt: skip
 
 
 @with_groups
@@ -42,33 +37,20 @@ def eval_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Alias or BACKEND:NAME[?opts].")],
     benchmark: Benchmarks,
     task: Tasks = EVAL.tasks,
-    name: Name = EVAL.name,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run folder to write.")] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Replace the run that --out already holds.")
     ] = False,
-    folders: ImageFolders = FOLDERS,
+    folders: ImageFolders = ImageFolders.DEFAULTS,
     # the config's use_cache, said the other way round: a flag turns it off
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Ignore the embedding cache.")] = (
         not EVAL.use_cache
     ),
     # a flag: given, True; left out, the config's None (the environment decides)
     offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
-    tie_policy: TiePolicy = EVAL.tie_policy,
-    seed: Seed = EVAL.seed,
-    n_boot: NBoot = EVAL.n_boot,
-    batch_size: BatchSize = EVAL.batch_size,
-    device: Device = EVAL.device,
-    dtype: Dtype = EVAL.dtype,
-    skip_bad_images: SkipBad = EVAL.skip_bad_images,
-    max_image_pixels: MaxPixels = EVAL.max_image_pixels,
-    exif_transpose: Exif = EVAL.exif_transpose,
-    num_workers: Workers = EVAL.num_workers,
-    answer_rule: AnswerRule = EVAL.answer_rule,
+    settings: EvalSettings = EvalSettings.DEFAULTS,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No table nor progress: errors and warnings only.")
-    ] = False,
+    quiet: quiet_option("No table nor progress: errors and warnings only.") = False,
 ) -> None:
     """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table.
     Progress goes to stderr: a bar on a terminal, a line every few seconds when piped. Ctrl-C
@@ -86,21 +68,10 @@ def eval_cmd(
     config = build_config(
         benchmarks=benchmark,
         tasks=task or None,
-        name=name,
         **folders.given(),
         use_cache=not no_cache,
         offline=True if offline else None,
-        tie_policy=tie_policy,
-        seed=seed,
-        n_boot=n_boot,
-        batch_size=batch_size,
-        device=device,
-        dtype=dtype,
-        skip_bad_images=skip_bad_images,
-        max_image_pixels=max_image_pixels,
-        exif_transpose=exif_transpose,
-        num_workers=num_workers,
-        answer_rule=answer_rule,
+        **settings.given(),
         # the two settings where the CLI differs from the config's defaults:
         keep_decoded_mb=0,  # one run per command: decoded images would never be used again
         progress=not quiet,  # a bar on a terminal, periodic lines when piped

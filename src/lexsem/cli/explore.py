@@ -7,37 +7,31 @@ from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import (
-    EVAL,
-    CocoTrain,
-    CocoVal,
-    DataDir,
-    ImageRoot,
-    config_option,
-    defaults,
-)
+from lexsem.cli.options import FOLDER_OPTIONS, config_group, with_groups
+from lexsem.config import EvalConfig
 from lexsem.errors import LexsemError
 from lexsem.explore.config import ExploreConfig
 
 __all__ = ["explore"]
 
-EXPLORE = defaults(ExploreConfig)
-Host = config_option(ExploreConfig, "host", "--host")
-Port = config_option(ExploreConfig, "port", "--port")
-NBootSlice = config_option(ExploreConfig, "n_boot", "--n-boot")
+ExploreFolders = config_group(
+    "ExploreFolders", EvalConfig, "data_dir", "coco_val2017", "coco_train2017", "image_root",
+    doc="Where the runs' benchmark files and images are (EvalConfig's fields).",
+    **FOLDER_OPTIONS,
+)  # fmt: skip
+ExploreServer = config_group(
+    "ExploreServer", ExploreConfig, *ExploreConfig.model_fields,
+    doc="Where the page is served and its slices' resamples (ExploreConfig's fields).",
+)  # fmt: skip
 
 
+@with_groups
 def explore(
     runs: Annotated[
         list[Path], typer.Argument(help="Run folders (a sweep's folder stands for its runs).")
     ],
-    data_dir: DataDir = EVAL.data_dir,
-    coco_val2017: CocoVal = EVAL.coco_val2017,
-    coco_train2017: CocoTrain = EVAL.coco_train2017,
-    image_root: ImageRoot = EVAL.image_root,
-    host: Host = EXPLORE.host,
-    port: Port = EXPLORE.port,
-    n_boot: NBootSlice = EXPLORE.n_boot,
+    folders: ExploreFolders = ExploreFolders.DEFAULTS,
+    server: ExploreServer = ExploreServer.DEFAULTS,
 ) -> None:
     """Look through the items of runs: slices, each item's captions, images and verdicts;
     export a figure, a benchmark file or a study. Serves http://HOST:PORT until Ctrl-C."""
@@ -47,18 +41,16 @@ def explore(
     from lexsem.explore.runs_table import open_runs
     from lexsem.web_server import listening, serve
 
-    cfg = from_options(ExploreConfig, "explore", {"host": "--host", "port": "--port",
-                       "n_boot": "--n-boot"}, host=host, port=port, n_boot=n_boot)  # fmt: skip
+    cfg = from_options(ExploreConfig, "explore", {}, **server.given())
     for path in runs:
         _no_folder_of_runs(path)
     folders_given = run_folders(runs)
     with listening(cfg.host, cfg.port) as sock:  # before the runs are read
         table = open_runs(folders_given)
         hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
-        folders = {"coco_val2017": coco_val2017, "coco_train2017": coco_train2017,
-                   "image_root": image_root}  # fmt: skip
-        app = create_app(table, data_dir=data_dir, n_boot=cfg.n_boot, image_folders=folders,
-                         allowed_hosts=hosts)  # fmt: skip
+        images = {k: v for k, v in folders.given().items() if k != "data_dir"}
+        app = create_app(table, data_dir=folders.data_dir, n_boot=cfg.n_boot,
+                         image_folders=images, allowed_hosts=hosts)  # fmt: skip
         typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
                    f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
         serve(app, sock)

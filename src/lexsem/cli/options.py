@@ -6,10 +6,13 @@ field's description, its bounds) and its default is the field's (`EVAL.batch_siz
 `TRAIN.epochs`), so the CLI, the Python API and the config cannot disagree;
 `tests/test_cli_options.py` checks every one. Bounds are shown in the help and checked by the
 config (`from_options`: one error naming each option, before any work). The options
-several commands share are named here (`DataDir`, `Device`, ...); a command's own options are
-written in its signature. Options that several commands take together are one `OptionGroup`
-(`ImageFolders`): the command has one parameter of the group's type and is decorated with
-`with_groups`, which shows typer the group's options in its place.
+several commands share are named here (`DataDir`, `Device`, `Quiet`, ...); a command's own
+options are written in its signature. Options taken together are one `OptionGroup`: the
+command has one parameter of the group's type, its default the group's `DEFAULTS`, and is
+decorated with `with_groups`, which shows typer the group's options in its place. A group of
+a config's fields is made by `config_group` from their names alone (`ImageFolders`, a
+command's settings: `EvalSettings`, `TrainSettings`), and `group.given()` is their dict for
+the config.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types
 import typer
@@ -32,10 +35,11 @@ from pydantic.fields import FieldInfo
 from lexsem.config import EvalConfig
 from lexsem.train.config import LoraConfig, TrainConfig
 
-__all__ = ["EVAL", "FOLDERS", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir",
+__all__ = ["EVAL", "FOLDER_OPTIONS", "LORA", "TRAIN", "AnswerRule", "BatchSize", "CacheDir",
            "CocoTrain", "CocoVal", "Confidence", "DataDir", "Device", "ImageFolders",
-           "ImageRoot", "JsonOut", "NBoot", "OptionGroup", "Seed", "TiePolicy", "check_bounds",
-           "config_option", "defaults", "from_options", "one_of", "with_groups"]  # fmt: skip
+           "ImageRoot", "JsonOut", "NBoot", "OptionGroup", "Quiet", "Seed", "TiePolicy",
+           "check_bounds", "config_group", "config_option", "defaults", "from_options", "one_of",
+           "quiet_option", "with_groups"]  # fmt: skip
 
 
 def defaults(config: type[BaseModel]) -> Any:
@@ -211,31 +215,67 @@ JsonOut = Annotated[
 ]
 
 
+def quiet_option(help: str) -> Any:
+    """`--quiet` / `-q`, a switch in every command that prints progress: `help` says what the
+    command still prints."""
+    return Annotated[bool, typer.Option("--quiet", "-q", help=help)]
+
+
+#: `--quiet` of the commands whose progress lines are all they leave out.
+Quiet = quiet_option("No progress lines.")
+
+
 # -- options several commands take together -----------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class OptionGroup:
     """Options several commands take together: a subclass's fields are the options (each
     annotated with its option alias, its default the option's), a command's parameter of the
-    subclass's type receives them as one value (`with_groups`)."""
+    subclass's type receives them as one value (`with_groups`); its default is the subclass's
+    `DEFAULTS`, every option left out."""
+
+    DEFAULTS: ClassVar[OptionGroup]
 
     def given(self) -> dict[str, Any]:
         """The options' values by field name."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
-@dataclasses.dataclass(frozen=True)
-class ImageFolders(OptionGroup):
-    """Where the benchmark files, the caches and the images are (evaluation's fields)."""
+def config_group(
+    name: str, config: type[BaseModel], *fields: str, doc: str = "", **options: Any
+) -> type[OptionGroup]:
+    """An `OptionGroup` subclass named `name` of `config`'s `fields`, in that order, each an
+    option made by `config_option` with the field's default: `--FIELD` (its name with dashes),
+    or `options[field]`: the option's flags (`"--x/--no-x"`, `("--model", "-m")`) or a whole
+    alias (one with an `envvar`); `options` may hold more fields than are used. A command's
+    parameter of this type takes them all (`with_groups`); `given()` is their dict for
+    `config`."""
 
-    data_dir: DataDir = EVAL.data_dir
-    cache_dir: CacheDir = EVAL.cache_dir
-    coco_val2017: CocoVal = EVAL.coco_val2017
-    coco_train2017: CocoTrain = EVAL.coco_train2017
-    image_root: ImageRoot = EVAL.image_root
+    def option(field: str) -> Any:
+        given = options.get(field, "--" + field.replace("_", "-"))
+        if isinstance(given, str | tuple):
+            return config_option(config, field, *((given,) if isinstance(given, str) else given))
+        return given
+
+    made = dataclasses.make_dataclass(
+        name,
+        [(f, option(f), dataclasses.field(default=config.model_fields[f].default)) for f in fields],
+        bases=(OptionGroup,),
+        frozen=True,
+    )
+    made.__doc__ = doc
+    made.DEFAULTS = made()
+    return made
 
 
-#: Every folder option left out (the command's default for its `ImageFolders` parameter).
-FOLDERS = ImageFolders()
+#: The folder options (evaluation's fields), each read from its environment variable too.
+FOLDER_OPTIONS = {"data_dir": DataDir, "cache_dir": CacheDir, "coco_val2017": CocoVal,
+                  "coco_train2017": CocoTrain, "image_root": ImageRoot}  # fmt: skip
+
+ImageFolders = config_group(
+    "ImageFolders", EvalConfig, *FOLDER_OPTIONS, doc="Where the benchmark files, the caches "
+    "and the images are (evaluation's fields).", **FOLDER_OPTIONS,
+)  # fmt: skip
+
 
 R = TypeVar("R")
 

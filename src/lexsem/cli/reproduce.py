@@ -11,21 +11,16 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.cli.options import (
-    EVAL,
-    BatchSize,
-    CacheDir,
-    CocoTrain,
-    CocoVal,
-    DataDir,
-    Device,
-    NBoot,
+    FOLDER_OPTIONS,
     check_bounds,
+    config_group,
     config_option,
     defaults,
     from_options,
+    quiet_option,
     with_groups,
 )
-from lexsem.cli.sweep import JOBS, JobOptions
+from lexsem.cli.sweep import JobOptions
 from lexsem.config import EvalConfig
 from lexsem.reproduce.config import ReproduceConfig
 from lexsem.sweep.config import SweepConfig
@@ -37,6 +32,11 @@ REPRODUCE = defaults(ReproduceConfig)
 OnlyInstalled = config_option(ReproduceConfig, "only_installed", "--only-installed")
 Rows = config_option(ReproduceConfig, "rows", "--row", more="Repeat it.")
 Force = config_option(ReproduceConfig, "force", "--force")
+RowSettings = config_group(
+    "RowSettings", EvalConfig, "data_dir", "cache_dir", "coco_val2017", "coco_train2017",
+    "device", "batch_size", "n_boot", doc="The settings of every row's runs (EvalConfig's "
+    "fields).", **FOLDER_OPTIONS,
+)  # fmt: skip
 
 
 @with_groups
@@ -52,26 +52,18 @@ def reproduce(
             help="Folder for the run folders and comparison.{md,csv} (default: reproduce/TABLE).",
         ),
     ] = None,
-    jobs: JobOptions = JOBS,
+    jobs: JobOptions = JobOptions.DEFAULTS,
     only_installed: OnlyInstalled = REPRODUCE.only_installed,
     rows: Rows = REPRODUCE.rows,
     force: Force = REPRODUCE.force,
-    quiet: Annotated[
-        bool, typer.Option("--quiet", "-q", help="No progress: the comparison only.")
-    ] = False,
+    quiet: quiet_option("No progress: the comparison only.") = False,
     list_tables: Annotated[
         bool,
         typer.Option(
             "--list", help="List the built-in tables, which rows can run here and why not; exit."
         ),
     ] = False,
-    data_dir: DataDir = EVAL.data_dir,
-    cache_dir: CacheDir = EVAL.cache_dir,
-    coco_val2017: CocoVal = EVAL.coco_val2017,
-    coco_train2017: CocoTrain = EVAL.coco_train2017,
-    device: Device = EVAL.device,
-    batch_size: BatchSize = EVAL.batch_size,
-    n_boot: NBoot = EVAL.n_boot,
+    row_settings: RowSettings = RowSettings.DEFAULTS,
 ) -> None:
     """Run a paper's table: the rows whose weights, data and images are available run
     (offline: installed weights only), the others say what they need; then published vs
@@ -79,19 +71,7 @@ def reproduce(
     interval. Exit status 1 when nothing was compared or a row failed."""
     from lexsem.errors import LexsemError
 
-    settings = {
-        k: v
-        for k, v in {
-            "data_dir": data_dir,
-            "cache_dir": cache_dir,
-            "coco_val2017": coco_val2017,
-            "coco_train2017": coco_train2017,
-            "device": device,
-            "batch_size": batch_size,
-            "n_boot": n_boot,
-        }.items()
-        if v is not None
-    }
+    settings = {k: v for k, v in row_settings.given().items() if v is not None}
     if list_tables:
         typer.echo(list_text(settings, only_installed=only_installed))
         return
@@ -114,8 +94,8 @@ def reproduce(
         force=force,
         sweep={**jobs.given(), "extend": True},  # a table's folder: other rows extend it
     )  # fmt: skip
-    check_bounds(EvalConfig, {"--batch-size": ("batch_size", batch_size),
-                              "--n-boot": ("n_boot", n_boot)})  # fmt: skip
+    check_bounds(EvalConfig, {"--batch-size": ("batch_size", row_settings.batch_size),
+                              "--n-boot": ("n_boot", row_settings.n_boot)})  # fmt: skip
     quiet_libraries(quiet)
     settings["progress"] = not quiet
     done = run_table(

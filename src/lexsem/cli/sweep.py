@@ -3,66 +3,45 @@ folder each (docs/scale.md); the work is `lexsem.sweep.runner.run_sweep`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from lexsem.cli.options import OptionGroup, config_option, defaults, from_options, with_groups
+from lexsem.cli.options import Quiet, config_group, from_options, with_groups
 from lexsem.sweep.config import SweepConfig
 from lexsem.sweep.record import summary_line
 
-__all__ = ["JOBS", "SWEEP", "JobOptions", "sweep"]
+__all__ = ["JobOptions", "ShardOptions", "sweep"]
 
-SWEEP = defaults(SweepConfig)
-
-Executor = config_option(SweepConfig, "executor", "--executor")
-Address = config_option(SweepConfig, "address", "--address")
-MaxRetries = config_option(SweepConfig, "max_retries", "--max-retries")
-Spread = config_option(SweepConfig, "spread", "--spread")
-
-
-@dataclass(frozen=True)
-class JobOptions(OptionGroup):
-    """How the jobs run: the options `lexsem reproduce` shares (it runs a table as a sweep)."""
-
-    executor: Executor = SWEEP.executor
-    address: Address = SWEEP.address
-    max_retries: MaxRetries = SWEEP.max_retries
-    spread: Spread = SWEEP.spread
-
-
-#: Every job option left out.
-JOBS = JobOptions()
-
-Stores = config_option(SweepConfig, "stores", "--stores")
-Rank = config_option(SweepConfig, "rank", "--rank")
-WorldSize = config_option(SweepConfig, "world_size", "--world-size")
-Extend = config_option(SweepConfig, "extend", "--extend")
+JobOptions = config_group(
+    "JobOptions", SweepConfig, "executor", "address", "max_retries", "spread",
+    doc="How the jobs run (SweepConfig's fields): `lexsem reproduce` shares them.",
+)  # fmt: skip
+ShardOptions = config_group(
+    "ShardOptions", SweepConfig, "stores", "rank", "world_size", "extend",
+    doc="The request stores, this process's shard and whether a sweep folder is extended "
+    "(SweepConfig's fields).",
+)  # fmt: skip
 
 
 @with_groups
 def sweep(
     grid: Annotated[Path, typer.Argument(help="The grid file (TOML, or YAML).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="The sweep folder.")],
-    jobs: JobOptions = JOBS,
-    stores: Stores = SWEEP.stores,
-    rank: Rank = SWEEP.rank,
-    world_size: WorldSize = SWEEP.world_size,
+    jobs: JobOptions = JobOptions.DEFAULTS,
+    shards: ShardOptions = ShardOptions.DEFAULTS,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="List the jobs (done or to run); run nothing.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
-    extend: Extend = SWEEP.extend,
+    quiet: Quiet = False,
 ) -> None:
     """Run a grid of models × benchmarks × options: one run folder per job in OUT/runs,
     jobs already done skipped, failures reported in OUT/sweep.json (exit status 1) without
     stopping the others. `lexsem report OUT` tabulates every run."""
     from lexsem.sweep.runner import run_sweep
 
-    config = from_options(SweepConfig, "sweep", {}, **jobs.given(), stores=stores, rank=rank,
-                          world_size=world_size, extend=extend)  # fmt: skip
+    config = from_options(SweepConfig, "sweep", {}, **jobs.given(), **shards.given())
     res = run_sweep(
         grid, out, dry_run=dry_run, **config.model_dump(),
         echo=(lambda text: None) if quiet else (lambda text: typer.echo(text, err=True)),

@@ -10,14 +10,12 @@ import typer
 from pydantic import BaseModel
 
 from lexsem.cli.options import (
-    FOLDERS,
     LORA,
-    TRAIN,
-    Device,
     ImageFolders,
-    NBoot,
+    config_group,
     config_option,
     from_options,
+    quiet_option,
     with_groups,
 )
 from lexsem.train.config import PRESETS, LoraConfig, TrainConfig
@@ -29,30 +27,17 @@ T = TypeVar("T", bound=BaseModel)
 Manifest = config_option(TrainConfig, "manifest", "--manifest")
 Out = config_option(TrainConfig, "out", "--out", "-o")
 Model = config_option(TrainConfig, "model", "--model", "-m", more="Or a --preset's.", optional=True)
-Regime = config_option(TrainConfig, "regime", "--regime")
-Epochs = config_option(TrainConfig, "epochs", "--epochs")
-BatchSize = config_option(TrainConfig, "batch_size", "--batch-size")
-Lr = config_option(TrainConfig, "lr", "--lr")
-WeightDecay = config_option(TrainConfig, "weight_decay", "--weight-decay")
-Warmup = config_option(TrainConfig, "warmup", "--warmup")
-Accumulate = config_option(TrainConfig, "accumulate", "--accumulate")
-Precision = config_option(TrainConfig, "precision", "--precision")
-Seed = config_option(TrainConfig, "seed", "--seed")
-MaxSteps = config_option(TrainConfig, "max_steps", "--max-steps")
 LoraR = config_option(LoraConfig, "r", "--lora-r", more="With --lora.")
 LoraAlpha = config_option(LoraConfig, "alpha", "--lora-alpha", more="With --lora.")
-CheckpointEvery = config_option(TrainConfig, "checkpoint_every", "--checkpoint-every")
-SelectOn = config_option(TrainConfig, "select_on", "--select-on")
-SelectMetric = config_option(TrainConfig, "select_metric", "--select-metric")
-Select = config_option(TrainConfig, "select", "--select")
-ValFraction = config_option(TrainConfig, "val_fraction", "--val-fraction")
-ClampLogitScale = config_option(
-    TrainConfig, "clamp_logit_scale", "--clamp-logit-scale/--no-clamp-logit-scale"
-)
-NegativeDraw = config_option(TrainConfig, "negative_draw", "--negative-draw")
-JudgeOn = config_option(TrainConfig, "judge_on", "--judge-on")
-AllowLeakage = config_option(TrainConfig, "allow_leakage", "--allow-leakage/--no-allow-leakage")
-Workers = config_option(TrainConfig, "num_workers", "--num-workers")
+TrainSettings = config_group(
+    "TrainSettings", TrainConfig, "regime", "epochs", "batch_size", "lr", "weight_decay",
+    "warmup", "accumulate", "precision", "seed", "max_steps", "checkpoint_every",
+    "clamp_logit_scale", "negative_draw", "select", "select_on", "select_metric",
+    "val_fraction", "judge_on", "allow_leakage", "device", "num_workers", "n_boot",
+    doc="How the model is trained and judged (TrainConfig's fields).",
+    clamp_logit_scale="--clamp-logit-scale/--no-clamp-logit-scale",
+    allow_leakage="--allow-leakage/--no-allow-leakage",
+)  # fmt: skip
 
 
 @with_groups
@@ -68,16 +53,7 @@ def train(
             "they replace the defaults of the options below, options given replace them."
         ),
     ] = None,
-    regime: Regime = TRAIN.regime,
-    epochs: Epochs = TRAIN.epochs,
-    batch_size: BatchSize = TRAIN.batch_size,
-    lr: Lr = TRAIN.lr,
-    weight_decay: WeightDecay = TRAIN.weight_decay,
-    warmup: Warmup = TRAIN.warmup,
-    accumulate: Accumulate = TRAIN.accumulate,
-    precision: Precision = TRAIN.precision,
-    seed: Seed = TRAIN.seed,
-    max_steps: MaxSteps = TRAIN.max_steps,
+    settings: TrainSettings = TrainSettings.DEFAULTS,
     lora: Annotated[
         str | None,
         typer.Option(
@@ -87,28 +63,11 @@ def train(
     ] = None,
     lora_r: LoraR = LORA.r,
     lora_alpha: LoraAlpha = LORA.alpha,
-    checkpoint_every: CheckpointEvery = TRAIN.checkpoint_every,
-    clamp_logit_scale: ClampLogitScale = TRAIN.clamp_logit_scale,
-    negative_draw: NegativeDraw = TRAIN.negative_draw,
-    select: Select = TRAIN.select,
-    select_on: SelectOn = TRAIN.select_on,
-    select_metric: SelectMetric = TRAIN.select_metric,
-    val_fraction: ValFraction = TRAIN.val_fraction,
-    judge_on: JudgeOn = TRAIN.judge_on,
-    allow_leakage: AllowLeakage = TRAIN.allow_leakage,
     resume: Annotated[bool, typer.Option(help="Continue the run in --out from its state.pt.")] = (
         False
     ),
-    folders: ImageFolders = FOLDERS,
-    device: Device = TRAIN.device,
-    num_workers: Workers = TRAIN.num_workers,
-    n_boot: NBoot = TRAIN.n_boot,
-    quiet: Annotated[
-        bool,
-        typer.Option(
-            "--quiet", "-q", help="No progress (loss, learning rate, evaluations): the result only."
-        ),
-    ] = False,
+    folders: ImageFolders = ImageFolders.DEFAULTS,
+    quiet: quiet_option("No progress (loss, learning rate, evaluations): the result only.") = False,
 ) -> None:
     """Fine-tune a CLIP model with in-batch and hard negatives, judged by lexsem's evaluation
     every epoch (several GPUs: `torchrun --nproc_per_node N $(which lexsem) train ...`). Shows
@@ -120,21 +79,11 @@ def train(
 
     quiet_libraries(quiet)
 
-    fields: dict[str, Any] = {
-        "model": model, "regime": regime, "epochs": epochs, "batch_size": batch_size, "lr": lr,
-        "weight_decay": weight_decay, "warmup": warmup, "accumulate": accumulate,
-        "precision": precision, "seed": seed, "max_steps": max_steps,
-        "checkpoint_every": checkpoint_every, "clamp_logit_scale": clamp_logit_scale,
-        "negative_draw": negative_draw, "select": select, "select_on": tuple(select_on),
-        "select_metric": select_metric, "val_fraction": val_fraction,
-        "judge_on": tuple(judge_on),
-        "allow_leakage": allow_leakage, **folders.given(), "device": device,
-        "num_workers": num_workers, "n_boot": n_boot,
-    }  # fmt: skip
-    settings = _preset_and_given(ctx, fields, preset, lora, lora_r, lora_alpha)
+    fields: dict[str, Any] = {"model": model, **settings.given(), **folders.given()}
+    given = _preset_and_given(ctx, fields, preset, lora, lora_r, lora_alpha)
     if not resume or (out / "train.json").is_file():  # else the resume check names what it is
         check_output_dir(out, kind="train.json", inputs=named_paths(manifest))
-    cfg = _settings(TrainConfig, manifest=manifest, out=out, **settings)
+    cfg = _settings(TrainConfig, manifest=manifest, out=out, **given)
     res = Trainer(cfg, progress=not quiet).run(resume=resume)
     state = "stopped (resume with --resume)" if res.stopped else "done"
     typer.echo(f"{state}: {res.steps} steps in {res.folder}")

@@ -11,11 +11,10 @@ from typing import Annotated, Any
 import typer
 
 from lexsem.cli.options import (
-    FOLDERS,
-    Device,
     ImageFolders,
-    config_option,
-    defaults,
+    Quiet,
+    config_group,
+    from_options,
     one_of,
     with_groups,
 )
@@ -24,17 +23,14 @@ from lexsem.train.artifact_detector import DetectorConfig
 
 __all__ = ["train_detector"]
 
-DET = defaults(DetectorConfig)
 KINDS = {"text": ("text",), "image": ("image",), "both": ("text", "image")}
 
-Model = config_option(DetectorConfig, "model", "--model", "-m")
-TextEpochs = config_option(DetectorConfig, "text_epochs", "--text-epochs")
-ImageEpochs = config_option(DetectorConfig, "image_epochs", "--image-epochs")
-BatchSize = config_option(DetectorConfig, "batch_size", "--batch-size")
-Lr = config_option(DetectorConfig, "lr", "--lr")
-Seed = config_option(DetectorConfig, "seed", "--seed")
-EmbedBatch = config_option(DetectorConfig, "embed_batch", "--embed-batch")
-ValFraction = config_option(DetectorConfig, "val_fraction", "--val-fraction")
+DetectorSettings = config_group(
+    "DetectorSettings", DetectorConfig, "model", "text_epochs", "image_epochs", "batch_size",
+    "lr", "seed", "embed_batch", "val_fraction", "device",
+    doc="How the detectors are trained (DetectorConfig's fields).",
+    model=("--model", "-m"),
+)  # fmt: skip
 
 
 @with_groups
@@ -48,18 +44,11 @@ def train_detector(
         ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The detector folder.")],
-    model: Model = DET.model,
     kind: Annotated[
         str,
         typer.Option(help="Heads to train: text, image or both.", callback=one_of(tuple(KINDS))),
     ] = "both",
-    text_epochs: TextEpochs = DET.text_epochs,
-    image_epochs: ImageEpochs = DET.image_epochs,
-    batch_size: BatchSize = DET.batch_size,
-    lr: Lr = DET.lr,
-    seed: Seed = DET.seed,
-    embed_batch: EmbedBatch = DET.embed_batch,
-    val_fraction: ValFraction = DET.val_fraction,
+    settings: DetectorSettings = DetectorSettings.DEFAULTS,
     benchmark: Annotated[
         list[str] | None,
         typer.Option(
@@ -69,9 +58,8 @@ def train_detector(
             "rule (repeatable).",
         ),
     ] = None,
-    folders: ImageFolders = FOLDERS,
-    device: Device = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress lines.")] = False,
+    folders: ImageFolders = ImageFolders.DEFAULTS,
+    quiet: Quiet = False,
     force: Annotated[
         bool, typer.Option("--force", help="Train into a --out folder that already holds files.")
     ] = False,
@@ -79,27 +67,17 @@ def train_detector(
     """Train synthetic-vs-natural detectors (a sigmoid head on the frozen text EOT / image CLS
     embedding; BiVLC §5.4) and write them to --out; `lexsem eval -m artifact:OUT -b bivlc`
     then runs them as a retrieval baseline."""
-    from pydantic import ValidationError
-
     from lexsem.train.artifact_detector import train_detectors
     from lexsem.train.artifact_eval import evaluate_detectors
 
-    paths: dict[str, Any] = {**folders.given(), "device": device}
+    paths: dict[str, Any] = {**folders.given(), "device": settings.device}
     _check_out(out, manifest, force=force)
     if benchmark and KINDS[kind] != KINDS["both"]:
         raise typer.BadParameter("--benchmark judges both detectors: train with --kind both")
-    try:
-        cfg = DetectorConfig(
-            model=model, manifest=manifest, out=out, kinds=KINDS[kind], text_epochs=text_epochs,
-            image_epochs=image_epochs, batch_size=batch_size, lr=lr, seed=seed,
-            embed_batch=embed_batch, val_fraction=val_fraction, **paths,
-        )  # fmt: skip
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"--{'.'.join(map(str, e['loc'])).replace('_', '-')} {e.get('input')!r}: {e['msg']}"
-            for e in exc.errors()
-        )
-        raise LexsemError(f"invalid detector settings: {problems}") from None
+    cfg = from_options(
+        DetectorConfig, "detector", {"kinds": "--kind"}, manifest=manifest, out=out,
+        kinds=KINDS[kind], **settings.given(), **folders.given(),
+    )  # fmt: skip
     echo = None if quiet else (lambda text: typer.echo(text, err=True))
     res = train_detectors(cfg, echo=echo)
     for k, rec in res.records.items():
