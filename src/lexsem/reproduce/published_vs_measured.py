@@ -1,6 +1,6 @@
-"""Published numbers beside lexsem's: one `Comparison` per cell of a table, with the difference
-Δ = lexsem − published and whether the published number lies outside the run's confidence
-interval for that cell (`ci_low`, `ci_high` of the run record's result)."""
+"""Published numbers beside lexsem's: one `Comparison` per cell of a table, holding the run
+record's result for that cell, with the difference Δ = lexsem − published and whether the
+published number lies outside the result's confidence interval (`ci_low`, `ci_high`)."""
 
 from __future__ import annotations
 
@@ -8,24 +8,36 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from lexsem.report.paper.facts import Column, PaperTable, find_result
-from lexsem.results.schema import RunRecord
+from lexsem.results.schema import MetricResult, RunRecord
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """One published cell and what lexsem made of it. `status`: `compared` (a result was
-    found), `not run` (`why` says what the row needs), `failed` (`why` is the error) or
-    `no result` (the run has no such result; `why` says which)."""
+    """One published cell and what lexsem made of it: the run's `result` for the cell.
+    `status`: `compared` (a result was found), `not run` (`why` says what the row needs),
+    `failed` (`why` is the error) or `no result` (the run has no such result; `why` says
+    which)."""
 
     model: str
     spec: str | None
     column: Column
     published: float
     status: str
-    lexsem: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
+    result: MetricResult | None = None
     why: str | None = None
+
+    @property
+    def lexsem(self) -> float | None:
+        """lexsem's number for the cell (the result's accuracy), None when not compared."""
+        return None if self.result is None else self.result.accuracy
+
+    @property
+    def ci_low(self) -> float | None:
+        return None if self.result is None else self.result.ci_low
+
+    @property
+    def ci_high(self) -> float | None:
+        return None if self.result is None else self.result.ci_high
 
     @property
     def delta(self) -> float | None:
@@ -80,14 +92,5 @@ def compare(
                 why = f"no {c.benchmark} {c.task}/{c.metric} result on {c.subset}"
                 out.append(Comparison(**base, status="no result", why=why))
             continue
-        result = found[1]
-        out.append(
-            Comparison(
-                **base,
-                status="compared",
-                lexsem=result.accuracy,
-                ci_low=result.ci_low,
-                ci_high=result.ci_high,
-            )
-        )
+        out.append(Comparison(**base, status="compared", result=found[1]))
     return out
