@@ -64,6 +64,7 @@ from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_check import check_study
 from lexsem.annotate.study_progress import progress
 from lexsem.web_headers import SecurityHeaders
+from lexsem.web_templates import app_templates
 
 __all__ = ["create_app"]
 
@@ -212,7 +213,7 @@ def create_app(
     site = _Site(
         _Study(Path(study), reservation_minutes),
         limits,
-        Jinja2Templates(directory=str(HERE / "templates")),
+        app_templates(HERE / "templates"),
     )
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
     app.state.limits = limits

@@ -35,55 +35,56 @@ from lexsem.tasks.multi import (
 
 PAPER = "Yuksekgonul et al., When and why VLMs behave like bags-of-words, ICLR 2023"
 
+_VG_CAPTIONS = ("true_caption", "false_caption")
 _ORDER_CAPTIONS = ("correct_caption", "hard_text_1", "hard_text_2", "hard_text_3", "hard_text_4")
+
+
+def _aro(subset: str, repo: str, fields: MultiFields, rows: int, notes: str) -> HFDataset:
+    """The Hub dataset of one ARO subset: its test split, one row per image and its captions."""
+    return HFDataset(
+        f"aro_{subset}", repo, "test", "multi", fields, subset=subset, expected_rows=rows,
+        notes=notes,
+    )  # fmt: skip
+
 
 # subset -> its Hub dataset
 DATASETS: dict[str, HFDataset] = {
-    "vg_relation": HFDataset(
-        "aro_vg_relation",
-        "gowitheflow/ARO-Visual-Relation",
-        "test",
-        "multi",
-        MultiFields("image", ("true_caption", "false_caption"), label="relation_name", bbox="bbox"),
-        subset="vg_relation",
-        expected_rows=23937,
-        notes="Columns from the dataset card: image, true_caption, false_caption, "
-        "relation_name, bbox {x, y, w, h}. The images are the full Visual Genome images; "
-        "the reference crops them to bbox (crop=True).",
-    ),
-    "vg_attribution": HFDataset(
-        "aro_vg_attribution",
-        "gowitheflow/ARO-Visual-Attribution",
-        "test",
-        "multi",
-        MultiFields("image", ("true_caption", "false_caption"), label="attributes", bbox="bbox"),
-        subset="vg_attribution",
-        expected_rows=28748,
-        notes="image, true_caption, false_caption confirmed by public evaluation code; "
-        "'attributes' (the two attributes, joined as 'a_b' like the reference) and 'bbox' "
-        "are ASSUMED to mirror the original JSON and VG-Relation - check the dataset card.",
-    ),
-    "coco_order": HFDataset(
-        "aro_coco_order",
-        "gowitheflow/ARO-COCO-order",
-        "test",
-        "multi",
-        MultiFields("images", _ORDER_CAPTIONS),
-        subset="coco_order",
-        expected_rows=25010,
-        notes="Columns from the dataset card: images, correct_caption, hard_text_1..4.",
-    ),
-    "flickr30k_order": HFDataset(
-        "aro_flickr30k_order",
-        "gowitheflow/ARO-Flickr-Order",
-        "test",
-        "multi",
-        MultiFields("images", _ORDER_CAPTIONS),
-        subset="flickr30k_order",
-        expected_rows=5000,
-        notes="Columns as COCO-order (images, correct_caption, hard_text_1..4), per public "
-        "evaluation code.",
-    ),
+    d.subset: d
+    for d in (
+        _aro(
+            "vg_relation",
+            "gowitheflow/ARO-Visual-Relation",
+            MultiFields("image", _VG_CAPTIONS, label="relation_name", bbox="bbox"),
+            23937,
+            "Columns from the dataset card: image, true_caption, false_caption, "
+            "relation_name, bbox {x, y, w, h}. The images are the full Visual Genome images; "
+            "the reference crops them to bbox (crop=True).",
+        ),
+        _aro(
+            "vg_attribution",
+            "gowitheflow/ARO-Visual-Attribution",
+            MultiFields("image", _VG_CAPTIONS, label="attributes", bbox="bbox"),
+            28748,
+            "image, true_caption, false_caption confirmed by public evaluation code; "
+            "'attributes' (the two attributes, joined as 'a_b' like the reference) and 'bbox' "
+            "are ASSUMED to mirror the original JSON and VG-Relation - check the dataset card.",
+        ),
+        _aro(
+            "coco_order",
+            "gowitheflow/ARO-COCO-order",
+            MultiFields("images", _ORDER_CAPTIONS),
+            25010,
+            "Columns from the dataset card: images, correct_caption, hard_text_1..4.",
+        ),
+        _aro(
+            "flickr30k_order",
+            "gowitheflow/ARO-Flickr-Order",
+            MultiFields("images", _ORDER_CAPTIONS),
+            5000,
+            "Columns as COCO-order (images, correct_caption, hard_text_1..4), per public "
+            "evaluation code.",
+        ),
+    )
 }
 
 

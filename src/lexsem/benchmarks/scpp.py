@@ -5,10 +5,9 @@ request (`--task yesno`) the yes/no answer per caption of App. G.1, Table 17."""
 
 from __future__ import annotations
 
-from lexsem.benchmarks.base import Benchmark, SubsetSpec
+from lexsem.benchmarks.base import Benchmark
 from lexsem.benchmarks.formats import load_scpp_json
-from lexsem.benchmarks.sources.files import file_loader
-from lexsem.download import SourceFile
+from lexsem.benchmarks.sources.files import file_loader, file_subset
 
 URL = "https://raw.githubusercontent.com/Sri-Harsha/scpp/c083bbf039a5ca215acaf25e7ee736d2ea6f3864/data"
 SHA256 = {
@@ -31,12 +30,7 @@ BENCHMARK = Benchmark(
     description="SugarCrepe++: image + two paraphrases + a lexically close negative, 5 subsets",
     item_kind="triplet",
     subsets=tuple(
-        SubsetSpec(
-            name,
-            SourceFile(f"sugarcrepe_pp/{name}.json", f"{URL}/{name}.json", SHA256[name]),
-            expected_items=n,
-            paper_items=n,
-        )
+        file_subset(name, "sugarcrepe_pp", URL, f"{name}.json", SHA256[name], n, n)
         for name, n in COUNTS.items()
     ),
     loader=file_loader(load_scpp_json),

@@ -4,10 +4,9 @@ reported per subset, micro, and as the REPLACE / SWAP / ADD means (§4, Table 2)
 
 from __future__ import annotations
 
-from lexsem.benchmarks.base import Aggregate, Benchmark, SubsetSpec
+from lexsem.benchmarks.base import Aggregate, Benchmark
 from lexsem.benchmarks.formats import load_sugarcrepe_json
-from lexsem.benchmarks.sources.files import file_loader
-from lexsem.download import SourceFile
+from lexsem.benchmarks.sources.files import file_loader, file_subset
 from lexsem.tasks.pair import SUGARCREPE_GROUPS
 
 URL = "https://raw.githubusercontent.com/RAIVNLab/sugar-crepe/0047054b243992f0fad63d6f64f7544862daf846/data"
@@ -40,12 +39,7 @@ BENCHMARK = Benchmark(
     description="SugarCrepe: image + true caption + hard negative (pairs), 7 subsets",
     item_kind="pair",
     subsets=tuple(
-        SubsetSpec(
-            name,
-            SourceFile(f"sugarcrepe/{name}.json", f"{URL}/{name}.json", SHA256[name]),
-            expected_items=n,
-            paper_items=paper,
-        )
+        file_subset(name, "sugarcrepe", URL, f"{name}.json", SHA256[name], n, paper)
         for name, (n, paper) in COUNTS.items()
     ),
     loader=file_loader(load_sugarcrepe_json),

@@ -3,10 +3,9 @@ Lexical Alterations"): generic and spatial triplets, T2T and I2T with P1-N / P2-
 
 from __future__ import annotations
 
-from lexsem.benchmarks.base import Benchmark, SubsetSpec
+from lexsem.benchmarks.base import Benchmark
 from lexsem.benchmarks.formats import load_visla_generic_tsv, load_visla_spatial_tsv
-from lexsem.benchmarks.sources.files import Parser, file_loader
-from lexsem.download import SourceFile
+from lexsem.benchmarks.sources.files import Parser, file_loader, file_subset
 
 URL = "https://raw.githubusercontent.com/Sri-Harsha/visla_benchmark/adedd6974a3448ac9881466f801483dda13282e1/data"
 PAPER = "Dumpala et al., VISLA (Visual-Language Semantic Sensitivity)"
@@ -30,14 +29,7 @@ def _visla(
         name=f"visla_{kind}",
         description=description,
         item_kind="triplet",
-        subsets=(
-            SubsetSpec(
-                kind,
-                SourceFile(f"visla/{file}", f"{URL}/{file}", sha256),
-                expected_items=expected_items,
-                paper_items=paper_items,
-            ),
-        ),
+        subsets=(file_subset(kind, "visla", URL, file, sha256, expected_items, paper_items),),
         drop_incomplete=drop_incomplete,
         loader=file_loader(parse),
         text_tasks=("t2t",),

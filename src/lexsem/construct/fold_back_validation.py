@@ -46,7 +46,6 @@ data card holds (`lexsem.construct.freeze`).
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -66,6 +65,7 @@ from lexsem.construct.stage import (
     reject,
     row_ids,
 )
+from lexsem.construct.study_commands import annotate_commands
 from lexsem.errors import DataError, LexsemError
 from lexsem.results.answers_table import (
     StudyAnswer,
@@ -261,19 +261,15 @@ def study_commands(
     its answers exported to `answers` (none outside a build)."""
     if ctx is None:
         return []
-    study = ctx.out / FOLDER / "study.sqlite"
-    given = [
-        x
+    given = {
+        role: name
         for role, name in roles.items()
         if role != "image" or name != "image"  # the study's own default
-        for x in ("--column", f"{role}={name}")
-    ]
-    return [
-        shlex.join(["lexsem", "annotate", "create", str(study), "--from-build", str(table),
-                    "-k", "validate", *given, "--name", f"{ctx.out.name}: validation"]),
-        shlex.join(["lexsem", "annotate", "serve", str(study)]),
-        shlex.join(["lexsem", "annotate", "export", str(study), "--answers", str(answers)]),
-    ]  # fmt: skip
+    }
+    return annotate_commands(
+        ctx.out / FOLDER / "study.sqlite", table, "validate", given,
+        f"{ctx.out.name}: validation", answers,
+    )  # fmt: skip
 
 
 def _study_table(rows: pa.Table, ctx: StageContext) -> Path:

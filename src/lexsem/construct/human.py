@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +59,7 @@ from lexsem.construct.stage import (
     reject,
     row_ids,
 )
+from lexsem.construct.study_commands import annotate_commands
 from lexsem.errors import DataError, LexsemError
 from lexsem.jsonl import read_jsonl
 from lexsem.results.answers_table import StudyAnswer, answers_by_item, majority, read_answers
@@ -243,16 +243,10 @@ def study_commands(ctx: StageContext, task: str, target: Path, roles: dict[str, 
     outside a build, where the output file is not known)."""
     if not ctx.output:
         return []
-    study = target / STUDY_FILE
-    columns = [x for role, name in roles.items() for x in ("--column", f"{role}={name}")]
-    return [
-        shlex.join(["lexsem", "annotate", "create", str(study), "--from-build",
-                    str(ctx.out / ctx.output), "-k", STUDY_KIND[task], *columns,
-                    "--name", f"{ctx.out.name}: {task.replace('_', ' ')}"]),
-        shlex.join(["lexsem", "annotate", "serve", str(study)]),
-        shlex.join(["lexsem", "annotate", "export", str(study), "--answers",
-                    str(target / ANSWER_FILES[2])]),
-    ]  # fmt: skip
+    return annotate_commands(
+        target / STUDY_FILE, ctx.out / ctx.output, STUDY_KIND[task], roles,
+        f"{ctx.out.name}: {task.replace('_', ' ')}", target / ANSWER_FILES[2],
+    )  # fmt: skip
 
 
 def _readme(task: str, n: int, commands: list[str]) -> str:

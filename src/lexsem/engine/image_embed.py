@@ -32,14 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from lexsem.engine.decoding import keep_decoded, start_decoding
-from lexsem.engine.image_scan import OnError, Scan, count_reasons, scan_for
+from lexsem.engine.decoding import keep_decoded
+from lexsem.engine.image_reading import ImageReading
+from lexsem.engine.image_scan import Scan, count_reasons
 from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
-from lexsem.images.decode import Profiles
 from lexsem.images.image_store import ImageStore
-from lexsem.images.memory import DecodedImages
 from lexsem.models.protocols import ImageEncoder
 
 __all__ = ["ImageEmbedStats", "embed_images", "encode_image_batch"]
@@ -67,13 +66,7 @@ def embed_images(
     cache: RequestStore | None,
     *,
     batch_size: int = 64,
-    num_workers: int | None = None,
-    on_error: OnError = "raise",
-    labels: Mapping[str, str] | None = None,
-    exif_transpose: bool | None = None,
-    profiles: Profiles = None,
-    progress: bool = False,
-    decoded: DecodedImages | None = None,
+    **options: Any,
 ) -> tuple[np.ndarray, ImageEmbedStats, list[str]]:
     """Embeddings of the images `refs` (float32, shape ``(len(refs), d)``, in order).
 
@@ -85,24 +78,8 @@ def embed_images(
         store: resolves references to bytes.
         cache: the model's request store (None: no cache).
         batch_size: images per `encode_images` call (and per cache commit).
-        num_workers: DataLoader workers; None picks `default_num_workers`.
-        on_error: ``"raise"`` (default) — a missing/undecodable image raises `ImageError`
-            naming it; ``"skip"`` — its row is NaN and it is listed in the returned `skipped`.
-        labels: optional ``{ref: item label}`` named in errors (e.g. ``"sugarcrepe/swap_obj#12"``).
-        exif_transpose: without `profiles`, apply the EXIF orientation (None: yes); with
-            them, a boolean forces it on or off for every profile, None keeps each profile's.
-        profiles: how each image is decoded (`lexsem.images.decode`): one `DecodeProfile` or
-            preset name for all refs, or a mapping ref -> profile covering every ref; None:
-            RGB first, EXIF as `exif_transpose` says (`flag_profile`). A
-            ``rgb="model"`` profile hands raw-mode images only to a model that declares
-            ``accepts_raw_mode = True``; other models get them converted to RGB first. Every
-            decode variant has cache keys of its own (`image_key`).
-        progress: show progress (`lexsem.engine.progress_bar`): a bar on a terminal, periodic
-            lines when stderr is piped; it moves per batch. Ctrl-C raises `Interrupted`, which
-            says how many images were saved in `cache`.
-        decoded: decoded images kept in memory across calls (`lexsem.images.memory`): images
-            it holds are not read nor decoded again, images decoded now are added while its
-            budget has room.
+        options: how the images are read (`ImageReading`: `num_workers`, `on_error`, `labels`,
+            `exif_transpose`, `profiles`, `progress`, `decoded`).
 
     Returns:
         ``(embeddings, stats, skipped)``. When no image could be embedded nor was cached, the
@@ -110,10 +87,8 @@ def embed_images(
     """
     stats = ImageEmbedStats()
     t0 = time.perf_counter()
-    scan = scan_for(
-        encoder, refs, store, cache, on_error=on_error, labels=labels,
-        exif_transpose=exif_transpose, profiles=profiles, batch_size=batch_size,
-    )  # fmt: skip
+    reading = ImageReading(**options)
+    scan = reading.scan(encoder, refs, store, cache, batch_size)
     stats.read_s = time.perf_counter() - t0
     stats.n_refs = len(scan.key_of) + len(scan.skipped)
     stats.n_unique = len(scan.source_of)
@@ -127,18 +102,20 @@ def embed_images(
     skipped: dict[str, str] = dict(scan.skipped)
     missing = [k for k in keys if k not in found]
     if missing:
-        dec = start_decoding(encoder, missing, scan, store, decoded, batch_size, num_workers)
+        dec = reading.decode(encoder, missing, scan, store, batch_size)
         stats.num_workers, stats.n_from_memory = dec.workers, dec.n_from_memory
         bar = Progress(
-            "encoding images", len(missing), unit="images", enabled=progress, store=cache
+            "encoding images", len(missing), unit="images", enabled=reading.progress, store=cache
         )
         with bar:
             t2, cache_before = time.perf_counter(), stats.cache_s
             for batch in dec.batches:
                 skipped.update(
-                    dec.failures(batch, on_error=on_error, labels=labels, model=encoder.name)
+                    dec.failures(
+                        batch, on_error=reading.on_error, labels=reading.labels, model=encoder.name
+                    )
                 )
-                keep_decoded(decoded, batch, dec.entries)
+                keep_decoded(reading.decoded, batch, dec.entries)
                 if batch.slots:
                     batch_keys = [dec.entries[s][0] for s in batch.slots]
                     vecs = encode_image_batch(encoder, batch.inputs, len(batch_keys), _dim(vectors))

@@ -6,21 +6,20 @@ model's request store and the decoding pipeline of `lexsem.engine.decoding`: eac
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lexsem.engine.decoding import batch_rows, keep_decoded, start_decoding
-from lexsem.engine.image_scan import OnError, Scan, count_reasons, scan_for
+from lexsem.engine.decoding import batch_rows, keep_decoded
+from lexsem.engine.image_reading import ImageReading
+from lexsem.engine.image_scan import Scan, count_reasons
 from lexsem.engine.keys import pair_key
 from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
 from lexsem.errors import ModelError
-from lexsem.images.decode import Profiles
 from lexsem.images.image_store import ImageStore
-from lexsem.images.memory import DecodedImages
 from lexsem.models.protocols import PairScorer
 
 __all__ = ["PairScoreStats", "pair_scores"]
@@ -62,8 +61,8 @@ def pair_scores(
     no image and one image reached by two references is scored once. Errors and `on_error` /
     `labels` / `exif_transpose` / `profiles` work as in `embed_images` (the image key, hence the
     pair key, includes the decode variant); skipped pairs score NaN and their image references
-    are returned in ``skipped``. Options: `batch_size` (32), `num_workers`, `on_error`,
-    `labels`, `exif_transpose`, `profiles`, `progress`, `decoded`.
+    are returned in ``skipped``. Options: `batch_size` (32) and those of `ImageReading`
+    (`num_workers`, `on_error`, `labels`, `exif_transpose`, `profiles`, `progress`, `decoded`).
     """
     return _pair_values(scorer, pairs, store, cache, **options)
 
@@ -75,20 +74,12 @@ def _pair_values(
     cache: RequestStore | None = None,
     *,
     batch_size: int = 32,
-    num_workers: int | None = None,
-    on_error: OnError = "raise",
-    labels: Mapping[str, str] | None = None,
-    exif_transpose: bool | None = None,
-    profiles: Profiles = None,
-    progress: bool = False,
-    decoded: DecodedImages | None = None,
+    **options: Any,
 ) -> tuple[np.ndarray, PairScoreStats, list[str]]:
     stats = PairScoreStats(n_pairs=len(pairs))
     t0 = time.perf_counter()
-    scan = scan_for(
-        scorer, [img for img, _ in pairs], store, cache, on_error=on_error, labels=labels,
-        exif_transpose=exif_transpose, profiles=profiles, batch_size=batch_size,
-    )  # fmt: skip
+    reading = ImageReading(**options)
+    scan = reading.scan(scorer, [img for img, _ in pairs], store, cache, batch_size)
     stats.read_s = time.perf_counter() - t0
     skipped: dict[str, str] = dict(scan.skipped)
     pkey_of, pair_of = _pair_keys(pairs, scan)
@@ -105,18 +96,20 @@ def _pair_values(
         if pk not in scores:
             todo.setdefault(ikey, []).append((pk, text))
     if todo:
-        dec = start_decoding(scorer, list(todo), scan, store, decoded, batch_size, num_workers)
+        dec = reading.decode(scorer, list(todo), scan, store, batch_size)
         stats.n_images = len(dec.entries)
         stats.num_workers, stats.n_from_memory = dec.workers, dec.n_from_memory
         n_todo = sum(len(v) for v in todo.values())
-        bar = Progress("scoring pairs", n_todo, unit="pairs", enabled=progress, store=cache)
+        bar = Progress("scoring pairs", n_todo, unit="pairs", enabled=reading.progress, store=cache)
         with bar:
             t2, cache_before = time.perf_counter(), stats.cache_s
             for batch in dec.batches:
-                failed = dec.failures(batch, on_error=on_error, labels=labels, model=scorer.name)
+                failed = dec.failures(
+                    batch, on_error=reading.on_error, labels=reading.labels, model=scorer.name
+                )
                 skipped.update(failed)
                 bar.advance(sum(len(todo[dec.entries[s][0]]) for s, *_ in batch.errors))
-                keep_decoded(decoded, batch, dec.entries)
+                keep_decoded(reading.decoded, batch, dec.entries)
                 rows = [
                     (row, pk, text)
                     for row, slot in enumerate(batch.slots)

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
-from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -29,6 +28,7 @@ from lexsem.explore.runs_table import RunsTable
 from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, choices, counts, select
 from lexsem.explore.word_diff import marked, roles_against
 from lexsem.web_headers import SecurityHeaders
+from lexsem.web_templates import app_templates
 
 __all__ = ["EXPORT_KINDS", "MAX_SELECTED", "create_app"]
 
@@ -216,7 +216,7 @@ def create_app(
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
     app.add_middleware(SecurityHeaders, policy=lambda _scope: _CSP)
     here = resources.files("lexsem.explore")
-    templates = Jinja2Templates(directory=str(here / "templates"))
+    templates = app_templates(here / "templates")
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:

@@ -55,31 +55,39 @@ class ImageArchive:
     description: str = ""
 
 
+def _coco(split: str, md5: str, n_files: int, description: str) -> ImageArchive:
+    """The official zip of one COCO 2017 split (its images under ``<split>/`` in the zip)."""
+    return ImageArchive(
+        name=f"coco-{split}",
+        url=f"http://images.cocodataset.org/zips/{split}.zip",
+        folder=f"coco/{split}",
+        member_root=split,
+        md5=md5,
+        n_files=n_files,
+        description=description,
+    )
+
+
+# split -> (md5, files, description) of its zip
+_COCO_ZIPS = {
+    "val2017": (
+        "442b8da7639aecaf257c1dceb8ba8c80",
+        5000,
+        "COCO 2017 validation images (5,000 JPEGs, ~778 MiB zip)",
+    ),
+    "train2017": (
+        "cced6f7f71b7629ddf16f17bbcfab6b2",
+        118287,
+        "COCO 2017 train images (118,287 JPEGs, ~18 GiB zip)",
+    ),
+}
+
 #: The archives `download_archive` knows. The md5 values are those that dataset tools
 #: (torchvision-style loaders, mmdetection, R torch, ...) have checked the official zips
 #: against for years; cocodataset.org itself publishes no checksum, and no sha256 is pinned —
 #: the sha256 of each verified download is reported so that it can be recorded.
 IMAGE_ARCHIVES: dict[str, ImageArchive] = {
-    "coco-val2017": ImageArchive(
-        name="coco-val2017",
-        url="http://images.cocodataset.org/zips/val2017.zip",
-        folder="coco/val2017",
-        member_root="val2017",
-        md5="442b8da7639aecaf257c1dceb8ba8c80",
-        sha256=None,
-        n_files=5000,
-        description="COCO 2017 validation images (5,000 JPEGs, ~778 MiB zip)",
-    ),
-    "coco-train2017": ImageArchive(
-        name="coco-train2017",
-        url="http://images.cocodataset.org/zips/train2017.zip",
-        folder="coco/train2017",
-        member_root="train2017",
-        md5="cced6f7f71b7629ddf16f17bbcfab6b2",
-        sha256=None,
-        n_files=118287,
-        description="COCO 2017 train images (118,287 JPEGs, ~18 GiB zip)",
-    ),
+    f"coco-{split}": _coco(split, *zip_facts) for split, zip_facts in _COCO_ZIPS.items()
 }
 
 

@@ -185,7 +185,24 @@ def select_repo_files(files: list[str]) -> list[str]:
 
 # -- the resolved source -----------------------------------------------------------------------
 @dataclass(frozen=True)
-class ModelSource:
+class IdentifiedSource:
+    """A resolved source of model files whose identity (part of every fingerprint) is computed
+    once; a subclass says in `_identify` what identifies its files."""
+
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, init=False)
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies the model files (part of every fingerprint); computed once."""
+        if "identity" not in self._memo:
+            self._memo["identity"] = self._identify()
+        return dict(self._memo["identity"])
+
+    def _identify(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ModelSource(IdentifiedSource):
     """Where a model's files are and how it is identified.
 
     kind: `local` (a folder NAME), `hub` (a hub snapshot) or `packaged` (an installed offline
@@ -198,7 +215,6 @@ class ModelSource:
     repo_id: str | None = None
     revision: str | None = None
     commit: str | None = None
-    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, init=False)
 
     @property
     def by_weights(self) -> bool:
@@ -209,17 +225,12 @@ class ModelSource:
             and (self.kind == "packaged" or self.revision is None)
         )
 
-    def identity(self) -> dict[str, Any]:
-        """What identifies the model files (part of every fingerprint); computed once."""
-        if "identity" not in self._memo:
-            if self.kind == "local":
-                ident: dict[str, Any] = {"source": "local", "files": folder_digest(self.path)}
-            elif self.by_weights:
-                ident = {"source": "hub", "id": self.repo_id, "weights": weights_digest(self.path)}
-            else:
-                ident = {"source": "hub", "id": self.repo_id, "commit": self.commit}
-            self._memo["identity"] = ident
-        return dict(self._memo["identity"])
+    def _identify(self) -> dict[str, Any]:
+        if self.kind == "local":
+            return {"source": "local", "files": folder_digest(self.path)}
+        if self.by_weights:
+            return {"source": "hub", "id": self.repo_id, "weights": weights_digest(self.path)}
+        return {"source": "hub", "id": self.repo_id, "commit": self.commit}
 
     def describe(self) -> dict[str, Any]:
         """Run metadata: where the files are and what identifies them."""

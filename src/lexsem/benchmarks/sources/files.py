@@ -8,10 +8,24 @@ from pathlib import Path
 
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.items import Item
-from lexsem.download import resolve_source, sha256_file
+from lexsem.download import SourceFile, resolve_source, sha256_file
 
 # parse(path, subset name, *, strict) -> items
 Parser = Callable[..., list[Item]]
+
+
+def file_subset(
+    name: str, folder: str, url: str, file: str, sha256: str, items: int, paper_items: int | None
+) -> SubsetSpec:
+    """The subset `name` read from one pinned public file: `file` under `url`, kept as
+    ``<folder>/<file>`` (offline folder, cache), with `items` rows (`paper_items` in the
+    paper)."""
+    return SubsetSpec(
+        name,
+        SourceFile(f"{folder}/{file}", f"{url}/{file}", sha256),
+        expected_items=items,
+        paper_items=paper_items,
+    )
 
 
 def parse_keeping_complete(

@@ -366,30 +366,22 @@ class HFITMScorer(LazyModel):
         enc = self._tokenize(texts)
         pixels, pixel_mask = self._pixels(images)
         family = self.family.model_type
+        # the text and the pixels, as the FLAVA and ViLT models both take them
+        joint = {
+            "input_ids": enc["input_ids"],
+            "attention_mask": enc["attention_mask"],
+            "token_type_ids": enc.get("token_type_ids"),
+            "pixel_values": pixels,
+        }
         if family == "flava":
-            out = model.flava(
-                input_ids=enc["input_ids"],
-                attention_mask=enc["attention_mask"],
-                token_type_ids=enc.get("token_type_ids"),
-                pixel_values=pixels,
-                skip_multimodal_encoder=False,
-                return_dict=True,
-            )
+            out = model.flava(**joint, skip_multimodal_encoder=False, return_dict=True)
             return model.itm_head(out.multimodal_embeddings)
         if family == "vilt":
             if pixel_mask is None:
                 pixel_mask = torch.ones(
                     (pixels.shape[0], *pixels.shape[2:]), dtype=torch.long, device=pixels.device
                 )
-            out = model(
-                input_ids=enc["input_ids"],
-                attention_mask=enc["attention_mask"],
-                token_type_ids=enc.get("token_type_ids"),
-                pixel_values=pixels,
-                pixel_mask=pixel_mask,
-                return_dict=True,
-            )
-            return out.logits
+            return model(**joint, pixel_mask=pixel_mask, return_dict=True).logits
         unique, inverse = _consecutive_unique(pixels)
         image_embeds = model.vision_model(pixel_values=unique)[0].index_select(0, inverse)
         image_atts = torch.ones(

@@ -55,13 +55,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from lexsem.credentials import redact, redact_url
-from lexsem.errors import ModelError
 from lexsem.errors import RetryableError as Retryable
-from lexsem.models.backends.openai_http import bearer_headers, post_json
+from lexsem.models.backends.openai_http import OpenAIEndpoint
 from lexsem.models.chat import AnswerProb, ChatRequest, StopRun, Turn, chat_messages, data_url_part
 from lexsem.models.options import Option, choice, positive_int
-from lexsem.models.spec import ModelSpec, parse_model_spec
+from lexsem.models.spec import ModelSpec
 from lexsem.models.vqascore import VQA_OPTIONS, VQASettings
 
 __all__ = ["OpenAIChat", "prompt_answer_prob", "top_answer_probs"]
@@ -75,7 +73,7 @@ def _number(text: str) -> float:
     return float(text)
 
 
-class OpenAIChat:
+class OpenAIChat(OpenAIEndpoint):
     """A chat model asked a conversation (user turns with their images, assistant turns) per
     request (see the module doc)."""
 
@@ -94,23 +92,12 @@ class OpenAIChat:
     concurrency = 64  # the most requests at a time; `EvalConfig.concurrency` picks fewer
 
     def __init__(self, spec: ModelSpec | str, *, name: str | None = None, **_: Any) -> None:
-        parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-        if parsed.backend != BACKEND:
-            raise ModelError(
-                f"{redact(str(spec))!r} is not an openai: spec (openai:MODEL?base_url=URL&...)"
-            )
-        self.spec = parsed
-        self.model = parsed.name.strip()
-        self.name = redact(name if name is not None else str(spec)).strip()
-        self.max_tokens = int(parsed.get("max_tokens"))
-        self.temperature = float(parsed.get("temperature"))
-        self.timeout = float(parsed.get("timeout"))
-        self.top_logprobs = int(parsed.get("top_logprobs"))
-        self.logprobs_mode = str(parsed.get("logprobs"))
-        self.key_env = str(parsed.get("key_env"))
-        self.base_url = str(parsed.get("base_url")).rstrip("/")  # sent as given
-        self.endpoint = redact_url(self.base_url)  # shown and keyed: no credentials
-        self.vqascore = VQASettings.of(parsed)
+        super().__init__(spec, BACKEND, " (openai:MODEL?base_url=URL&...)", name)
+        self.max_tokens = int(self.spec.get("max_tokens"))
+        self.temperature = float(self.spec.get("temperature"))
+        self.top_logprobs = int(self.spec.get("top_logprobs"))
+        self.logprobs_mode = str(self.spec.get("logprobs"))
+        self.vqascore = VQASettings.of(self.spec)
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -178,15 +165,9 @@ class OpenAIChat:
             raws = [self.send(c, self.request_body(r))[1] for r in requests]
         return self.answer_probs(raws, answers)
 
-    def headers(self) -> dict[str, str]:
-        return bearer_headers(self.key_env)
-
     def send(self, client: Any, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """One request: (the answer's text, the raw response JSON)."""
-        resp = post_json(
-            client, self.base_url, "/chat/completions", body, headers=self.headers(),
-            timeout=self.timeout, name=self.name,
-        )  # fmt: skip
+        resp = self.post(client, "/chat/completions", body)
         try:
             raw = resp.json()
             text = raw["choices"][0]["message"]["content"]

@@ -1,6 +1,7 @@
 """One request to an OpenAI-compatible API, as the `openai:` chat and `openai-image:` image
 backends send it: the key read from an environment variable (never written anywhere), and the
-HTTP failures sorted into what the engine retries and what it does not.
+HTTP failures sorted into what the engine retries and what it does not. `OpenAIEndpoint` is
+what both backends share: their spec checked, the endpoint, key and time-out it names, `post`.
 
 - No connection at all (refused, unknown host) raises `ConnectionFailed` naming the endpoint
   without its credentials (`lexsem.credentials`): the engine stops when nothing has been
@@ -18,8 +19,9 @@ from typing import Any
 from lexsem.credentials import redact, redact_url
 from lexsem.errors import ConnectionFailed, ModelError
 from lexsem.errors import RetryableError as Retryable
+from lexsem.models.spec import ModelSpec, parse_model_spec
 
-__all__ = ["bearer_headers", "post_json"]
+__all__ = ["OpenAIEndpoint", "bearer_headers", "post_json"]
 
 
 def bearer_headers(key_env: str) -> dict[str, str]:
@@ -53,3 +55,32 @@ def post_json(
             + redact(resp.text[:300])
         )
     return resp
+
+
+class OpenAIEndpoint:
+    """A model behind an OpenAI-compatible API: its spec (of the backend `backend`; `usage`
+    follows the error for another), the model's name on the server, the run's `name` for it
+    without credentials, `base_url` (sent as given) and `endpoint` (without credentials: shown
+    and keyed), the key's environment variable `key_env` and the `timeout` of a request."""
+
+    def __init__(self, spec: ModelSpec | str, backend: str, usage: str, name: str | None) -> None:
+        parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
+        if parsed.backend != backend:
+            raise ModelError(f"{redact(str(spec))!r} is not an {backend}: spec{usage}")
+        self.spec = parsed
+        self.model = parsed.name.strip()
+        self.name = redact(name if name is not None else str(spec)).strip()
+        self.key_env = str(parsed.get("key_env"))
+        self.timeout = float(parsed.get("timeout"))
+        self.base_url = str(parsed.get("base_url")).rstrip("/")  # sent as given
+        self.endpoint = redact_url(self.base_url)  # shown and keyed: no credentials
+
+    def headers(self) -> dict[str, str]:
+        return bearer_headers(self.key_env)
+
+    def post(self, client: Any, path: str, body: dict[str, Any]) -> Any:
+        """POST `body` to the endpoint's `path` (`post_json`)."""
+        return post_json(
+            client, self.base_url, path, body, headers=self.headers(), timeout=self.timeout,
+            name=self.name,
+        )  # fmt: skip

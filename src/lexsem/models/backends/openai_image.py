@@ -27,13 +27,11 @@ import io
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from lexsem.credentials import redact, redact_url
-from lexsem.errors import ModelError
 from lexsem.errors import RetryableError as Retryable
-from lexsem.models.backends.openai_http import bearer_headers, post_json
+from lexsem.models.backends.openai_http import OpenAIEndpoint
 from lexsem.models.image_gen import ImageRequest, png_bytes
 from lexsem.models.options import Option, choice, flag
-from lexsem.models.spec import ModelSpec, parse_model_spec
+from lexsem.models.spec import ModelSpec
 
 __all__ = ["OpenAIImage"]
 
@@ -45,7 +43,7 @@ def _number(text: str) -> float:
     return float(text)
 
 
-class OpenAIImage:
+class OpenAIImage(OpenAIEndpoint):
     """An image generator behind an OpenAI-compatible images API (see the module doc)."""
 
     backend: ClassVar[str] = BACKEND
@@ -63,20 +61,11 @@ class OpenAIImage:
     concurrency = 8
 
     def __init__(self, spec: ModelSpec | str, *, name: str | None = None, **_: Any) -> None:
-        parsed = parse_model_spec(spec) if isinstance(spec, str) else spec
-        if parsed.backend != BACKEND:
-            raise ModelError(f"{redact(str(spec))!r} is not an {BACKEND}: spec")
-        self.spec = parsed
-        self.model = parsed.name.strip()
-        self.name = redact(name if name is not None else str(spec)).strip()
-        self.key_env = str(parsed.get("key_env"))
-        self.timeout = float(parsed.get("timeout"))
-        self.size = parsed.get("size")
-        self.quality = parsed.get("quality")
-        self.response_format = str(parsed.get("response_format"))
-        self.send_seed = bool(parsed.get("send_seed"))
-        self.base_url = str(parsed.get("base_url")).rstrip("/")  # sent as given
-        self.endpoint = redact_url(self.base_url)  # shown and keyed: no credentials
+        super().__init__(spec, BACKEND, "", name)
+        self.size = self.spec.get("size")
+        self.quality = self.spec.get("quality")
+        self.response_format = str(self.spec.get("response_format"))
+        self.send_seed = bool(self.spec.get("send_seed"))
 
     @property
     def fingerprint(self) -> dict[str, Any]:
@@ -107,17 +96,11 @@ class OpenAIImage:
         body[KEYED] = {"index": request.index, "seed": request.seed, "size": request.size}
         return body
 
-    def headers(self) -> dict[str, str]:
-        return bearer_headers(self.key_env)
-
     def send(self, client: Any, body: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
         """One request: (the image as PNG bytes, the response without the image)."""
         sent = {k: v for k, v in body.items() if k != KEYED}
         size = (body.get(KEYED) or {}).get("size")
-        resp = post_json(
-            client, self.base_url, "/images/generations", sent, headers=self.headers(),
-            timeout=self.timeout, name=self.name,
-        )  # fmt: skip
+        resp = self.post(client, "/images/generations", sent)
         try:
             raw = resp.json()
             first = raw["data"][0]

@@ -27,17 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.errors import ModelError
-from lexsem.models.vlm.image_token_processor import (
-    Conversation,
-    ImageTokenProcessor,
-    ImageTokenTokenizer,
-)
+from lexsem.models.vlm.image_token_processor import VICUNA_V1_SYSTEM, Conversation
 from lexsem.models.vlm.original_format import (
+    checkpoint_processor,
     companion,
     read_config,
     read_state_dict,
     strict_load,
-    tower_image_processor,
     tower_source,
     tower_tokens,
 )
@@ -45,12 +41,8 @@ from lexsem.models.vlm.original_format import (
 __all__ = ["CONVERSATION", "MODEL_TYPE", "load_clip_t5", "tokenizer_folder"]
 
 MODEL_TYPE = "clip_t5"
-SYSTEM = (
-    "A chat between a curious user and an artificial intelligence assistant. The assistant "
-    "gives helpful, detailed, and polite answers to the user's questions."
-)
-# t2v_metrics `format_question(..., 't5_chat')`: SYSTEM + " USER: <image>\n" + q + " ASSISTANT: "
-CONVERSATION = Conversation(system=SYSTEM, generation="ASSISTANT: ")
+# t2v_metrics `format_question(..., 't5_chat')`: system + " USER: <image>\n" + q + " ASSISTANT: "
+CONVERSATION = Conversation(system=VICUNA_V1_SYSTEM, generation="ASSISTANT: ")
 TOKENIZER = "google/flan-t5-xxl"
 _TOKENIZER_FILES = ("tokenizer.json", "spiece.model", "tokenizer_config.json")
 
@@ -209,8 +201,4 @@ def load_clip_t5(folder: Path, dtype: Any, offline: bool | None) -> tuple[Any, A
     if not tokenizer_folder(folder):
         tok_path = companion(TOKENIZER, "tokenizer", folder, offline).path
     tok = AutoTokenizer.from_pretrained(str(tok_path), config=t5_config, local_files_only=True)
-    processor = ImageTokenProcessor(
-        ImageTokenTokenizer(tok, placeholder),
-        tower_image_processor(tower), n_tokens, CONVERSATION,
-    )  # fmt: skip
-    return model, processor
+    return model, checkpoint_processor(tok, placeholder, tower, n_tokens, CONVERSATION)

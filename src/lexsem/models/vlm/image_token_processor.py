@@ -30,9 +30,20 @@ from typing import Any
 
 from lexsem.errors import ModelError
 
-__all__ = ["Conversation", "ImageTokenProcessor", "ImageTokenTokenizer", "expand2square"]
+__all__ = [
+    "VICUNA_V1_SYSTEM",
+    "Conversation",
+    "ImageTokenProcessor",
+    "ImageTokenTokenizer",
+    "expand2square",
+]
 
 IMAGE = "<image>"
+# the system message of the code base's `conv_vicuna_v1` conversation template
+VICUNA_V1_SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. The assistant "
+    "gives helpful, detailed, and polite answers to the user's questions."
+)
 
 
 def expand2square(image: Any, fill: tuple[int, ...]) -> Any:

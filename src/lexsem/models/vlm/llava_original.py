@@ -33,16 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.errors import ModelError
-from lexsem.models.vlm.image_token_processor import (
-    Conversation,
-    ImageTokenProcessor,
-    ImageTokenTokenizer,
-)
+from lexsem.models.vlm.image_token_processor import VICUNA_V1_SYSTEM, Conversation
 from lexsem.models.vlm.original_format import (
+    checkpoint_processor,
     read_config,
     read_state_dict,
     strict_load,
-    tower_image_processor,
     tower_source,
     tower_tokens,
 )
@@ -50,11 +46,7 @@ from lexsem.models.vlm.original_format import (
 __all__ = ["CONVERSATION", "MODEL_TYPES", "load_llava_original", "rename"]
 
 MODEL_TYPES = ("llava", "share4v", "llava_llama")
-SYSTEM = (
-    "A chat between a curious user and an artificial intelligence assistant. The assistant "
-    "gives helpful, detailed, and polite answers to the user's questions."
-)
-CONVERSATION = Conversation(system=SYSTEM)  # LLaVA's conv_vicuna_v1
+CONVERSATION = Conversation(system=VICUNA_V1_SYSTEM)  # LLaVA's conv_vicuna_v1
 
 _RENAMES = (
     ("model.mm_projector.0.", "model.multi_modal_projector.linear_1."),
@@ -146,8 +138,4 @@ def load_llava_original(folder: Path, dtype: Any, offline: bool | None) -> tuple
     tok = AutoTokenizer.from_pretrained(str(folder), config=text_config, local_files_only=True)
     if tok.unk_token is not None:  # the reference's pad token
         tok.pad_token = tok.unk_token
-    processor = ImageTokenProcessor(
-        ImageTokenTokenizer(tok, vocab),
-        tower_image_processor(tower), n_tokens, CONVERSATION,
-    )  # fmt: skip
-    return model, processor
+    return model, checkpoint_processor(tok, vocab, tower, n_tokens, CONVERSATION)

@@ -14,8 +14,14 @@ from typing import Any
 
 from lexsem.errors import ModelError
 from lexsem.models.source import ModelSource, resolve_source, weight_files
+from lexsem.models.vlm.image_token_processor import (
+    Conversation,
+    ImageTokenProcessor,
+    ImageTokenTokenizer,
+)
 
 __all__ = [
+    "checkpoint_processor",
     "companion",
     "read_config",
     "read_state_dict",
@@ -83,6 +89,17 @@ def tower_image_processor(tower: Path) -> Any:
         return AutoImageProcessor.from_pretrained(str(tower), local_files_only=True, **kwargs)
     except (OSError, ValueError) as exc:
         raise ModelError(f"the vision tower {tower} has no image processor: {exc}") from exc
+
+
+def checkpoint_processor(
+    tokenizer: Any, placeholder: int, tower: Path, n_tokens: int, conversation: Conversation
+) -> ImageTokenProcessor:
+    """The processor of a checkpoint: its tokenizer with the image placeholder id
+    `placeholder`, the vision tower's image processor, `n_tokens` features per image."""
+    return ImageTokenProcessor(
+        ImageTokenTokenizer(tokenizer, placeholder),
+        tower_image_processor(tower), n_tokens, conversation,
+    )  # fmt: skip
 
 
 def read_state_dict(folder: Path) -> dict[str, Any]:

@@ -38,15 +38,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from lexsem.models.vlm.image_token_processor import VICUNA_V1_SYSTEM
+
 __all__ = ["RECIPES", "RECIPES_VERSION", "Recipe", "recipe_for"]
 
 # in every `score=vqa` fingerprint: a change of any recipe changes this
 RECIPES_VERSION = "t2v_metrics-3.0/1"
 
-SYSTEM_MSG = (
-    "A chat between a curious user and an artificial intelligence assistant. The assistant "
-    "gives helpful, detailed, and polite answers to the user's questions."
-)  # t2v_metrics/constants.py SYSTEM_MSG (LLaVA's `conv_vicuna_v1` system message)
+SYSTEM_MSG = VICUNA_V1_SYSTEM  # t2v_metrics/constants.py SYSTEM_MSG
 FIGURE_QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
 IMAGE_QUESTION = 'Does this image show "{text}"?'
 IMAGE_QUESTION_YN = 'Does this image show "{text}"? Answer the question with Yes or No'

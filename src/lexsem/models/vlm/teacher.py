@@ -19,7 +19,8 @@ model sees them (the blind VGPTScore's noise in the model's input space).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lexsem.errors import ModelError
@@ -77,10 +78,9 @@ def continuation_logprobs(
     arrays) after the prompt with `image` (see the module doc)."""
     if not rows:
         return []
-    if layout.kind == "prefix_lm":
-        return _prefix_lm(model, processor, image, rows, device, transform)
-    if layout.kind == "seq2seq":
-        return _seq2seq(model, processor, image, rows, device, transform)
+    by_kind = _ONE_PASS.get(layout.kind)
+    if by_kind is not None:
+        return by_kind(_Batch(model, processor, image, rows, device, transform))
     texts, prompts, reads = plan_sequences(processor.tokenizer, layout, rows)
     if reuse:
         shared = prefix.shared_prefix_logits(
@@ -92,27 +92,41 @@ def continuation_logprobs(
     return read_out(*full, reads)
 
 
-def _prefix_lm(
-    model: Any,
-    processor: Any,
-    image: Any,
-    rows: Sequence[tuple[str, str]],
-    device: Any,
-    transform: InputTransform | None = None,
-) -> list[Any]:
+@dataclass(frozen=True)
+class _Batch:
+    """The rows of one image, as a layout that reads them in one forward pass gets them."""
+
+    model: Any
+    processor: Any
+    image: Any
+    rows: Sequence[tuple[str, str]]
+    device: Any
+    transform: InputTransform | None
+
+    def encode(self, **extra: Any) -> Any:
+        """The processor's batch of the rows' prompts, each with the image."""
+        return self.processor(
+            text=[p for p, _ in self.rows], images=[self.image] * len(self.rows),
+            return_tensors="pt", padding=True, **extra,
+        )  # fmt: skip
+
+    def forward(self, enc: Any, **extra: Any) -> tuple[Any, Any]:
+        """(the model's inputs from `enc`, the logits the model gives them)."""
+        import torch
+
+        inputs = model_inputs(enc, self.model, self.device, self.transform)
+        with torch.inference_mode():
+            return inputs, self.model(**inputs, **extra).logits
+
+
+def _prefix_lm(batch: _Batch) -> list[Any]:
     """PaliGemma: the continuation is the processor's `suffix` (token type 1, causal); the end
     token the processor appends to a suffix is not part of it."""
-    import torch
-
-    prompts, conts = [p for p, _ in rows], [c for _, c in rows]
-    enc = processor(
-        text=prompts, images=[image] * len(rows), suffix=conts, return_tensors="pt", padding=True
-    )
+    conts = [c for _, c in batch.rows]
+    enc = batch.encode(suffix=conts)
     enc.pop("labels", None)
-    inputs = model_inputs(enc, model, device, transform)
-    with torch.inference_mode():
-        logits = model(**inputs).logits
-    tok = processor.tokenizer
+    inputs, logits = batch.forward(enc)
+    tok = batch.processor.tokenizer
     reads, ends = [], []
     for i, cont in enumerate(conts):
         ids = tok(cont, add_special_tokens=False)["input_ids"]
@@ -125,33 +139,27 @@ def _prefix_lm(
     return read_out(logits, ends, inputs["input_ids"], reads)
 
 
-def _seq2seq(
-    model: Any,
-    processor: Any,
-    image: Any,
-    rows: Sequence[tuple[str, str]],
-    device: Any,
-    transform: InputTransform | None = None,
-) -> list[Any]:
+def _seq2seq(batch: _Batch) -> list[Any]:
     """Encoder-decoder LMs: the prompt is the encoder's input, the continuation's own tokens
     (no end-of-sequence token) the decoder's labels."""
     import torch
 
-    prompts, conts = [p for p, _ in rows], [c for _, c in rows]
-    enc = processor(text=prompts, images=[image] * len(rows), return_tensors="pt", padding=True)
-    tok = processor.tokenizer
-    ids = [list(tok(c, add_special_tokens=False)["input_ids"]) for c in conts]
+    enc = batch.encode()
+    tok = batch.processor.tokenizer
+    ids = [list(tok(c, add_special_tokens=False)["input_ids"]) for _, c in batch.rows]
     if any(not x for x in ids):
         raise ModelError("a continuation has no tokens of its own")
     width = max(len(x) for x in ids)
     labels = torch.full((len(ids), width), -100, dtype=torch.long)
     for i, x in enumerate(ids):
         labels[i, : len(x)] = torch.as_tensor(x)
-    inputs = model_inputs(enc, model, device, transform)
-    with torch.inference_mode():
-        logits = model(**inputs, labels=labels.to(device)).logits
+    _, logits = batch.forward(enc, labels=labels.to(batch.device))
     out = []
     for i, x in enumerate(ids):
         logp = torch.log_softmax(logits[i, : len(x)].to(torch.float64), dim=-1)
         out.append(logp[torch.arange(len(x)), torch.as_tensor(x)].cpu().numpy())
     return out
+
+
+# the layouts whose rows are read in one forward pass of the model
+_ONE_PASS: dict[str, Callable[[_Batch], list[Any]]] = {"prefix_lm": _prefix_lm, "seq2seq": _seq2seq}

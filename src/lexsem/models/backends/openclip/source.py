@@ -21,11 +21,11 @@ from lexsem.models.backends.openclip.custom_arch import register_custom_arch
 from lexsem.models.backends.openclip.facts import OpenClipFacts, read_memo
 from lexsem.models.backends.openclip.pretrained import openclip_facts
 from lexsem.models.backends.openclip.spec import OpenClipSpec
-from lexsem.models.source import file_digest
+from lexsem.models.source import IdentifiedSource, file_digest
 
 
 @dataclass(frozen=True)
-class OpenClipSource:
+class OpenClipSource(IdentifiedSource):
     """Where an open_clip model's weights come from and what identifies them.
 
     kind: `openclip-tag` (a registry tag; `entry` is its registry entry) or `local` (`path` is
@@ -38,22 +38,17 @@ class OpenClipSource:
     path: Path | None = None
     entry: dict[str, Any] = field(default_factory=dict, compare=False)
     facts: OpenClipFacts | None = field(default=None, compare=False, repr=False)
-    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, init=False)
 
-    def identity(self) -> dict[str, Any]:
-        if "identity" not in self._memo:
-            if self.kind == "local":
-                assert self.path is not None
-                ident: dict[str, Any] = {"source": "local", "file": file_digest(self.path)}
-            else:
-                ident = {
-                    "source": "openclip",
-                    "tag": self.tag,
-                    "hf_hub": self.entry.get("hf_hub") or None,
-                    "url": self.entry.get("url") or None,
-                }
-            self._memo["identity"] = ident
-        return dict(self._memo["identity"])
+    def _identify(self) -> dict[str, Any]:
+        if self.kind == "local":
+            assert self.path is not None
+            return {"source": "local", "file": file_digest(self.path)}
+        return {
+            "source": "openclip",
+            "tag": self.tag,
+            "hf_hub": self.entry.get("hf_hub") or None,
+            "url": self.entry.get("url") or None,
+        }
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,25 @@
+"""The Jinja templates of every lexsem web app (the study server, `lexsem explore`): the app's
+own templates folder, then the shared one (``lexsem/templates``: ``page.html``, the page that
+each app's ``base.html`` extends: the head every page has, a `title`, a `stylesheet` and a
+`body` block)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from fastapi.templating import Jinja2Templates
+
+__all__ = ["app_templates"]
+
+
+def app_templates(folder: Path | Traversable) -> Jinja2Templates:
+    """The templates of an app whose own are in `folder`; a name is looked up there first, then
+    in the shared folder."""
+    from fastapi.templating import Jinja2Templates
+
+    shared = resources.files("lexsem") / "templates"
+    return Jinja2Templates(directory=[str(folder), str(shared)])
