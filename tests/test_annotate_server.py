@@ -1,9 +1,8 @@
 """The study server as a real process (`lexsem annotate serve` under uvicorn, 127.0.0.1): killed
 with SIGKILL mid-study and restarted, it has lost no answer and serves each annotator the same
 unanswered unit, never giving an item to more annotators than the overlap; and a small load
-test (the full one is `bench/annotate_bench.py` in `make bench`): concurrent annotators (each with
-a `KeptAliveClient`, as the benchmark's), every
-answer recorded exactly once."""
+test (the full one is `bench/annotate_bench.py` in `make bench`): concurrent annotators, each
+on a `KeptAliveClient` as the benchmark's are, every answer recorded exactly once."""
 
 from __future__ import annotations
 
