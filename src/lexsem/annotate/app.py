@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+import jinja2
 from fastapi import FastAPI, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
@@ -212,7 +213,7 @@ def create_app(
     site = _Site(
         _Study(Path(study), reservation_minutes),
         limits,
-        Jinja2Templates(directory=str(HERE / "templates")),
+        Jinja2Templates(env=_templates()),
     )
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
     app.state.limits = limits
@@ -223,6 +224,14 @@ def create_app(
     _add_annotator_routes(app, site)
     _add_admin_routes(app, site)
     return app
+
+
+def _templates() -> jinja2.Environment:
+    """The pages' templates (autoescaped), each compiled once: the files are the package's and
+    do not change while the server runs."""
+    loader = jinja2.FileSystemLoader(HERE / "templates")
+    return jinja2.Environment(loader=loader, autoescape=jinja2.select_autoescape(),
+                              auto_reload=False)  # fmt: skip
 
 
 #: Requests served at once, each in a worker thread (more wait their turn, in order): a few
