@@ -2,7 +2,8 @@
 start reserves the items, records the start and serves the first question in one write
 transaction; an answer serves the next question in its own, so the page the browser is sent
 to reads without writing; a `write` inside another is part of it; and the study's units are
-read once per study, never another study's at the same path."""
+read once per study, never another study's at the same path; a participant's request is served on
+the event loop, an admin page in a worker thread."""
 
 from __future__ import annotations
 
@@ -123,3 +124,28 @@ def test_units_of_another_study_at_the_same_path_are_read_anew(tmp_path: Path) -
     con = store.connect(a.path)
     assert [u.payload for u in store.units(con)] == _payloads(b.path)
     con.close()
+
+
+def test_participants_routes_run_on_the_event_loop_and_admin_routes_in_threads(
+    study: MadeStudy,
+) -> None:
+    """A participant's request is a few statements and a page: served on the event loop, with
+    no hop to a worker thread and back; the admin pages (which read every answer) run in
+    worker threads so that they do not hold participants up."""
+    import inspect
+
+    from fastapi.routing import APIRoute
+
+    routes = [r for r in create_app(study.path).routes if isinstance(r, APIRoute)]
+    on_loop = {r.path for r in routes if inspect.iscoroutinefunction(r.endpoint)}
+    in_threads = {r.path for r in routes} - on_loop
+    assert {
+        "/join/{token}",
+        "/a/{token}",
+        "/a/{token}/consent",
+        "/a/{token}/start",
+        "/a/{token}/answer",
+        "/a/{token}/feedback/{page}",
+        "/a/{token}/img/{name}",
+    } <= on_loop
+    assert in_threads and all(p.startswith("/admin/") for p in in_threads)  # fmt: skip

@@ -305,6 +305,19 @@ def test_security_headers(study: MadeStudy) -> None:
     assert res.headers["x-frame-options"] == "DENY"
 
 
+def test_study_text_is_escaped_in_pages(tmp_path: Path) -> None:
+    """The study's name and consent text are the researcher's, shown as text: markup in them
+    is escaped, never run."""
+    (tmp_path / "consent.txt").write_text("I agree <script>alert(1)</script>")
+    made = make_study(tmp_path, "-b", "synthetic", "--sample", "2", "-k", "tot", "-n", "1",
+                      "--name", "<img src=x onerror=alert(2)>",
+                      "--consent", str(tmp_path / "consent.txt"))  # fmt: skip
+    html = client(made).get(made.annotators["a0001"]).text
+    assert "I agree &lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(2)&gt;" in html
+    assert "<script>alert" not in html and "<img src=x" not in html
+
+
 def test_answer_must_be_offered(study: MadeStudy) -> None:
     c = client(study)
     link = study.annotators["a0001"]

@@ -1,8 +1,8 @@
 """The study server as a real process (`lexsem annotate serve` under uvicorn, 127.0.0.1): killed
 with SIGKILL mid-study and restarted, it has lost no answer and serves each annotator the same
 unanswered unit, never giving an item to more annotators than the overlap; and a small load
-test (the full one is `bench/annotate_bench.py` in `make bench`): concurrent annotators, every
-answer recorded exactly once."""
+test (the full one is `bench/annotate_bench.py` in `make bench`): concurrent annotators, each
+on a `KeptAliveClient` as the benchmark's are, every answer recorded exactly once."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import httpx
 from builders.annotate_studies import make_study, need_annotate_extra
 from lexsem.annotate.answers import answers_table
 from lexsem.annotate.local_server import LocalServer
-from lexsem.annotate.simulate import ScriptedAnnotator, parse_page
+from lexsem.annotate.simulate import KeptAliveClient, ScriptedAnnotator, parse_page
 from lexsem.annotate.store import connect
 
 need_annotate_extra()
@@ -59,7 +59,7 @@ def test_concurrent_annotators_lose_and_duplicate_nothing(tmp_path: Path) -> Non
 
         def work(i: int, link: str) -> None:
             try:
-                with httpx.Client(base_url=srv.url, timeout=30) as c:
+                with KeptAliveClient(srv.url, timeout=30) as c:
                     bot = ScriptedAnnotator(c, link, seed=i)
                     assert bot.run(max_steps=50, deadline=deadline)
                     done.append(bot)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +36,9 @@ def test_a_port_in_use_is_one_error_naming_it() -> None:
             listening("127.0.0.1", port)
 
 
-def test_slow_header_connections_are_closed_and_others_served(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import httpx
+@contextmanager
+def _serving(monkeypatch: pytest.MonkeyPatch, **kw: Any) -> Iterator[tuple[Any, int]]:
+    """`_hello` served by `serve` in a thread: (the uvicorn server, its port)."""
     import uvicorn
 
     servers: list[uvicorn.Server] = []
@@ -50,25 +51,48 @@ def test_slow_header_connections_are_closed_and_others_served(
     monkeypatch.setattr(uvicorn, "Server", Recorded)
     sock = listening("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    thread = threading.Thread(target=serve, args=(_hello, sock), kwargs={"header_timeout": 0.5})
+    thread = threading.Thread(target=serve, args=(_hello, sock), kwargs=kw)
     thread.start()
     try:
         end = time.monotonic() + 30
         while not (servers and servers[0].started) and time.monotonic() < end:
             time.sleep(0.05)
+        assert servers and servers[0].started, "the server did not start"
+        yield servers[0], port
+    finally:
+        if servers:
+            servers[0].should_exit = True
+        thread.join(30)
+        sock.close()
+
+
+def test_slow_header_connections_are_closed_and_others_served(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import httpx
+
+    with _serving(monkeypatch, header_timeout=0.5) as (server, port):
         slow = socket.create_connection(("127.0.0.1", port))
         slow.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # and never the end of the headers
         assert httpx.get(f"http://127.0.0.1:{port}/").text == "hello"
         slow.settimeout(5.0)
         assert slow.recv(1024) == b""  # closed by the server
         slow.close()
-        cfg = servers[0].config
+        cfg = server.config
         assert cfg.limit_concurrency is not None and cfg.timeout_keep_alive <= 10
-    finally:
-        if servers:
-            servers[0].should_exit = True
-        thread.join(30)
-        sock.close()
+
+
+def test_connections_send_each_write_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nagle's algorithm is off on the server's side of every connection: a response's body,
+    written after its headers, would otherwise wait for the client's delayed acknowledgement."""
+    import httpx
+
+    with _serving(monkeypatch) as (server, port), httpx.Client() as client:
+        assert client.get(f"http://127.0.0.1:{port}/").text == "hello"  # kept alive
+        conns = list(server.server_state.connections)
+        assert len(conns) == 1
+        sock = conns[0].transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
 
 
 def test_annotate_serve_refuses_a_port_in_use_before_printing_its_address(

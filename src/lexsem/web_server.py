@@ -8,7 +8,9 @@ any address is printed, and uvicorn with limits on slow and numerous clients.
   `HEADER_TIMEOUT` seconds of opening (or of its previous response) is closed, so that
   connections dribbling their headers (a "slowloris") cannot pile up; an idle kept-alive
   connection is closed after `KEEP_ALIVE` seconds (uvicorn's `timeout_keep_alive`); at most
-  `MAX_CONNECTIONS` requests run at once (more are answered 503 by uvicorn).
+  `MAX_CONNECTIONS` requests run at once (more are answered 503 by uvicorn); every write is
+  sent at once (``TCP_NODELAY``), so a response's body does not wait for the client's
+  acknowledgement of its headers.
 """
 
 from __future__ import annotations
@@ -48,13 +50,25 @@ def listening(host: str, port: int) -> socket.socket:
         ) from None
 
 
+def _no_delay(transport: asyncio.BaseTransport) -> None:
+    """Turn off Nagle's algorithm on a TCP connection. asyncio does so only for sockets made
+    with ``IPPROTO_TCP`` as their protocol number, and `listening`'s (`socket.create_server`)
+    and the connections it accepts have 0; with Nagle on, a response's body (a write after its
+    headers) waits for the client's delayed acknowledgement, about 40 ms on Linux."""
+    sock = transport.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 def _header_deadline(seconds: float) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol, closing a connection whose next request's headers have not
-    all arrived `seconds` after it opened or after its previous response."""
+    all arrived `seconds` after it opened or after its previous response, and sending each
+    write at once (`_no_delay`)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class DeadlineProtocol(H11Protocol):
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            _no_delay(transport)
             super().connection_made(transport)
             self._arm()
 

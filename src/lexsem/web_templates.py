@@ -18,8 +18,11 @@ __all__ = ["app_templates"]
 
 def app_templates(folder: Path | Traversable) -> Jinja2Templates:
     """The templates of an app whose own are in `folder`; a name is looked up there first, then
-    in the shared folder."""
+    in the shared folder. Autoescaped, and each compiled once: the files are the package's and
+    do not change while the server runs."""
     from fastapi.templating import Jinja2Templates
 
     shared = resources.files("lexsem") / "templates"
-    return Jinja2Templates(directory=[str(folder), str(shared)])
+    templates = Jinja2Templates(directory=[str(folder), str(shared)])
+    templates.env.auto_reload = False
+    return templates

@@ -25,6 +25,13 @@ security policy that allows only the page's own script and the server's own file
 Faults are pages: a number out of range is a 400, a study file that cannot take a write (a full
 disk, a read-only file, a lock held too long) a 503 page saying that nothing was saved; the
 study file is checked before the app is made (`lexsem.annotate.study_check`).
+
+Where requests run: the participants' routes (a personal link, the join link, the style sheet)
+on the server's event loop, each from its first statement to its response with nothing awaited
+in between, so they take turns and need no thread: each is a few SQLite statements and a page,
+and a hop to a worker thread and back (the interpreter's lock changing hands twice) cost more
+than that. The admin pages (progress over every answer, the exports) run in worker threads
+(`THREADS`), so that a long one does not hold the participants up.
 """
 
 from __future__ import annotations
@@ -226,9 +233,7 @@ def create_app(
     return app
 
 
-#: Requests served at once, each in a worker thread (more wait their turn, in order): a few
-#: threads keep a launch burst from thrashing the interpreter's lock (`make bench`'s burst
-#: of 50 on 2 loaded cores: p95 and maximum lower than with anyio's default of 40).
+#: Admin requests served at once, each in a worker thread (more wait their turn, in order).
 THREADS = 8
 
 
@@ -241,7 +246,7 @@ async def _threads(app: FastAPI) -> AsyncIterator[None]:
 def _policy(scope: Scope) -> str:
     """The content security policy of a request, with its page's script nonce (noted in
     ``request.state.nonce``); and the client's rate-limit key for the request (`_CLIENT`, which
-    the sync routes see in their worker thread: the context is copied there)."""
+    the routes see: a worker thread gets a copy of the context)."""
     nonce = secrets.token_urlsafe(16)
     scope.setdefault("state", {})["nonce"] = nonce
     client = scope.get("client")
@@ -288,15 +293,15 @@ def _add_site_routes(app: FastAPI) -> None:
     css = (HERE / "static" / "style.css").read_bytes()
 
     @app.get("/", response_class=HTMLResponse)
-    def root(request: Request) -> Response:
+    async def root(request: Request) -> Response:
         raise HTTPException(404, "open your personal link")
 
     @app.get("/static/style.css")
-    def style() -> Response:
+    async def style() -> Response:
         return Response(css, media_type="text/css", headers={"Cache-Control": "max-age=3600"})
 
     @app.get("/favicon.ico")
-    def favicon() -> Response:
+    async def favicon() -> Response:
         return Response(status_code=204)
 
 
@@ -306,7 +311,7 @@ def _add_join_routes(app: FastAPI, site: _Site) -> None:
     st = site.st
 
     @app.get("/join/{token}", response_class=HTMLResponse)
-    def join_page(request: Request, token: str) -> Response:
+    async def join_page(request: Request, token: str) -> Response:
         th = site.shared_link(token, "join")
         why = site.why_not(joining=True)
         if why is not None:
@@ -316,7 +321,7 @@ def _add_join_routes(app: FastAPI, site: _Site) -> None:
                          csrf=csrf_token(st.secret, th), action=f"/join/{token}")  # fmt: skip
 
     @app.post("/join/{token}")
-    def join(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
+    async def join(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
         th = site.shared_link(token, "join")
         site.check_csrf(th, csrf)
         why = site.why_not(joining=True)
@@ -347,7 +352,7 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
         return site.page(request, "done.html", code=None, reason=got.reason)
 
     @app.get("/a/{token}", response_class=HTMLResponse)
-    def current(request: Request, token: str) -> Response:
+    async def current(request: Request, token: str) -> Response:
         who = site.annotator(token)
         con = st.con()
         csrf = csrf_token(st.secret, who.token_hash)
@@ -376,7 +381,7 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
                          choices=_choices(unit))  # fmt: skip
 
     @app.post("/a/{token}/consent")
-    def consent(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
+    async def consent(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
         who = site.annotator(token)
         site.check_csrf(who.token_hash, csrf)
         why = None if who.reserved else site.why_not()
@@ -386,7 +391,7 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
         return RedirectResponse(f"/a/{token}", 303)
 
     @app.post("/a/{token}/start")
-    def start(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
+    async def start(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
         who = site.annotator(token)
         site.check_csrf(who.token_hash, csrf)
         if who.consented_at is None:
@@ -411,7 +416,7 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
     st = site.st
 
     @app.post("/a/{token}/answer")
-    def answer(
+    async def answer(
         token: str,
         page: str = Form(..., max_length=100),
         answer: str = Form(..., max_length=20),
@@ -437,7 +442,7 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
         return RedirectResponse(f"/a/{token}", 303)
 
     @app.get("/a/{token}/feedback/{page}", response_class=HTMLResponse)
-    def feedback(request: Request, token: str, page: str) -> Response:
+    async def feedback(request: Request, token: str, page: str) -> Response:
         who = site.annotator(token)
         unit = store.served_unit(st.con(), who.id, page)
         if unit is None or not unit.practice or unit.answer is None:
@@ -446,7 +451,7 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
                          question=QUESTIONS[unit.kind], choices=_choices(unit))  # fmt: skip
 
     @app.get("/a/{token}/img/{name}")
-    def image(token: str, name: str) -> Response:
+    async def image(token: str, name: str) -> Response:
         who = site.annotator(token)
         if not SHA_RE.fullmatch(name) or name not in _shown_images(st.con(), who.id):
             raise HTTPException(404, "no such image")

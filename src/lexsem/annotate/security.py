@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import ipaddress
@@ -55,9 +56,11 @@ def csrf_ok(secret: str, token_hash: str, given: str | None) -> bool:
     return given is not None and hmac.compare_digest(csrf_token(secret, token_hash), given)
 
 
+@functools.lru_cache(maxsize=4096)
 def client_key(host: str | None) -> str:
     """The rate-limit key of a client address: an IPv4 address, an IPv6 address's /64 network
-    (one host gets a whole /64), anything else as given."""
+    (one host gets a whole /64), anything else as given (the latest 4,096 addresses' keys kept:
+    every request asks)."""
     if not host:
         return "?"
     try:

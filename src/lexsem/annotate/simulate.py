@@ -1,19 +1,95 @@
 """A scripted annotator over HTTP: it follows a personal link through consent, instructions,
 practice and questions the way a browser would (reading the pages' forms, posting them with
 their CSRF token), answering with a given policy. The load benchmark
-(`bench/annotate_bench.py`) runs many at once; the tests use it to answer studies."""
+(`bench/annotate_bench.py`) runs many at once; the tests use it to answer studies.
+
+The annotator talks through any client with httpx's ``request(method, url, data=...,
+follow_redirects=...)`` (an ``httpx.Client``, FastAPI's test client) or through
+`KeptAliveClient`: one kept-alive connection, as a browser keeps, on the standard library's
+``http.client``, a fraction of httpx's processor time per request; many annotators in one
+process (the benchmark's 50 threads, beside the server on the same cores) measure the server,
+not their own client.
+"""
 
 from __future__ import annotations
 
+import http.client
 import random
 import re
+import select
 import time
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-import httpx
+__all__ = ["Client", "KeptAliveClient", "Page", "Reply", "ScriptedAnnotator", "parse_page"]
 
-__all__ = ["Page", "ScriptedAnnotator", "parse_page"]
+
+class Reply(Protocol):
+    """What the annotator reads of a response."""
+
+    @property
+    def status_code(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+class Client(Protocol):
+    """What the annotator sends requests through (an ``httpx.Client`` is one)."""
+
+    def request(self, method: str, url: str, **kw: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class _Response:
+    status_code: int
+    text: str
+    headers: Mapping[str, str]
+
+
+class KeptAliveClient:
+    """An HTTP client over one kept-alive connection to `base_url` (``http://host:port``):
+    ``request(method, path, data=FORM)`` sends a form (url-encoded) or nothing and reads the
+    whole response; redirects are returned, not followed. A connection the server closed
+    while idle is opened again before the request is sent (so a request is never sent twice);
+    a response that says ``Connection: close`` closes it."""
+
+    def __init__(self, base_url: str, timeout: float = 60.0) -> None:
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme != "http" or url.hostname is None:
+            raise ValueError(f"{base_url!r}: KeptAliveClient needs an http://host:port URL")
+        self._conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=timeout)
+
+    def request(
+        self, method: str, url: str, *, data: Mapping[str, str] | None = None,
+        follow_redirects: bool = False,
+    ) -> _Response:  # fmt: skip
+        if follow_redirects:
+            raise ValueError("KeptAliveClient does not follow redirects")
+        sock = self._conn.sock
+        if sock is not None and select.select([sock], [], [], 0)[0]:
+            self._conn.close()  # closed by the server (or it sent what was not asked for)
+        body, headers = None, {}
+        if data is not None:
+            body = urllib.parse.urlencode(data)
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+        self._conn.request(method, url, body=body, headers=headers)
+        res = self._conn.getresponse()
+        text = res.read().decode("utf-8", errors="replace")
+        return _Response(res.status, text, {k.lower(): v for k, v in res.getheaders()})
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> KeptAliveClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 _PAGE = re.compile(r'name="page" value="([^"]+)"')
@@ -63,7 +139,7 @@ def random_policy(page: Page, rng: random.Random) -> str:
 class ScriptedAnnotator:
     """Follows `link` (a path on `client`'s base URL) until done or `max_steps` requests."""
 
-    client: httpx.Client
+    client: Client
     link: str
     policy: Policy = random_policy
     seed: int = 0
@@ -71,9 +147,9 @@ class ScriptedAnnotator:
     answered: list[tuple[str, str]] = field(default_factory=list)  # (page token, value)
     code: str | None = None
 
-    def _timed(self, method: str, url: str, **kw: object) -> httpx.Response:
+    def _timed(self, method: str, url: str, **kw: Any) -> Reply:
         t0 = time.perf_counter()
-        res = self.client.request(method, url, **kw)  # type: ignore[arg-type]
+        res: Reply = self.client.request(method, url, **kw)
         self.latencies.append(time.perf_counter() - t0)
         if res.status_code >= 400:
             raise RuntimeError(f"{method} {url}: HTTP {res.status_code}")
