@@ -165,16 +165,19 @@ def test_packed_blocks_run_each_texts_own_tokens(open_clip_models: dict[str, Any
     _assert_same(packed.numpy(), _full_width(arch, open_clip_models, TEXTS[:5]))
 
 
-def test_a_vit_b_32_text_tower_packed_gives_open_clips_embeddings() -> None:
+@pytest.mark.parametrize("quick_gelu", [False, True])
+def test_a_vit_b_32_text_tower_packed_gives_open_clips_embeddings(quick_gelu: bool) -> None:
     """The packed run of a random text tower of ViT-B/32's size (12 blocks of width 512, 8
-    heads) against open_clip's own `encode_text` at the full context, on texts of many token
-    counts in one batch."""
+    heads; torch's GELU, run in place, or QuickGELU) against open_clip's own `encode_text` at
+    the full context, on texts of many token counts in one batch."""
     oc = require_module("open_clip")
     from open_clip.model import CustomTextCLIP
 
     text_cfg = oc.get_model_config("ViT-B-32")["text_cfg"]
     torch.manual_seed(0)
-    model = CustomTextCLIP(embed_dim=512, vision_cfg=VISION_CFG, text_cfg=text_cfg).eval()
+    model = CustomTextCLIP(
+        embed_dim=512, vision_cfg=VISION_CFG, text_cfg=text_cfg, quick_gelu=quick_gelu
+    ).eval()
     tower = causal_text_tower(model)
     assert tower is not None and tower.packed is not None
     texts = [*TEXTS, "a photo of a dog", "three red apples beside a green pear on a plate"]

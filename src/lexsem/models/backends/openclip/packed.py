@@ -4,11 +4,12 @@ A trimmed batch (`trim.py`) is as wide as its longest text, so its shorter texts
 through every linear layer. The linear layers, the layer norms, the activation and the residuals
 act on each token alone; only attention mixes tokens, and in a causal tower a token attends to
 those before it only. So `PackedBlocks` runs the per-token work on the texts' own tokens, packed
-into one matrix with no padding (one product per layer of as many rows as the batch has
-tokens), and the attention on the batch's padded layout, as
+into one matrix with no padding (one product per layer of as many rows as the batch has tokens;
+the residual adds and torch's GELU in place), and the attention on the batch's padded layout, as
 `F.scaled_dot_product_attention(..., is_causal=True)` on a (texts, heads, width, head width)
 view of the packed QKV product written into a zero-padded buffer. The last block runs its
-output projection and MLP on the pooled tokens only (the rows `encode_text` keeps).
+output projection and MLP on the pooled tokens only (the rows `encode_text` keeps). It is an
+inference path: it runs without autograd.
 
 Only open_clip's `ResidualAttentionBlock` with a plain self-attention `nn.MultiheadAttention`
 (one packed QKV projection; no key/value biases, no zero attention, no separate key/value layer
@@ -33,6 +34,12 @@ class PackedBlocks:
         input to the blocks, (texts, tokens, width), and text i's pooled token is at position
         `lengths[i] - 1` (the positions after it change nothing in a causal tower)."""
         import torch
+
+        with torch.no_grad():  # the residuals are added in place
+            return self._pooled(x, lengths)
+
+    def _pooled(self, x: Any, lengths: Any) -> Any:
+        import torch
         import torch.nn.functional as F
 
         n, width, dim = x.shape
@@ -55,9 +62,23 @@ class PackedBlocks:
                 x, a = x.index_select(0, _packed_last(lengths)), a.index_select(0, last)
             else:
                 a = a.index_select(0, rows)
-            x = x + block.ls_1(F.linear(a, attn.out_proj.weight, attn.out_proj.bias))
-            x = x + block.ls_2(block.mlp(block.ln_2(x)))
+            x.add_(block.ls_1(F.linear(a, attn.out_proj.weight, attn.out_proj.bias)))
+            x.add_(block.ls_2(_mlp(block.mlp, block.ln_2(x))))
         return x
+
+
+def _mlp(mlp: Any, x: Any) -> Any:
+    """open_clip's block MLP (`c_fc`, the activation, `c_proj`), torch's GELU in place."""
+    import torch
+
+    h = mlp.c_fc(x)
+    act = mlp.gelu
+    h = (
+        torch.ops.aten.gelu_(h, approximate=act.approximate)
+        if type(act) is torch.nn.GELU
+        else act(h)
+    )
+    return mlp.c_proj(h)
 
 
 def _packed_last(lengths: Any) -> Any:
@@ -82,6 +103,7 @@ def packed_blocks(transformer: Any) -> PackedBlocks | None:
             or attn.bias_k is not None
             or attn.bias_v is not None
             or attn.add_zero_attn
+            or [name for name, _ in block.mlp.named_children()] != ["c_fc", "gelu", "c_proj"]
         ):
             return None
     return PackedBlocks(blocks) if blocks else None
