@@ -165,8 +165,9 @@ def text_flops(encoder: Any, texts: list[str]) -> int:
     """FLOPs of `texts` through `encoder`'s text tower as the engine runs them: a causal tower
     (`OpenClipEncoder.trims_padding`) up to each text's end-of-text token, any other at its full
     context. Counted once per token count on one text of that count (a tower's FLOPs per text
-    depend on its width only); the engine's batches hold texts of one count or close to it, as
-    it sorts them by token count, so this is the work it does to within a few percent."""
+    depend on its width only). A packed tower (`packed.py`) runs each text's own tokens through
+    its linear layers, so this is the work it does but for attention over the batch's padded
+    width; a trimmed tower that is not packed runs each batch at its longest text."""
     encoder.encode(texts[:1])  # loads the weights: whether the tower is trimmed is known then
     lengths = encoder._token_lengths(texts) or [encoder.context_length] * len(texts)
     one: dict[int, str] = {}

@@ -8,7 +8,8 @@ Measures, in one process with torch's threads:
 - the towers of a random-weight open_clip ViT-B/32 (the model of `make bench-peer`), in fp32
   and, on a CPU with native bf16 (or with `--bf16`), in bf16: N generated images through
   `encode_images` (one batch) and N SugarCrepe captions through `encode` (the engine's text
-  path: texts by token count, each batch run only up to its longest text), each timed after a
+  path: texts by token count, each batch run only up to its longest text, its blocks on the
+  texts' own tokens), each timed after a
   warm-up; their FLOPs counted with torch's
   `FlopCounterMode` (one image; each caption at its own token count). Printed: GFLOP, seconds,
   GFLOP/s and the share of that dtype's floor, and bf16's speed-up over fp32 per tower;

@@ -46,6 +46,8 @@ ARCHS: dict[str, dict[str, Any]] = {
     "lexsem-trim-argmax": {"text_cfg": TEXT_CFG},
     # pooled at the first end-of-text id (as open_clip's towers with HF tokenizers)
     "lexsem-trim-eos": {"text_cfg": {**TEXT_CFG, "pool_type": "eos", "eos_id": 49407}},
+    # open_clip's custom blocks (their own attention): trimmed, not packed
+    "lexsem-trim-custom": {"text_cfg": {**TEXT_CFG, "block_type": "custom"}},
     # bidirectional, pooled at the last position (open_clip's SigLIP towers)
     "lexsem-trim-bidir": {
         "custom_text": True,
@@ -93,12 +95,13 @@ def _full_width(arch: str, models: dict[str, Any], texts: list[str]) -> np.ndarr
 
 
 def _shapes(enc: OpenClipEncoder, texts: list[str], batch_size: int) -> tuple[np.ndarray, list]:
-    """enc.encode(texts), and the (texts, tokens) shape of each batch the text transformer ran."""
+    """enc.encode(texts), and the (texts, tokens) shape of each batch the text tower ran (the
+    token ids it embedded)."""
     enc.encode(["load"])
     shapes: list[Any] = []
     model = enc._ensure_loaded()
-    blocks = model.transformer if hasattr(model, "transformer") else model.text.transformer
-    hook = blocks.register_forward_hook(lambda m, args, out: shapes.append(args[0].shape[:2]))
+    embed = getattr(model, "token_embedding", None) or model.text.token_embedding
+    hook = embed.register_forward_hook(lambda m, args, out: shapes.append(args[0].shape[:2]))
     try:
         got = enc.encode(texts, batch_size=batch_size)
     finally:
@@ -107,13 +110,16 @@ def _shapes(enc: OpenClipEncoder, texts: list[str], batch_size: int) -> tuple[np
 
 
 # -- open_clip ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("arch", ["lexsem-trim-argmax", "lexsem-trim-eos"])
+@pytest.mark.parametrize("arch", ["lexsem-trim-argmax", "lexsem-trim-eos", "lexsem-trim-custom"])
 def test_causal_open_clip_towers_trim_to_the_same_embeddings(
     arch: str, open_clip_models: dict[str, Any]
 ) -> None:
     enc = _encoder(arch, open_clip_models)
     got, shapes = _shapes(enc, TEXTS, batch_size=2)
     assert enc.trims_padding
+    # open_clip's plain blocks run packed (`packed.py`), its custom blocks as they are
+    assert enc._causal is not None
+    assert (enc._causal.packed is None) == (arch == "lexsem-trim-custom")
     want = _full_width(arch, open_clip_models, TEXTS)
     _assert_same(got, want)
     # by token count, each batch only as wide as its longest text and holding up to
@@ -126,6 +132,59 @@ def test_causal_open_clip_towers_trim_to_the_same_embeddings(
     # each text alone (its own width) gives its full-width embedding too
     for text, row in zip(TEXTS, want, strict=True):
         _assert_same(enc.encode([text])[0], row)
+
+
+def test_packed_blocks_run_each_texts_own_tokens(open_clip_models: dict[str, Any]) -> None:
+    """A trimmed batch's linear layers run on its texts' own tokens, no padding (the first
+    block's MLP sees as many rows as the batch has tokens), the last block's output projection
+    and MLP on the pooled tokens only; the embeddings are those of the padded run."""
+    from dataclasses import replace
+
+    arch = "lexsem-trim-argmax"
+    m = open_clip_models[arch]
+    tower = causal_text_tower(m.model)
+    assert tower is not None and tower.packed is not None
+    tokens = m.tokenizer(TEXTS[:5])
+    counts = ((tokens == 49407).int().argmax(1) + 1).tolist()
+    rows: list[int] = []
+    blocks = m.model.transformer.resblocks
+    hooks = [
+        b.mlp.c_fc.register_forward_hook(lambda mod, args, out: rows.append(args[0].shape[0]))
+        for b in (blocks[0], blocks[-1])
+    ]
+    try:
+        with torch.inference_mode():
+            packed = tower.encode(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert rows == [sum(counts), len(counts)] and sum(counts) < len(counts) * max(counts)
+    with torch.inference_mode():
+        padded = replace(tower, packed=None).encode(tokens)
+    _assert_same(packed.numpy(), padded.numpy())
+    _assert_same(packed.numpy(), _full_width(arch, open_clip_models, TEXTS[:5]))
+
+
+@pytest.mark.parametrize("quick_gelu", [False, True])
+def test_a_vit_b_32_text_tower_packed_gives_open_clips_embeddings(quick_gelu: bool) -> None:
+    """The packed run of a random text tower of ViT-B/32's size (12 blocks of width 512, 8
+    heads; torch's GELU, run in place, or QuickGELU) against open_clip's own `encode_text` at
+    the full context, on texts of many token counts in one batch."""
+    oc = require_module("open_clip")
+    from open_clip.model import CustomTextCLIP
+
+    text_cfg = oc.get_model_config("ViT-B-32")["text_cfg"]
+    torch.manual_seed(0)
+    model = CustomTextCLIP(
+        embed_dim=512, vision_cfg=VISION_CFG, text_cfg=text_cfg, quick_gelu=quick_gelu
+    ).eval()
+    tower = causal_text_tower(model)
+    assert tower is not None and tower.packed is not None
+    texts = [*TEXTS, "a photo of a dog", "three red apples beside a green pear on a plate"]
+    tokens = oc.get_tokenizer("ViT-B-32")(texts)
+    with torch.inference_mode():
+        got, want = tower.encode(tokens), model.encode_text(tokens)
+    _assert_same(got.numpy(), want.numpy())
 
 
 def test_the_engine_runs_the_trimmed_batches_of_one_call(

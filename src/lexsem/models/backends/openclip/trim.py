@@ -6,13 +6,17 @@ captions are about 15. When the text tower is causal and pooled at the end-of-te
 pooling, no CLS token or padding mask), the pooled embedding depends only on the tokens up to
 that token, so a batch can run only up to its last one: the same embeddings (to float32
 rounding) for a fraction of the work. Bidirectional towers (open_clip's SigLIP archs, HF text
-towers) and anything else are not `CausalTextTower`s.
+towers) and anything else are not `CausalTextTower`s. Where the tower's blocks are open_clip's
+plain residual attention blocks, a batch's linear layers run on its texts' own tokens only, with
+no padding at all (`packed.py`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from lexsem.models.backends.openclip.packed import PackedBlocks, packed_blocks
 
 
 @dataclass(frozen=True)
@@ -22,7 +26,8 @@ class CausalTextTower:
     position attends to itself and those before it), pooled at the end-of-text token (`argmax`:
     the highest id; `eos`: the first `eos_id`), no appended CLS token, no padding mask. Then
     the positions after the last pooled one change nothing, and `encode` runs a batch only up
-    to it: the embeddings of the full context, with the work of the batch's longest text."""
+    to it: the embeddings of the full context, with the work of the batch's longest text, or
+    of its texts' own tokens where the blocks run packed (`packed`: `packed.py`)."""
 
     token_embedding: Any
     positional_embedding: Any
@@ -32,6 +37,7 @@ class CausalTextTower:
     text_projection: Any
     pool_type: str
     eos_id: int | None
+    packed: PackedBlocks | None = None
 
     def pool_index(self, tokens: Any) -> Any:
         """The pooled position of each row of `tokens` (as open_clip's `text_global_pool`)."""
@@ -48,10 +54,13 @@ class CausalTextTower:
         cast = self.transformer.get_cast_dtype()
         x = self.token_embedding(tokens[:, :width]).to(cast)
         x = x + self.positional_embedding[:width].to(cast)
-        # the mask in the blocks' dtype once per batch (each block would cast it again)
-        x = self.transformer(x, attn_mask=self.attn_mask[:width, :width].to(cast))
-        x = self.ln_final(x)
-        x = x[torch.arange(x.shape[0], device=x.device), index]
+        if self.packed is not None:
+            x = self.packed.pooled(x, index + 1)
+        else:
+            # the mask in the blocks' dtype once per batch (each block would cast it again)
+            x = self.transformer(x, attn_mask=self.attn_mask[:width, :width].to(cast))
+            x = x[torch.arange(x.shape[0], device=x.device), index]
+        x = self.ln_final(x)  # of the pooled tokens only: it acts on each token alone
         proj = self.text_projection
         if proj is None:
             return x
@@ -105,6 +114,7 @@ def causal_text_tower(model: Any) -> CausalTextTower | None:
         text_projection=parts.text_projection,
         pool_type=pool,
         eos_id=eos,
+        packed=packed_blocks(parts.transformer),
     )
 
 
