@@ -216,6 +216,23 @@ def test_eval_and_train_share_device_and_the_evaluation_settings() -> None:
     assert e["device"].default is None and "default: auto" in (e["device"].help or "")
 
 
+def test_train_detector_settings_are_checked_by_its_config_naming_each_option(
+    tmp_path: Path,
+) -> None:
+    """Every wrong setting in one line, in the words every command's settings use (option,
+    value given, what is allowed), before the manifest is read or anything is written."""
+    args = ["train-detector", str(tmp_path / "m.jsonl"), "-o", str(tmp_path / "d"), "-m", "x:y"]
+    out = runner.invoke(app, [*args, "--lr", "0", "--seed", "-2"])
+    assert out.exit_code == 2, out.output
+    errors = [line for line in out.output.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        "error: invalid detector settings: --lr 0.0: must be greater than 0 (allowed: more than "
+        "0); --seed -2: must be greater than or equal to 0 (allowed: at least 0, at most "
+        "9223372036854775807)"
+    ], out.output
+    assert not list(tmp_path.iterdir())
+
+
 def test_bounds_are_said_in_the_help_and_checked_by_the_config() -> None:
     assert "(at least 1, at most 65536)" in (_params("eval")["batch_size"].help or "")
     assert "(at least 2)" in (_params("train")["batch_size"].help or "")
