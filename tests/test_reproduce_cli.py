@@ -234,3 +234,31 @@ def test_a_file_lexsem_did_not_write_is_replaced_only_with_force(
     # what lexsem wrote there is its own: a rerun needs no --force
     again = runner.invoke(app, args)
     assert again.exit_code == 1 and "was not written" not in again.output
+
+
+# -- settings refused before any work ----------------------------------------------------------
+def test_an_unknown_executor_is_refused_before_any_work(empty_hub: Path, tmp_path: Path) -> None:
+    out = runner.invoke(app, ["reproduce", "scpp_table2", "--row", "ALBEF", "-q",
+                              "--executor", "lcoal", "-o", str(tmp_path / "o")])  # fmt: skip
+    assert out.exit_code == 2, out.output
+    assert out.output.strip() == (
+        "error: unknown executor 'lcoal' (did you mean 'local'?); known: local, ray, shard"
+    )
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_data_folder_that_is_not_there_is_refused_before_any_work(
+    empty_hub: Path, tmp_path: Path, kind: str
+) -> None:
+    data = tmp_path / "nowhere"
+    if kind == "file":
+        data.write_text("not a folder\n")
+    out = runner.invoke(app, ["reproduce", "scpp_table2", "-q", "--data-dir", str(data),
+                              "-o", str(tmp_path / "o")])  # fmt: skip
+    assert out.exit_code == 2, out.output
+    what = "does not exist" if kind == "missing" else "is not a folder"
+    assert out.output.strip() == (
+        f"error: data folder {data} (--data-dir, $LEXSEM_DATA_DIR) {what}"
+    )
+    assert not (tmp_path / "o").exists()

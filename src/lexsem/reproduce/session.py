@@ -30,6 +30,7 @@ from lexsem.reproduce.published_vs_measured import Comparison, compare
 from lexsem.reproduce.render import CSV_FIELDS, to_csv_text, to_markdown_text
 from lexsem.results.run_folder import load_run
 from lexsem.results.schema import RunRecord
+from lexsem.sweep.executors.catalog import get_executor
 from lexsem.sweep.grid import Job, expand
 from lexsem.sweep.record import JobStatus, run_dir
 from lexsem.sweep.runner import run_sweep
@@ -153,10 +154,15 @@ def reproduce(
     whether the table counts as failed."""
     table = get_table(name)
     chosen = select_rows(table, rows)
+    get_executor(executor)  # an unknown executor is refused (did you mean) before any work
+    settings = dict(settings or {})
+    data_dir = settings.get("data_dir")
+    if data_dir is not None and not Path(data_dir).expanduser().is_dir():
+        what = "is not a folder" if Path(data_dir).expanduser().exists() else "does not exist"
+        raise LexsemError(f"data folder {data_dir} (--data-dir, $LEXSEM_DATA_DIR) {what}")
     out = Path(out)
     check_output_dir(out, kind=None, option="-o")
     check_comparison_files(out, force=force)
-    settings = dict(settings or {})
     is_offline = bool(settings.get("offline")) or offline()
     runnable, not_run = plan_rows(
         table, chosen, only_installed=only_installed, is_offline=is_offline, settings=settings
