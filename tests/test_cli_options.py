@@ -259,6 +259,28 @@ def test_every_size_and_seed_of_an_evaluation_is_bounded() -> None:
     assert out.exit_code == 2 and "--n-boot 100001: must be" in out.output, out.output
 
 
+def test_eval_settings_are_checked_naming_each_option(tmp_path: Path) -> None:
+    """`lexsem eval`'s wrong settings are said as every command says them: the option (not
+    the config's field), the value given and what is allowed, one line, nothing written."""
+    cases = {
+        ("--batch-size", "0"): "--batch-size 0: must be greater than or equal to 1 (allowed: "
+        "at least 1, at most 65536)",
+        ("--seed", "-1"): "--seed -1: must be greater than or equal to 0 (allowed: at least 0, "
+        "at most 4294967295)",
+        ("--num-workers", "-1"): "--num-workers -1: must be greater than or equal to 0",
+        ("--max-image-pixels", "-5"): "--max-image-pixels -5: must be greater than or equal to 1",
+        ("--name", ""): "--name '': String should have at least 1 character",
+    }
+    for (option, value), message in cases.items():
+        out = runner.invoke(app, ["eval", "-m", "minilm", "-b", "synthetic",
+                                  "-o", str(tmp_path / "o"), option, value])  # fmt: skip
+        assert out.exit_code == 2, (option, out.output)
+        errors = [line for line in out.output.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1, (option, out.output)
+        assert errors[0].startswith(f"error: invalid evaluation settings: {message}"), errors
+    assert not list(tmp_path.iterdir())
+
+
 def test_the_annotate_exceptions_agree_with_the_config() -> None:
     p = _params("annotate create")
     assert p["completion_code"].default is None and StudySettings.model_fields[

@@ -43,9 +43,9 @@ def _one_line_error(result: Any, *needles: str) -> None:
 @pytest.mark.parametrize(
     "option,needle",
     [
-        (["--batch-size", "0"], "batch_size: Input should be greater than or equal to 1"),
-        (["--n-boot", "-5"], "n_boot: Input should be greater than or equal to 0"),
-        (["--num-workers", "-1"], "num_workers: Input should be greater than or equal to 0"),
+        (["--batch-size", "0"], "--batch-size 0: must be greater than or equal to 1"),
+        (["--n-boot", "-5"], "--n-boot -5: must be greater than or equal to 0"),
+        (["--num-workers", "-1"], "--num-workers -1: must be greater than or equal to 0"),
     ],
 )
 def test_invalid_options_are_one_line_and_status_2_before_any_work(

@@ -15,6 +15,7 @@ from lexsem.cli.options import (
     ImageFolders,
     config_group,
     config_option,
+    from_options,
     quiet_option,
     with_groups,
 )
@@ -30,6 +31,9 @@ EvalSettings = config_group(
     "answer_rule", doc="How the model is run and the results are computed (EvalConfig's fields).",
     exif_transpose="--exif-transpose/--no-exif-transpose",
 )  # fmt: skip
+
+#: The options named otherwise than `--` and the field's name with dashes.
+OPTION_OF = {"benchmarks": "--benchmark", "tasks": "--task", "use_cache": "--no-cache"}
 
 
 @with_groups
@@ -57,7 +61,6 @@ def eval_cmd(
     keeps what was computed (the cache): the same command resumes."""
     from lexsem import paths
     from lexsem.cli.quiet import quiet_libraries
-    from lexsem.config import build_config
     from lexsem.evaluator import Evaluator
     from lexsem.outputs import check_output_dir, named_paths
 
@@ -65,7 +68,8 @@ def eval_cmd(
     if out is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
         out = Path("runs") / f"{stamp}-{_slug(model)}"
-    config = build_config(
+    config = from_options(
+        EvalConfig, "evaluation", OPTION_OF,
         benchmarks=benchmark,
         tasks=task or None,
         **folders.given(),
@@ -75,7 +79,7 @@ def eval_cmd(
         # the two settings where the CLI differs from the config's defaults:
         keep_decoded_mb=0,  # one run per command: decoded images would never be used again
         progress=not quiet,  # a bar on a terminal, periodic lines when piped
-    )
+    )  # fmt: skip
     data_dir, cache_dir = paths.data_dir(folders.data_dir), paths.cache_dir(folders.cache_dir)
     inputs = [*named_paths(model, *benchmark, data_dir), cache_dir]
     check_output_dir(out, kind="run.json", inputs=inputs)  # not the data, model or cache folder
