@@ -79,6 +79,29 @@ def test_human_run_command(app: typer.Typer, tmp_path: Path) -> None:
     assert res.exit_code == 2
 
 
+@pytest.mark.parametrize("study", [[], ["--study", "pilot"]])
+def test_human_run_on_a_file_without_answers_says_so(
+    app: typer.Typer, tmp_path: Path, study: list[str]
+) -> None:
+    path = tmp_path / "answers.parquet"
+    pq.write_table(table([]), path)
+    res = runner.invoke(app, ["human-run", str(path), "-o", str(tmp_path / "h"), *study])
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {path}: the answers file holds no answers (of any study)"]
+    assert not (tmp_path / "h").exists()
+
+
+def test_human_run_of_a_study_the_file_lacks_names_the_studies_it_has(
+    app: typer.Typer, tmp_path: Path
+) -> None:
+    path = _answers(tmp_path, "synthetic")
+    res = runner.invoke(app, ["human-run", str(path), "-o", str(tmp_path / "h"),
+                              "--study", "pilot"])  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert f"error: {path}: no answers of study 'pilot' (it has st)" in res.output
+
+
 def test_label_studio_commands(app: typer.Typer, tmp_path: Path) -> None:
     from builders.annotate_studies import make_study
     from builders.labelstudio_exports import annotation, shown_position

@@ -261,9 +261,11 @@ def _study_rows(table: pa.Table, study: str | None, where: str) -> tuple[str, li
     check_columns(table, where, NEED)
     rows = table.select(list(NEED)).to_pylist()
     studies = sorted({str(r["study"]) for r in rows})
+    if not studies:
+        raise DataError("the answers file holds no answers (of any study)", file=where)
     if study is None and len(studies) > 1:
         raise DataError(f"answers of several studies ({', '.join(studies)}): name one", file=where)
-    study = study if study is not None else (studies[0] if studies else "")
+    study = study if study is not None else studies[0]
     if study not in studies:
         raise DataError(f"no answers of study {study!r} (it has {', '.join(studies)})", file=where)
     return study, [r for r in rows if r["study"] == study]
