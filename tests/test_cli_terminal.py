@@ -340,6 +340,27 @@ def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> N
             assert "encoding texts" in proc.stderr  # lexsem's own lines stay
 
 
+@pytest.mark.parametrize("command", ["sweep", "train-detector"])
+def test_quiet_of_sweep_and_train_detector_silences_the_libraries_bars(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-q` of `sweep` and `train-detector` turns the libraries' bars off (transformers'
+    "Loading weights") before any model is loaded, as `eval`, `train` and `reproduce` do."""
+    import lexsem.cli.quiet
+
+    asked: list[bool] = []
+    monkeypatch.setattr(lexsem.cli.quiet, "quiet_libraries", asked.append)
+    grid = tmp_path / "g.toml"
+    grid.write_text("[[block]]\nmodels = ['minilm']\nbenchmarks = ['synthetic']\n")
+    args = {
+        "sweep": ["sweep", str(grid), "-o", str(tmp_path / "s"), "--dry-run"],
+        "train-detector": ["train-detector", str(tmp_path / "none.jsonl"), "-o",
+                           str(tmp_path / "d"), "-m", "x:y"],
+    }[command]  # fmt: skip
+    CliRunner().invoke(app, [*args, "-q"])
+    assert asked == [True]
+
+
 @pytest.mark.parametrize("command", ["eval", "train", "ask", "download"])
 def test_piped_help_shows_every_option_name_whole(
     command: str, monkeypatch: pytest.MonkeyPatch

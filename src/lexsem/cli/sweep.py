@@ -39,8 +39,10 @@ def sweep(
     """Run a grid of models × benchmarks × options: one run folder per job in OUT/runs,
     jobs already done skipped, failures reported in OUT/sweep.json (exit status 1) without
     stopping the others. `lexsem report OUT` tabulates every run."""
+    from lexsem.cli.quiet import quiet_libraries
     from lexsem.sweep.runner import run_sweep
 
+    quiet_libraries(quiet)
     config = from_options(SweepConfig, "sweep", {}, **jobs.given(), **shards.given())
     res = run_sweep(
         grid, out, dry_run=dry_run, **config.model_dump(),

@@ -67,9 +67,11 @@ def train_detector(
     """Train synthetic-vs-natural detectors (a sigmoid head on the frozen text EOT / image CLS
     embedding; BiVLC §5.4) and write them to --out; `lexsem eval -m artifact:OUT -b bivlc`
     then runs them as a retrieval baseline."""
+    from lexsem.cli.quiet import quiet_libraries
     from lexsem.train.artifact_detector import train_detectors
     from lexsem.train.artifact_eval import evaluate_detectors
 
+    quiet_libraries(quiet)
     paths: dict[str, Any] = {**folders.given(), "device": settings.device}
     _check_out(out, manifest, force=force)
     if benchmark and KINDS[kind] != KINDS["both"]:
