@@ -28,7 +28,7 @@ from lexsem.engine.pair_scores import pair_scores
 from lexsem.errors import LexsemError
 from lexsem.images.decode import DEFAULT, HF_DATASETS, OPEN_CLIP_RAW, decode
 from lexsem.images.image_store import ImageStore
-from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS, open_image
+from lexsem.images.pixels import DEFAULT_MAX_IMAGE_PIXELS, check_pixels, open_image
 from lexsem.images.refs import SKIPPABLE, ImageError
 
 pytestmark = pytest.mark.torch
@@ -116,6 +116,26 @@ def test_the_limit_is_checked_on_the_header_before_decoding() -> None:
     assert image.tile  # header read, the pixels still to decode (`load` empties `tile`)
     with pytest.raises(ImageError, match="40×30 = 1,200 pixels, more than the limit of 1,199"):
         open_image(small_png(40, 30), max_pixels=1199)
+
+
+@pytest.mark.parametrize(
+    ("size", "memory"),
+    [
+        ((10, 10), "900 bytes"),  # 3 bands × 3 copies × 100 pixels
+        ((16, 10), "1.4 KiB"),
+        ((40, 30), "11 KiB"),
+        ((200, 200), "352 KiB"),
+        ((1000, 1000), "8.6 MiB"),
+        ((12000, 12000), "1.2 GiB"),
+    ],
+)
+def test_the_too_large_error_says_the_memory_in_a_readable_unit(
+    size: tuple[int, int], memory: str
+) -> None:
+    """Never `about 0 MiB` for a small limit: bytes, KiB, MiB or GiB, whichever reads best."""
+    with pytest.raises(ImageError) as err:
+        check_pixels(size, 1, "x.png")
+    assert f"(decoding it would take about {memory});" in str(err.value)
 
 
 def test_open_image_opens_what_pillow_opens() -> None:

@@ -51,11 +51,23 @@ def too_large(ref: str, size: tuple[int, int], max_pixels: int) -> ImageError:
     w, h = size
     return ImageError(
         f"image {ref!r} is {w}×{h} = {w * h:,} pixels, more than the limit of {max_pixels:,} "
-        f"(decoding it would take about {3 * 3 * w * h / 2**20:,.0f} MiB); raise the limit with "
+        f"(decoding it would take about {_in_bytes(3 * 3 * w * h)}); raise the limit with "
         f"{MAX_PIXELS_OPTION}, or skip such images with --skip-bad-images",
         ref=ref,
         reason="too-large",
     )
+
+
+def _in_bytes(n: int) -> str:
+    """`n` bytes in the largest unit that leaves at least 1 (bytes, KiB, MiB, GiB, TiB):
+    two significant digits below 10 (`1.4 KiB`), whole units above (`343 MiB`)."""
+    units = ["bytes", "KiB", "MiB", "GiB", "TiB"]
+    power = 0
+    while power < len(units) - 1 and n >= 1024 ** (power + 1):
+        power += 1
+    value = n / 1024**power
+    shown = f"{value:.1f}" if power and value < 10 else f"{value:,.0f}"
+    return f"{shown} {units[power]}"
 
 
 def check_pixels(size: tuple[int, int], max_pixels: int, ref: str) -> None:
