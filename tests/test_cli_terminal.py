@@ -340,12 +340,13 @@ def test_quiet_and_piped_runs_show_no_library_progress_bars(tmp_path: Path) -> N
             assert "encoding texts" in proc.stderr  # lexsem's own lines stay
 
 
-@pytest.mark.parametrize("command", ["sweep", "train-detector"])
-def test_quiet_of_sweep_and_train_detector_silences_the_libraries_bars(
+@pytest.mark.parametrize("command", ["sweep", "train-detector", "build"])
+def test_quiet_of_sweep_train_detector_and_build_silences_the_libraries_bars(
     command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`-q` of `sweep` and `train-detector` turns the libraries' bars off (transformers'
-    "Loading weights") before any model is loaded, as `eval`, `train` and `reproduce` do."""
+    """`-q` of `sweep`, `train-detector` and `build` turns the libraries' bars off
+    (transformers' "Loading weights") before any model is loaded, as `eval`, `train` and
+    `reproduce` do."""
     import lexsem.cli.quiet
 
     asked: list[bool] = []
@@ -356,6 +357,8 @@ def test_quiet_of_sweep_and_train_detector_silences_the_libraries_bars(
         "sweep": ["sweep", str(grid), "-o", str(tmp_path / "s"), "--dry-run"],
         "train-detector": ["train-detector", str(tmp_path / "none.jsonl"), "-o",
                            str(tmp_path / "d"), "-m", "x:y"],
+        "build": ["build", "scpp_positive", "--input", str(tmp_path / "none.jsonl"), "-o",
+                  str(tmp_path / "b")],
     }[command]  # fmt: skip
     CliRunner().invoke(app, [*args, "-q"])
     assert asked == [True]

@@ -141,6 +141,9 @@ def build(
     if out is None:
         raise LexsemError("give the build folder: -o DIR")
     config = from_options(BuildConfig, "build", {}, **options.given())
+    from lexsem.cli.quiet import quiet_libraries
+
+    quiet_libraries(quiet)
     loaded = load_recipe(recipe, input=input, generator=generator,
                          image_generator=image_generator, sets=set_ or [])  # fmt: skip
     try:
