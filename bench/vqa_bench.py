@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from floor import count_flops, cpu_kind, floor_line, fraction, matmul_gflops  # bench/: on path
+from public_data import public_data  # bench/ is not a package: its folder is on the path
 
 QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
 SYSTEM = (
@@ -221,9 +222,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=16, help="pairs per forward (default 16)")
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
-    data = Path(os.environ.get("LEXSEM_TEST_DATA", "../shared/data"))
-    if not (data / "sugarcrepe_pp").is_dir():
-        print(f"needs the SugarCrepe++ files under $LEXSEM_TEST_DATA ({data})", file=sys.stderr)
+    data = public_data("sugarcrepe_pp")
+    if data is None:
         return 2
     import torch
 
