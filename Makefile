@@ -7,22 +7,24 @@ STAMP := $(VENV)/.installed
 LEXSEM_TEST_DATA ?= $(abspath ../shared/data)
 export LEXSEM_TEST_DATA
 
-.PHONY: demo test bench bench-gpu bench-peer train-demo lint clean .peer-labelstudio
+.PHONY: demo test test-latest test-lowest lock bench bench-gpu bench-peer train-demo lint clean .peer-labelstudio
 
-# torch and torchvision first, as a matching pair, so that every backend (open_clip needs
-# torchvision) is installed and tested: a CPU-only torch build cannot load PyPI's torchvision.
-# Override with `make TORCH_PKGS="torch==X torchvision==Y" test`.
-ifeq ($(shell uname -m),aarch64)
-TORCH_PKGS ?= torch==2.9.1 torchvision==0.24.1
-else
-TORCH_PKGS ?= torch==2.14.1 torchvision==0.29.1
-endif
+# Every venv and peer folder is installed from a checked-in lock (locks/*.txt: exact versions,
+# sha256 hashes, one file for x86_64 and aarch64), never resolved on the day: pip installs
+# locks/tools.txt (pip, setuptools), then the lock with --require-hashes --no-deps
+# --no-build-isolation (a source-only package builds with the locked setuptools), then lexsem
+# itself with --no-deps --no-build-isolation. torch and torchvision are a matched pair per
+# architecture (locks/main.in). `make lock` re-resolves the locks after an input changes;
+# `make test-latest` tries the newest releases (docs/testing.md, "The locked environment").
+LOCKS := locks
+PIP_LOCKED := -m pip install -q --require-hashes --no-deps --no-build-isolation -r
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile $(LOCKS)/tools.txt $(LOCKS)/main.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH_PKGS)
-	$(BIN)/python -m pip install -q -e ".[test,web,openclip]"
+	$(BIN)/python $(PIP_LOCKED) $(LOCKS)/tools.txt
+	$(BIN)/python $(PIP_LOCKED) $(LOCKS)/main.txt
+	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
+	$(BIN)/python scripts/lock_check.py $(LOCKS)/main.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -44,25 +46,62 @@ KERNEL_PATHS := ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41 MKL_ENABLE_
 # The VQAScore reference's own code (t2v_metrics), installed with --no-deps into a folder of its
 # own, never into the venv: tests/test_vqa_reference.py and tests/test_vqa_reference_code.py run
 # it on tiny models as an oracle (tests/builders/t2v_reference.py finds it).
-T2V_METRICS ?= t2v-metrics==3.0 qwen-vl-utils==0.0.14
 PEER_T2V := .bench-peer-t2v
-$(PEER_T2V)/t2v_metrics: $(STAMP)
-	$(BIN)/python -m pip install -q --no-deps --target $(PEER_T2V) $(T2V_METRICS)
+$(PEER_T2V)/t2v_metrics: $(STAMP) $(LOCKS)/peer-t2v.txt
+	$(BIN)/python $(PIP_LOCKED) $(LOCKS)/peer-t2v.txt --upgrade --target $(PEER_T2V)
 
 # Label Studio (tests/test_labelstudio_real.py drives a real one through its API): its own venv,
-# never the one the tests use (it pins its own Django and friends); CI installs it (.ci/run)
-LABEL_STUDIO ?= label-studio==1.23.2
+# never the one the tests use (it pins its own Django and friends); CI installs it (.ci/run).
+# Its version and every package under it come from locks/labelstudio.txt.
 PEER_LABELSTUDIO := .peer-labelstudio
-.peer-labelstudio: $(PEER_LABELSTUDIO)/bin/label-studio
-$(PEER_LABELSTUDIO)/bin/label-studio:
+.peer-labelstudio: $(PEER_LABELSTUDIO)/.installed
+$(PEER_LABELSTUDIO)/.installed: $(LOCKS)/tools.txt $(LOCKS)/labelstudio.txt
 	test -x $(PEER_LABELSTUDIO)/bin/python || $(PY) -m venv $(PEER_LABELSTUDIO)
-	$(PEER_LABELSTUDIO)/bin/python -m pip install -q $(LABEL_STUDIO)
+	$(PEER_LABELSTUDIO)/bin/python $(PIP_LOCKED) $(LOCKS)/tools.txt
+	$(PEER_LABELSTUDIO)/bin/python $(PIP_LOCKED) $(LOCKS)/labelstudio.txt
+	$(PEER_LABELSTUDIO)/bin/python scripts/lock_check.py $(LOCKS)/labelstudio.txt
+	touch $@
 
 test: $(STAMP) $(PEER_T2V)/t2v_metrics
 	$(BIN)/ruff check src tests bench scripts
 	$(BIN)/lint-imports
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 	HF_HUB_OFFLINE=1 $(KERNEL_PATHS) $(BIN)/python -m pytest -q -m numeric
+
+# `make lock`: re-resolve every lock from its inputs (pyproject.toml's extras and locks/*.in),
+# keeping each pinned version that still fits; `make lock LOCK_ARGS=--upgrade` moves every
+# package to its newest release, `LOCK_ARGS="--upgrade-package sentry-sdk"` one. One lock serves
+# x86_64 and aarch64 and every Python from 3.11 (uv's universal resolution, with hashes).
+# uv comes from locks/tools.txt, installed into a venv of its own.
+LOCK_TOOLS := .lock-tools
+LOCK_EXTRAS := --extra test --extra web --extra openclip
+UV_COMPILE = UV_PYTHON_DOWNLOADS=never $(LOCK_TOOLS)/bin/uv pip compile -q --universal \
+	--python-version 3.11 --generate-hashes --custom-compile-command "make lock" $(LOCK_ARGS)
+$(LOCK_TOOLS)/.installed: $(LOCKS)/tools.txt
+	test -x $(LOCK_TOOLS)/bin/python || $(PY) -m venv $(LOCK_TOOLS)
+	$(LOCK_TOOLS)/bin/python $(PIP_LOCKED) $(LOCKS)/tools.txt
+	touch $@
+
+lock: $(LOCK_TOOLS)/.installed
+	$(UV_COMPILE) $(LOCKS)/tools.in -o $(LOCKS)/tools.txt
+	$(UV_COMPILE) pyproject.toml $(LOCKS)/main.in $(LOCK_EXTRAS) -o $(LOCKS)/main.txt
+	$(UV_COMPILE) $(LOCKS)/labelstudio.in -o $(LOCKS)/labelstudio.txt
+	$(UV_COMPILE) --no-deps $(LOCKS)/peer-t2v.in -o $(LOCKS)/peer-t2v.txt
+	$(UV_COMPILE) --no-deps $(LOCKS)/peer-clip-benchmark.in -o $(LOCKS)/peer-clip-benchmark.txt
+
+# `make test-latest`: the suite in throwaway venvs (under $(LATEST_DIR)) resolved on the day from
+# the newest releases within pyproject.toml's ranges (and Label Studio's own requirements), then
+# which packages moved against the locks and which tests broke. Not part of `make test` or CI.
+# Narrow it with `make test-latest LATEST_ARGS="-- tests/test_labelstudio_real.py"`.
+LATEST_DIR ?= $(abspath .latest)
+test-latest: $(PEER_T2V)/t2v_metrics
+	$(PY) scripts/test_latest.py --work $(LATEST_DIR) $(LATEST_ARGS)
+
+# `make test-lowest`: the same on the lower bounds of pyproject.toml's ranges (uv's
+# lowest-direct resolution), the run that keeps those bounds honest (docs/testing.md).
+LOWEST_DIR ?= $(abspath .lowest)
+test-lowest: $(PEER_T2V)/t2v_metrics .peer-labelstudio $(LOCK_TOOLS)/.installed
+	$(PY) scripts/test_latest.py --lowest --work $(LOWEST_DIR) $(LATEST_ARGS)
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/text_bench.py
@@ -88,11 +127,10 @@ bench-gpu: $(STAMP)
 # into .bench-peer/ (with the few packages it needs that the venv lacks), never into the venv
 # the tests use; only the CLIP_benchmark process has it on its path.
 # A quick check: make bench-peer PEER_ARGS="--subsets swap_obj --limit 100"
-CLIP_BENCHMARK ?= clip-benchmark==1.6.2 pycocoevalcap pycocotools webdataset braceexpand
 PEER_SITE := .bench-peer
 bench-peer: $(STAMP)
-	test -d $(PEER_SITE)/clip_benchmark || $(BIN)/python -m pip install -q --no-deps \
-		--target $(PEER_SITE) $(CLIP_BENCHMARK)
+	test -d $(PEER_SITE)/clip_benchmark || $(BIN)/python $(PIP_LOCKED) \
+		$(LOCKS)/peer-clip-benchmark.txt --target $(PEER_SITE)
 	HF_HUB_OFFLINE=1 LEXSEM_PEER_SITE=$(abspath $(PEER_SITE)) $(BIN)/python bench/peer_bench.py \
 		$(PEER_ARGS)
 
@@ -106,4 +144,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests bench scripts
 
 clean:
-	rm -rf $(VENV) $(PEER_SITE) $(PEER_LABELSTUDIO) runs .pytest_cache
+	rm -rf $(VENV) $(PEER_SITE) $(PEER_T2V) $(PEER_LABELSTUDIO) $(LOCK_TOOLS) .latest .lowest runs .pytest_cache
