@@ -7,7 +7,7 @@ status 3, no `error:`)."""
 from __future__ import annotations
 
 import json
-import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -20,11 +20,6 @@ from lexsem.config_file import parse_value
 from lexsem.construct.catalog import RECIPES
 from lexsem.construct.recipe import load_recipe
 from lexsem.errors import LexsemError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 cli = CliRunner()
 SHIPPED = sorted(RECIPES.names())

@@ -4,7 +4,7 @@ is bounded in size, YAML aliases are refused."""
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -15,11 +15,6 @@ from lexsem.config_file import MAX_CONFIG_BYTES, load_config_file, read_config_f
 from lexsem.construct.recipe import load_recipe, with_input_path
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import expand, load_grid
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 RECIPES = Path(__file__).parents[1] / "src" / "lexsem" / "construct" / "recipes"
 

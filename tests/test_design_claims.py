@@ -8,17 +8,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import sys
+import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 import typer
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "lexsem"

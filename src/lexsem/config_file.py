@@ -16,7 +16,7 @@ is used, so that the model's checks see what the file holds, once.
 
 from __future__ import annotations
 
-import sys
+import tomllib
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,11 +27,6 @@ from pydantic import BaseModel, ValidationError
 
 from lexsem.errors import LexsemError
 from lexsem.registry import did_you_mean
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = ["MAX_CONFIG_BYTES", "YAML_SUFFIXES", "ConfigFile", "load_config_file",
            "parse_value", "read_config_file", "validate_config"]  # fmt: skip

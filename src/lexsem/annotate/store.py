@@ -37,7 +37,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +149,7 @@ _V3_COLUMNS = (
 
 def now_iso() -> str:
     """The store's time stamps: ISO 8601, UTC, whole seconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 # --- migrations -----------------------------------------------------------------------------

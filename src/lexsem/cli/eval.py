@@ -4,7 +4,7 @@ and prints the results table and a summary line."""
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -66,7 +66,7 @@ def eval_cmd(
 
     quiet_libraries(quiet)
     if out is None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         out = Path("runs") / f"{stamp}-{_slug(model)}"
     config = from_options(
         EvalConfig, "evaluation", OPTION_OF,

@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from lexsem._version import __version__
@@ -386,14 +387,14 @@ def _bars(
 def _when(created_at: str) -> str:
     """`2026-11-25T03:41:36+00:00` as `2026-11-25 03:41 UTC` (to the minute, in UTC: a table
     cell that does not break into five lines; the exact time is in the metadata block)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         t = datetime.fromisoformat(created_at)
     except ValueError:
         return created_at
     if t.tzinfo is not None:
-        t = t.astimezone(timezone.utc)
+        t = t.astimezone(UTC)
     return t.strftime("%Y-%m-%d %H:%M") + (" UTC" if t.tzinfo is not None else "")
 
 
