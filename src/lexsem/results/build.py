@@ -6,14 +6,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import platform
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from lexsem._version import __version__
 from lexsem.benchmarks.load import LoadedBenchmark
 from lexsem.config import EvalConfig
 from lexsem.credentials import redact, redacted
+from lexsem.digests import file_sha256
 from lexsem.results.schema import (
     REDUCED_PRECISION,
     REDUCED_PRECISION_NOTE,
@@ -27,12 +29,32 @@ from lexsem.results.schema import (
     Timings,
 )
 
+# the packages whose versions change a run's numbers (tensors, tokenisers, image processing,
+# weights' loading), recorded where installed
+RECORDED_PACKAGES = (
+    "numpy", "torch", "torchvision", "transformers", "tokenizers", "sentence-transformers",
+    "open_clip_torch", "huggingface-hub", "pillow",
+)  # fmt: skip
+
+
+def checkout_lock() -> Path | None:
+    """locks/main.txt of the checkout lexsem runs from (an editable install of a clone), or
+    None for an installed wheel."""
+    root = Path(__file__).resolve().parents[3]  # <root>/src/lexsem/results/build.py
+    lock = root / "locks" / "main.txt"
+    return lock if lock.is_file() and (root / "pyproject.toml").is_file() else None
+
 
 def environment() -> dict[str, str]:
+    """Python, platform, the versions of RECORDED_PACKAGES, and `lock_sha256`: the sha256 of
+    the checkout's locks/main.txt, which `make` installs exactly (docs/testing.md)."""
     env = {"python": platform.python_version(), "platform": platform.platform()}
-    for pkg in ("numpy", "torch", "transformers", "sentence-transformers", "open_clip_torch"):
+    for pkg in RECORDED_PACKAGES:
         with contextlib.suppress(metadata.PackageNotFoundError):
             env[pkg] = metadata.version(pkg)
+    lock = checkout_lock()
+    if lock is not None:
+        env["lock_sha256"] = file_sha256(lock)
     return env
 
 
@@ -106,7 +128,7 @@ def run_record(
     return RunRecord(
         lexsem_version=__version__,
         run_id=ident,
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         model=model,
         benchmarks=benchmarks,
         config=config,
