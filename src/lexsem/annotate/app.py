@@ -66,6 +66,7 @@ from lexsem.annotate.security import (
     csrf_token,
     hash_token,
     new_token,
+    same_secret,
 )
 from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_check import check_study
@@ -173,7 +174,7 @@ class _Site:
         address = _CLIENT.get()
         th = hash_token(token)
         want = self.st.link_hash(which)
-        if want is None or not secrets.compare_digest(th, want):
+        if want is None or not same_secret(want, th):
             raise self._unknown()
         self.limited(self.limits.address, address)
         if which == "join":

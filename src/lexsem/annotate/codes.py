@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from lexsem.annotate import store
 from lexsem.annotate.config import StudySettings
+from lexsem.annotate.security import same_secret
 
 __all__ = [
     "PARTICIPANT_COLUMNS",
@@ -73,10 +74,11 @@ def earned(con: store.Connection, settings: StudySettings, who: store.Annotator)
 
 
 def owner(con: store.Connection, secret: str, prefix: str, code: str) -> store.Annotator | None:
-    """The participant whose code `code` is, or None."""
+    """The participant whose code `code` is, or None (any text: a code that is not ASCII is
+    no participant's)."""
     code = code.strip()
     for who in store.annotators(con):
-        if hmac.compare_digest(participant_code(secret, prefix, who.id), code):
+        if same_secret(participant_code(secret, prefix, who.id), code):
             return who
     return None
 

@@ -174,7 +174,9 @@ def revoke_link(con: store.Connection, which: str) -> str:
         with store.write(con):
             store.set_meta(con, "join_hash", None)
         return "the join link"
-    who = store.annotator_by_token(con, th) or store.annotator(con, which)
+    who = store.annotator_by_token(con, th)
+    if who is None and which.isascii():  # an id (a0001, ...); SQLite takes no lone surrogate
+        who = store.annotator(con, which)
     if who is None:
         raise LexsemError(f"{which!r}: no annotator id or link token of this study")
     if not store.revoke(con, who.id):
