@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,7 +133,7 @@ def _add(
 ) -> list[tuple[str, str]]:
     count = store.annotator_count(con)
     hours = settings.link_hours
-    expires = None if hours is None else time.time() + 3600.0 * hours
+    expires = None if hours is None else store.clock() + 3600.0 * hours
     out = []
     for k in range(count + 1, count + n + 1):
         aid, token = f"a{k:04d}", new_token()
