@@ -2,8 +2,9 @@
 secret (so a code cannot be guessed, never repeats between participants, and needs no table),
 after the study's `completion_code` prefix. A participant sees their code only once they have
 earned it (`earned`): every unit given to them answered, their main items answered whole (as
-many as they took at the start), and at least `code_min_answered` of their main questions
-answered rather than skipped. `lexsem annotate verify STUDY CODE` finds whose code it is.
+many as they took: a join participant's batches added up), and at least `code_min_answered` of
+their main questions answered rather than skipped. `lexsem annotate verify STUDY CODE` finds
+whose code it is.
 """
 
 from __future__ import annotations

@@ -435,7 +435,7 @@ class Annotator:
     expires_at: float | None  # when the link stops working unless started (epoch seconds)
     revoked_at: str | None
     last_seen: float | None  # the last start, first showing of a question or answer
-    target: int | None  # the main items reserved at the start
+    target: int | None  # the main items taken (a join participant's batches added up)
     released_at: str | None  # when an idle reservation was given back (None: it holds)
 
 
