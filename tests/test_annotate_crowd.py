@@ -1,6 +1,7 @@
 """A study run for a paid crowd that cannot game it: no question page names the right option
 (every task kind), answers only for the question the server served (page tokens, server
-timing), a study that fills, pauses and closes, idle reservations that go back to the pool, a
+timing), a study that fills, pauses and closes, join participants who hold a batch at a time,
+idle reservations that go back to the pool (the study's clock moved on, `store.clock`), a
 capped join link, revoked and expiring links, a rotated admin token, and completion codes that
 are each participant's own and earned by work (`annotate verify`, the participants export)."""
 
@@ -22,8 +23,11 @@ from builders.annotate_studies import (
     right_policy,
     served,
 )
+from lexsem.annotate import lifecycle, store
 from lexsem.annotate.answers import answers_table
+from lexsem.annotate.config import StudySettings
 from lexsem.annotate.store import connect
+from lexsem.annotate.study import load_settings
 from lexsem.cli import app
 
 need_annotate_extra()
@@ -242,6 +246,33 @@ def nine(tmp_path: Path) -> MadeStudy:
                       "--completion-code", "C")  # fmt: skip
 
 
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The study's clock (`store.clock`, seconds), moved on by hand: ``clock[0] += 60``."""
+    now = [time.time()]
+    monkeypatch.setattr(store, "clock", lambda: now[0])
+    return now
+
+
+def free_items(made: MadeStudy) -> int:
+    """The main items a new participant could be given now (idle holders not counted)."""
+    con = connect(made.path)
+    try:
+        settings = load_settings(con)
+        return lifecycle.free_items(con, settings, settings.reservation_minutes)
+    finally:
+        con.close()
+
+
+def released(made: MadeStudy) -> set[str]:
+    """The annotators whose reservation went back to the pool."""
+    con = connect(made.path)
+    try:
+        return {who.id for who in store.annotators(con) if who.released_at is not None}
+    finally:
+        con.close()
+
+
 def start_and_leave(c: TestClient, link: str) -> None:
     page = parse_page(c.get(link).text)
     if "Consent" in c.get(link).text:
@@ -250,15 +281,16 @@ def start_and_leave(c: TestClient, link: str) -> None:
     c.post(page.action, data={"csrf": page.csrf})  # start: items reserved, nothing answered
 
 
-def test_idle_reservations_go_back_to_the_pool(nine: MadeStudy) -> None:
+def test_idle_reservations_go_back_to_the_pool(nine: MadeStudy, clock: list[float]) -> None:
     """Three scripted joins that answer nothing hold every item; once idle for the
-    reservation time, a real participant gets questions and a code."""
-    c = client(nine, reservation_minutes=0.02)  # 1.2 s
+    reservation time (the server's, shorter than the study's first-answer time), a real
+    participant gets questions and a code."""
+    c = client(nine, reservation_minutes=1)
     bots = [join(c, nine) for _ in range(3)]
     for link in bots:
         start_and_leave(c, link)
     assert "This study is full" in c.get(nine.join).text  # while they are active
-    time.sleep(1.3)
+    clock[0] += 61
     real = ScriptedAnnotator(c, nine.annotators["a0001"], right_policy(nine.path))
     assert real.run(max_steps=40) and real.code is not None
     assert len(real.answered) == 3
@@ -269,16 +301,96 @@ def test_idle_reservations_go_back_to_the_pool(nine: MadeStudy) -> None:
     assert released >= 1  # a scripted join's items went back
 
 
-def test_a_returning_idle_participant_gets_new_items_or_no_code(nine: MadeStudy) -> None:
-    c = client(nine, reservation_minutes=0.02)
+def test_a_returning_idle_participant_gets_new_items_or_no_code(
+    nine: MadeStudy, clock: list[float]
+) -> None:
+    c = client(nine, reservation_minutes=1)
     idle = join(c, nine)
     start_and_leave(c, idle)
-    time.sleep(1.3)
+    clock[0] += 61
     for _ in range(3):  # three others take every item while the first is away
         assert ScriptedAnnotator(c, join(c, nine), right_policy(nine.path)).run(max_steps=40)
     html = c.get(idle).text
     assert "No completion code" in html and "reservation ran out" in html
     assert 'class="code"' not in html
+
+
+JOIN_BATCH = StudySettings.model_fields["join_batch"].default
+FIRST_ANSWER = StudySettings.model_fields["first_answer_minutes"].default
+RESERVATION = StudySettings.model_fields["reservation_minutes"].default
+
+
+@pytest.fixture
+def twenty(tmp_path: Path) -> MadeStudy:
+    """20 items, overlap 1, no quota: the study's default settings otherwise."""
+    return make_study(tmp_path, "-b", "synthetic/replace_obj", "--sample", "20", "-k", "tot",
+                      "--overlap", "1", "-n", "1", "--completion-code", "C")  # fmt: skip
+
+
+def test_scripted_joins_hold_a_small_batch_each_not_the_study(twenty: MadeStudy) -> None:
+    """Three scripted joins that start and never answer hold a batch each (the default
+    `join_batch`), not every item: a real participant who joins next gets questions and a
+    code at once."""
+    assert 1 <= JOIN_BATCH <= 10
+    c = client(twenty)
+    for _ in range(3):
+        start_and_leave(c, join(c, twenty))
+    assert free_items(twenty) == 20 - 3 * JOIN_BATCH
+    real = ScriptedAnnotator(c, join(c, twenty), right_policy(twenty.path))
+    assert real.run(max_steps=40) and real.code is not None
+    assert len(real.answered) == min(JOIN_BATCH, 20 - 3 * JOIN_BATCH)
+
+
+def test_a_join_participant_gets_the_next_batch_as_they_answer(tmp_path: Path) -> None:
+    """Batches of 3 up to the quota of 7 (3 + 3 + 1), each reserved as the one before is
+    answered; then a code. Without a quota, batches until the pool is empty."""
+    made = make_study(tmp_path, "-b", "synthetic/replace_obj", "--sample", "9", "-k", "tot",
+                      "--overlap", "1", "--quota", "7", "--join-batch", "3",
+                      "--completion-code", "C")  # fmt: skip
+    c = client(made)
+    link = join(c, made)
+    start_and_leave(c, link)
+    con = connect(made.path)
+    (who,) = store.annotators(con)
+    assert who.target == 3 and store.work(con, who.id).main == 3
+    bot = ScriptedAnnotator(c, link, right_policy(made.path))
+    assert bot.run(max_steps=40) and bot.code is not None and len(bot.answered) == 7
+    (who,) = store.annotators(con)
+    assert who.target == 7 and store.work(con, who.id).items_done == 7
+    other = ScriptedAnnotator(c, join(c, made), right_policy(made.path))
+    assert other.run(max_steps=40) and other.code is not None and len(other.answered) == 2
+    con.close()
+
+
+def test_idle_joins_give_their_batch_back_after_the_first_answer_time(
+    twenty: MadeStudy, clock: list[float]
+) -> None:
+    """A join that answered nothing is idle after `first_answer_minutes`; one that answered
+    a question after `reservation_minutes` without another; their unanswered items go back
+    to the pool when the next participant starts."""
+    assert 0 < FIRST_ANSWER < RESERVATION
+    c = client(twenty)
+    bots = [join(c, twenty) for _ in range(3)]
+    for link in bots:
+        start_and_leave(c, link)
+    worker = join(c, twenty)
+    start_and_leave(c, worker)
+    page = parse_page(c.get(worker).text)
+    res = c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "1"})
+    assert res.status_code == 200 and len(answers_table(connect(twenty.path))) == 1
+    assert free_items(twenty) == 20 - 4 * JOIN_BATCH
+    clock[0] += 60 * FIRST_ANSWER - 5
+    assert free_items(twenty) == 20 - 4 * JOIN_BATCH  # not yet
+    clock[0] += 10
+    assert free_items(twenty) == 20 - JOIN_BATCH  # the three who answered nothing are idle
+    assert released(twenty) == set()  # given back when someone next starts
+    start_and_leave(c, join(c, twenty))
+    assert released(twenty) == {"a0002", "a0003", "a0004"}
+    assert free_items(twenty) == 20 - 2 * JOIN_BATCH
+    clock[0] += 60 * RESERVATION
+    assert free_items(twenty) == 20 - 1  # every holder idle: only the answered item is held
+    html = c.get(bots[0]).text  # a scripted join back: new items from the pool
+    assert parse_page(html).page is not None and released(twenty) >= {"a0005"}
 
 
 def test_a_full_study_is_said_before_consent_and_gives_no_code(tmp_path: Path) -> None:
@@ -359,12 +471,12 @@ def test_revoke_a_link_and_rotate_the_admin_token(small: MadeStudy) -> None:
     assert c.get(new).status_code == 200
 
 
-def test_links_expire_unless_started(tmp_path: Path) -> None:
+def test_links_expire_unless_started(tmp_path: Path, clock: list[float]) -> None:
     made = make_study(tmp_path, "-b", "synthetic/swap_obj", "--sample", "2", "-k", "tot",
-                      "-n", "2", "--link-hours", "0.0005")  # fmt: skip
+                      "-n", "2", "--link-hours", "1")  # fmt: skip
     c = client(made)
     past_consent(c, made.annotators["a0001"])
-    time.sleep(2.0)
+    clock[0] += 3601
     assert c.get(made.annotators["a0002"]).status_code == 410
     assert c.get(made.annotators["a0001"]).status_code == 200  # started: keeps working
 
@@ -374,6 +486,8 @@ def test_admin_page_shows_state_participants_items_and_exports(small: MadeStudy)
     assert ScriptedAnnotator(c, small.annotators["a0001"], right_policy(small.path)).run()
     html = c.get(small.admin).text
     assert "State: <b>open</b>" in html and 'id="participants"' in html and 'id="items"' in html
+    assert f"take {JOIN_BATCH} items at a time" in html and "30.0 idle minutes" in html
+    assert f"({FIRST_ANSWER:.1f} for a participant who has answered nothing)" in html
     page = parse_page(html)
     res = c.post(f"{small.admin}/state", data={"csrf": page.csrf, "state": "paused"})
     assert res.status_code == 200 and "State: <b>paused</b>" in res.text

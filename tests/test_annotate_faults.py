@@ -107,6 +107,70 @@ def test_an_overflow_anywhere_is_a_400_page(study: MadeStudy) -> None:
     assert res.status_code == 400 and "out of range" in res.text
 
 
+NOT_ASCII = ["ÄÖÜ☃", "é" * 64, "0" * 63 + "☃"]
+
+
+def unsigned(html: str) -> str:
+    """A page without its script's nonce (new on every response)."""
+    return re.sub(r'nonce="[^"]*"', "", html)
+
+
+@pytest.mark.parametrize("bad", NOT_ASCII)
+def test_a_csrf_value_that_is_not_ascii_is_the_403_page_of_a_wrong_one(
+    study: MadeStudy, bad: str
+) -> None:
+    """Every form of the study (the join link, a personal link's consent, start and answer, the
+    admin's invite and state) refuses a CSRF value that is not ASCII as it refuses a wrong
+    ASCII one: the same 403 page, never a 500."""
+    c = TestClient(create_app(study.path), follow_redirects=False)
+    link = study.annotators["a0001"]
+    answer = at_question(c, link)
+    forms = [
+        (study.join, {}),
+        (f"{study.annotators['a0002']}/consent", {}),
+        (f"{link}/start", {}),
+        (answer.pop("action"), {k: v for k, v in answer.items() if k != "csrf"}),
+        (f"{study.admin}/invite", {"n": "1"}),
+        (f"{study.admin}/state", {"state": "paused"}),
+    ]
+    for action, data in forms:
+        wrong = c.post(action, data={**data, "csrf": "x" * 64})
+        res = c.post(action, data={**data, "csrf": bad})
+        assert res.status_code == wrong.status_code == 403, (action, res.status_code)
+        assert unsigned(res.text) == unsigned(wrong.text) and "<html" in res.text.lower()
+    con = store.connect(study.path)
+    assert store.answers(con) == [] and store.annotator_count(con) == 2
+    con.close()
+
+
+def test_secrets_are_compared_as_bytes_by_one_helper() -> None:
+    from lexsem.annotate.security import same_secret
+
+    assert same_secret("PAY-7Q2M", "PAY-7Q2M") and same_secret("PRÜF-1", "PRÜF-1")
+    for given in ("PAY-ÄÖÜ☃", "PAY-7Q2\udcff", "", "PAY-7Q2"):
+        assert not same_secret("PAY-7Q2M", given)
+    found = [
+        f"{path.relative_to(SRC)}:{n}"
+        for path in sorted(SRC.rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "compare_digest(" in line
+    ]
+    assert found == [f"lexsem/annotate/security.py:{found[0].rsplit(':', 1)[1]}"], found
+
+
+@pytest.mark.parametrize("code", ["PAY-ÄÖÜ☃", "☃", "DONE-" + "é" * 12, "PAY-\udcff"])
+def test_verify_and_revoke_of_text_that_is_not_ascii_are_one_line(
+    study: MadeStudy, code: str
+) -> None:
+    """A completion code or a link that is not ASCII (the last: a command line's byte that is
+    not UTF-8) is no participant's: one line, exit status 2, as any unknown code or link."""
+    status, out = cli("verify", str(study.path), code)
+    assert status == 2
+    assert one_line(out).endswith(f"no participant of {study.path} has this code")
+    status, out = cli("revoke", str(study.path), code)
+    assert status == 2 and "no annotator id or link token" in one_line(out)
+
+
 def _full(*args: object, **kw: object) -> None:
     exc = sqlite3.OperationalError("database or disk is full")
     exc.sqlite_errorcode = 13  # type: ignore[attr-defined]

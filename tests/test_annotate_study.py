@@ -261,7 +261,8 @@ def test_images_are_real_images(tmp_path: Path) -> None:
 # a study file's settings as lexsem stores them: one JSON object, these keys in this order
 # (tuples as lists); stored settings are read as stored, so a seed below 0 (outside the bounds a
 # user's --seed is checked against) still loads
-CROWD_SETTINGS = ["code_min_answered", "reservation_minutes", "max_participants", "link_hours"]
+CROWD_SETTINGS = ["code_min_answered", "reservation_minutes", "max_participants", "link_hours",
+                  "join_batch", "first_answer_minutes"]  # fmt: skip
 STORED_SETTINGS = (
     '{"name": "pilot", "kinds": ["tot"], "benchmarks": ["synthetic/swap_obj"], "overlap": 2, '
     '"quota": null, "gold_pass": 0.75, "seed": -3, "completion_code": "OLD-1", '
@@ -292,6 +293,7 @@ def test_a_study_file_in_the_stored_format_opens_and_new_files_keep_it(tmp_path:
         "Say yes.",
         {},
     )
+    assert (s.reservation_minutes, s.join_batch, s.first_answer_minutes) == (30.0, 5, 10.0)
     runner = CliRunner()
     out = runner.invoke(app, ["annotate", "status", str(made.path)])
     assert out.exit_code == 0 and "pilot: 1 items x overlap 2" in out.output, out.output

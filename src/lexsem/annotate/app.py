@@ -39,7 +39,6 @@ from __future__ import annotations
 import io
 import secrets
 import threading
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
@@ -66,6 +65,7 @@ from lexsem.annotate.security import (
     csrf_token,
     hash_token,
     new_token,
+    same_secret,
 )
 from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_check import check_study
@@ -162,7 +162,7 @@ class _Site:
         self.limited(self.limits.token, th)
         if who.revoked_at is not None:
             raise HTTPException(410, "This link was revoked.")
-        if who.started_at is None and who.expires_at is not None and who.expires_at < time.time():
+        if who.started_at is None and who.expires_at is not None and who.expires_at < store.clock():
             raise HTTPException(410, "This link has expired.")
         return who
 
@@ -173,7 +173,7 @@ class _Site:
         address = _CLIENT.get()
         th = hash_token(token)
         want = self.st.link_hash(which)
-        if want is None or not secrets.compare_digest(th, want):
+        if want is None or not same_secret(want, th):
             raise self._unknown()
         self.limited(self.limits.address, address)
         if which == "join":
@@ -435,7 +435,12 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
         if mine.answer is not None:
             raise HTTPException(409, "This question was answered already: open your link again.")
         chosen, text = _posted_answer(mine, answer, edit)
-        if store.record_answer(con, who.id, page, chosen, text, new_token) is None:
+        with store.write(con):  # the answer, a join participant's next batch, its first question
+            done = store.record_answer(con, who.id, page, chosen, text, new_token)
+            more = done is not None and who.source == "join"  # the batch may be done
+            if more and assign.reserve(con, who.id, st.settings, st.minutes) > 0:
+                store.serve_next(con, who.id, new_token)
+        if done is None:
             raise HTTPException(409, "This is not your current question: open your link again.")
         if mine.practice:
             return RedirectResponse(f"/a/{token}/feedback/{page}", 303)
@@ -502,7 +507,7 @@ def _add_admin_routes(app: FastAPI, site: _Site) -> None:
                          free=lifecycle.free_items(con, st.settings, st.minutes),
                          joined=store.join_count(con),
                          people=participant_rows(con, st.settings, st.secret),
-                         items=lifecycle.item_progress(con, st.minutes),
+                         items=lifecycle.item_progress(con, st.settings, st.minutes),
                          csrf=csrf_token(st.secret, th), base=f"/admin/{token}")  # fmt: skip
 
     @app.post("/admin/{token}/invite", response_class=HTMLResponse)

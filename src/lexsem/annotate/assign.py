@@ -8,11 +8,18 @@ no item is free, nothing is reserved (no practice, no gold: the study is full fo
 A reservation is an assignment row, committed: a restarted server serves the same units to the
 same annotator and never gives an item to more than `overlap` annotators.
 
-Reservations expire: the same transaction first gives back the unanswered main units of every
-annotator idle for the study's `reservation_minutes` (`store.release_idle`), so scripted joins
-that answer nothing cannot hold the study's items. An annotator whose units went back gets new
-ones when they return (`reserve` again: items they answered in part first, up to as many items
-as they took at the start), where the pool has any. The next unit and the answers recorded
+A participant who came through the join link (anyone with the link can become one, scripts
+too) takes `join_batch` items at a time: their first reservation holds one batch (with the
+practice and gold units), and the transaction that records the answer to the last unit they
+hold reserves the next batch, up to `quota`, where the pool has any. A participant from a
+personal link takes their whole quota at the start.
+
+Reservations expire: a reservation first gives back the unanswered main units of every idle
+annotator (`store.release_idle`, `lifecycle.idle`: nothing shown or answered for the study's
+`reservation_minutes`, or nothing answered at all for its `first_answer_minutes`), so scripted
+joins that answer nothing cannot hold the study's items. An annotator whose units went back
+gets new ones when they return (`reserve` again: items they answered in part first, up to as
+many items as they had taken), where the pool has any. The next unit and the answers recorded
 once are the store's (`store.next_unit`, `store.record_answer`).
 """
 
@@ -23,7 +30,7 @@ import random
 from lexsem.annotate import store
 from lexsem.annotate.config import StudySettings
 from lexsem.annotate.kinds import FIXED_CHOICES
-from lexsem.annotate.lifecycle import idle_before
+from lexsem.annotate.lifecycle import idle
 from lexsem.annotate.order import option_order, serving_order
 
 __all__ = ["reserve"]
@@ -32,34 +39,41 @@ __all__ = ["reserve"]
 def reserve(
     con: store.Connection, annotator: str, settings: StudySettings, minutes: float | None = None
 ) -> int:
-    """Reserve the annotator's units (a first reservation, or new units after an idle one went
-    back; `minutes`: the idle time, default the study's); the number of main items reserved,
-    -1 where the annotator already holds theirs."""
+    """Reserve the annotator's units: their first reservation, new units after an idle one
+    went back, or a join participant's next batch once every unit they hold is answered
+    (`minutes`: the idle time, default the study's). The number of main items reserved; -1
+    where there is nothing to reserve for them now."""
     minutes = settings.reservation_minutes if minutes is None else minutes
     with store.write(con):
         who = store.annotator(con, annotator)
-        if who is None or (who.reserved and who.released_at is None):
+        if who is None:
             return -1
-        store.release_idle(con, idle_before(minutes))
+        taken = who.target or 0
+        again = who.reserved and who.released_at is not None  # back after an idle reservation
+        if who.reserved and not again and not _batch_due(con, who, settings):
+            return -1
+        store.release_idle(con, idle(settings, minutes))
         units = store.units(con)
         held = store.holders(con)
         main = [u for u in units if not u.practice and not u.gold]
         first_pos: dict[str, int] = {}
         for i, u in enumerate(main):
             first_pos.setdefault(u.item_key, i)
-        if who.reserved:  # back after an idle reservation went back
-            w = store.work(con, annotator)
-            mine = {k for k, _ in _items_of(con, annotator, units)}
-            want = max(0, (who.target or 0) - w.items_done)
-        else:
-            mine, want = set(), settings.quota or len(first_pos)
-        partial = {k for k, whole in _items_of(con, annotator, units) if not whole}
+        quota = min(settings.quota or len(first_pos), len(first_pos))
+        batch = settings.join_batch if who.source == "join" else quota
+        items = _items_of(con, annotator, units)
+        mine = {k for k, _ in items}
+        partial = {k for k, whole in items if not whole}
+        if again:
+            want = max(0, taken - store.work(con, annotator).items_done)
+        else:  # a first reservation or the next batch
+            want = min(batch, quota - taken)
         free = [k for k in first_pos if held.get(k, 0) < settings.overlap
                 and (k not in mine or k in partial)]  # fmt: skip
         free.sort(key=lambda k: (k not in partial, -held.get(k, 0), first_pos[k]))
         chosen = set(free[:want])
-        if not who.reserved and not chosen:
-            return 0  # the study is full for them: no practice, no gold
+        if not chosen and not again:
+            return 0  # the study is full for them (at the start: no practice, no gold)
         seed = who.seed
         block = {k: i for i, k in enumerate(settings.kinds)}
         new = [u for u in main if u.item_key in chosen]
@@ -79,11 +93,22 @@ def reserve(
             opts = [o["id"] for o in u.payload["options"]]
             shown = option_order(seed, uid, opts, FIXED_CHOICES[u.kind])
             store.add_assignment(con, annotator, uid, seq, shown)
-        if who.reserved:
+        if again:
             store.clear_released(con, annotator)
         else:
-            store.mark_reserved(con, annotator, len(chosen))
+            store.mark_reserved(con, annotator, taken + len(chosen))
         return len(chosen)
+
+
+def _batch_due(con: store.Connection, who: store.Annotator, settings: StudySettings) -> bool:
+    """Whether a join participant who holds their reservation may take their next batch:
+    every unit they hold is answered and they have taken fewer items than the quota."""
+    if who.source != "join":
+        return False
+    answered, assigned = store.answer_counts(con, who.id)
+    if answered < assigned:
+        return False
+    return settings.quota is None or (who.target or 0) < settings.quota
 
 
 def _items_of(

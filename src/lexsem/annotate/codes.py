@@ -2,8 +2,9 @@
 secret (so a code cannot be guessed, never repeats between participants, and needs no table),
 after the study's `completion_code` prefix. A participant sees their code only once they have
 earned it (`earned`): every unit given to them answered, their main items answered whole (as
-many as they took at the start), and at least `code_min_answered` of their main questions
-answered rather than skipped. `lexsem annotate verify STUDY CODE` finds whose code it is.
+many as they took: a join participant's batches added up), and at least `code_min_answered` of
+their main questions answered rather than skipped. `lexsem annotate verify STUDY CODE` finds
+whose code it is.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from lexsem.annotate import store
 from lexsem.annotate.config import StudySettings
+from lexsem.annotate.security import same_secret
 
 __all__ = [
     "PARTICIPANT_COLUMNS",
@@ -73,10 +75,11 @@ def earned(con: store.Connection, settings: StudySettings, who: store.Annotator)
 
 
 def owner(con: store.Connection, secret: str, prefix: str, code: str) -> store.Annotator | None:
-    """The participant whose code `code` is, or None."""
+    """The participant whose code `code` is, or None (any text: a code that is not ASCII is
+    no participant's)."""
     code = code.strip()
     for who in store.annotators(con):
-        if hmac.compare_digest(participant_code(secret, prefix, who.id), code):
+        if same_secret(participant_code(secret, prefix, who.id), code):
             return who
     return None
 

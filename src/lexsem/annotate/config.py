@@ -89,6 +89,20 @@ class StudySettings(BaseModel):
         description="Hours a personal link works if its participant has not started "
         "(default: no expiry).",
     )
+    join_batch: int = Field(
+        5,
+        ge=1,
+        le=1000,
+        description="Items a participant who came through the join link is given at a time; "
+        "the next ones as they answer these, up to the quota.",
+    )
+    first_answer_minutes: float = Field(
+        10.0,
+        gt=0.0,
+        le=10_080.0,
+        description="Minutes a participant who has answered no question yet may hold their "
+        "items before they go back to the pool.",
+    )
 
 
 class CreateConfig(BaseModel):

@@ -5,9 +5,10 @@ full, and who may still come in.
   say so; answers posted are not saved); `reopen` opens it again. **closed**: for good unless
   reopened; a participant who earned a completion code still sees it.
 - **full**: every main item has `overlap` holders (`store.holders`: annotators who answered
-  it whole, or still hold it). An idle participant (no question shown or answered for the
-  study's `reservation_minutes`) does not hold an item: their unanswered items go back to the
-  pool when someone next starts (`lexsem.annotate.assign`).
+  it whole, or still hold it). An idle participant (`idle`: no question shown or answered for
+  the study's `reservation_minutes`, or none answered at all for its `first_answer_minutes`)
+  does not hold an item: their unanswered items go back to the pool when someone next starts
+  (`lexsem.annotate.assign`).
 - A new or returning participant who has not started learns that the study is closed, paused
   or full before the consent page, and gets no work and no code; the join link also admits at
   most `max_participants`.
@@ -15,7 +16,6 @@ full, and who may still come in.
 
 from __future__ import annotations
 
-import time
 from typing import Literal, get_args
 
 from lexsem.annotate import store
@@ -26,7 +26,7 @@ __all__ = [
     "STATES",
     "State",
     "free_items",
-    "idle_before",
+    "idle",
     "item_progress",
     "set_state",
     "state",
@@ -60,16 +60,20 @@ def set_state(con: store.Connection, new: str) -> State:
     return old
 
 
-def idle_before(minutes: float, now: float | None = None) -> float:
-    """The time before which a participant's last activity makes them idle."""
-    return (time.time() if now is None else now) - 60.0 * minutes
+def idle(settings: StudySettings, minutes: float) -> store.Idle:
+    """Who is idle now: no question shown or answered for `minutes` (the study's
+    `reservation_minutes`, or the server's), or no question answered at all for the study's
+    `first_answer_minutes` (a participant who starts and answers nothing holds their items
+    for that long only)."""
+    now = store.clock()
+    return store.Idle(now - 60.0 * minutes, now - 60.0 * settings.first_answer_minutes)
 
 
 def free_items(con: store.Connection, settings: StudySettings, minutes: float) -> int:
     """The number of main items that fewer than `overlap` participants hold, idle
-    participants (`minutes` without activity) not counted."""
+    participants (`idle`) not counted."""
     with store.read(con):
-        held = store.holders(con, idle_before(minutes))
+        held = store.holders(con, idle(settings, minutes))
         items = store.main_item_count(con)
     full = sum(n >= settings.overlap for n in held.values())
     return items - full
@@ -91,12 +95,15 @@ def why_not_admitted(
     return None
 
 
-def item_progress(con: store.Connection, minutes: float) -> list[tuple[str, int, int, int]]:
+def item_progress(
+    con: store.Connection, settings: StudySettings, minutes: float
+) -> list[tuple[str, int, int, int]]:
     """Per main item, in the study's order: (item key, holders now, participants who answered
     it whole, answers given)."""
     with store.read(con):
-        held = store.holders(con, idle_before(minutes))
-        done = store.holders(con, float("inf"))  # only those who answered it whole
+        held = store.holders(con, idle(settings, minutes))
+        everyone_idle = store.Idle(float("inf"), float("inf"))
+        done = store.holders(con, everyone_idle)  # only those who answered it whole
         rows = store.assignments(con)
         order = [u.item_key for u in store.units(con) if not u.practice and not u.gold]
     answers: dict[str, int] = {}

@@ -5,6 +5,10 @@
   file lets no one act as an annotator. Links are printed once, at creation or invitation.
 - A form's CSRF token is an HMAC of the page's token hash under the study's secret (kept in
   the study file): it cannot be made without the secret and is checked on every POST.
+- `same_secret` is the one comparison of a secret with what a client or a user gave (a CSRF
+  token, a link's token hash, a completion code): in constant time, as UTF-8 bytes, so that
+  a value that is not ASCII is a wrong value like any other (`hmac.compare_digest` raises on
+  `str`s that are not ASCII).
 - `RateLimiter`: a token bucket per key (`limit` requests, refilled over `window` seconds),
   beyond which the server answers 429. Its table is bounded (`max_keys`): a full bucket holds
   nothing worth keeping and is dropped first, then the least recently used; so no stream of
@@ -33,6 +37,7 @@ __all__ = [
     "hash_token",
     "new_secret",
     "new_token",
+    "same_secret",
 ]
 
 
@@ -44,16 +49,27 @@ def new_secret() -> str:
     return secrets.token_hex(32)
 
 
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return hashlib.sha256(_utf8(token)).hexdigest()
 
 
 def csrf_token(secret: str, token_hash: str) -> str:
     return hmac.new(secret.encode(), f"csrf:{token_hash}".encode(), hashlib.sha256).hexdigest()
 
 
+def same_secret(expected: str, given: str) -> bool:
+    """Whether `given` is the secret `expected`, compared in constant time as UTF-8 bytes
+    (a lone surrogate, which a command line's undecodable byte becomes, as itself): any text
+    a client posts or a user types is a right or a wrong value, never an error."""
+    return hmac.compare_digest(_utf8(expected), _utf8(given))
+
+
 def csrf_ok(secret: str, token_hash: str, given: str | None) -> bool:
-    return given is not None and hmac.compare_digest(csrf_token(secret, token_hash), given)
+    return given is not None and same_secret(csrf_token(secret, token_hash), given)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -52,6 +52,7 @@ __all__ = [
     "Assignment",
     "Connection",
     "GivenAnswer",
+    "Idle",
     "StoredUnit",
     "StudyFileError",
     "Unit",
@@ -71,6 +72,7 @@ __all__ = [
     "assignments",
     "checkpoint",
     "clear_released",
+    "clock",
     "connect",
     "create_schema",
     "file_path",
@@ -152,6 +154,13 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def clock() -> float:
+    """The study's clock, in seconds since the epoch: when a question was served and answered,
+    when a participant was last active, when a link expires (the one clock every module of the
+    study asks, so that a test can move it on)."""
+    return time.time()
+
+
 # --- migrations -----------------------------------------------------------------------------
 
 
@@ -169,7 +178,7 @@ def _to_3(con: Connection) -> None:
     reservation's idle time starts at the upgrade)."""
     for statement in _V3_COLUMNS:
         con.execute(statement)
-    con.execute("UPDATE annotators SET last_seen = ? WHERE reserved = 1", (time.time(),))
+    con.execute("UPDATE annotators SET last_seen = ? WHERE reserved = 1", (clock(),))
 
 
 # (version reached, step): each step takes a study of the version before to this version,
@@ -426,7 +435,7 @@ class Annotator:
     expires_at: float | None  # when the link stops working unless started (epoch seconds)
     revoked_at: str | None
     last_seen: float | None  # the last start, first showing of a question or answer
-    target: int | None  # the main items reserved at the start
+    target: int | None  # the main items taken (a join participant's batches added up)
     released_at: str | None  # when an idle reservation was given back (None: it holds)
 
 
@@ -499,28 +508,29 @@ def record_start(con: Connection, aid: str) -> None:
         con.execute(
             "UPDATE annotators SET started_at = ?, last_seen = ? WHERE id = ?"
             " AND started_at IS NULL",
-            (now_iso(), time.time(), aid),
+            (now_iso(), clock(), aid),
         )
 
 
 def mark_reserved(con: Connection, aid: str, target: int) -> None:
-    """The annotator holds `target` main items (their first reservation)."""
+    """The annotator has taken `target` main items (at their first reservation, and each
+    further batch a join participant takes)."""
     con.execute(
         "UPDATE annotators SET reserved = 1, target = ?, last_seen = ? WHERE id = ?",
-        (target, time.time(), aid),
+        (target, clock(), aid),
     )
 
 
 def clear_released(con: Connection, aid: str) -> None:
     """The annotator's reservation holds again (after a top-up)."""
     con.execute(
-        "UPDATE annotators SET released_at = NULL, last_seen = ? WHERE id = ?", (time.time(), aid)
+        "UPDATE annotators SET released_at = NULL, last_seen = ? WHERE id = ?", (clock(), aid)
     )
 
 
 def touch(con: Connection, aid: str) -> None:
     """The annotator is active now."""
-    con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (time.time(), aid))
+    con.execute("UPDATE annotators SET last_seen = ? WHERE id = ?", (clock(), aid))
 
 
 _UNANSWERED_MAIN = (
@@ -538,13 +548,32 @@ def release(con: Connection, aid: str) -> int:
     return int(gone)
 
 
-def release_idle(con: Connection, idle_before: float) -> list[str]:
-    """Give back the unanswered main units of every annotator last active before
-    `idle_before` (inside the caller's `write`); the annotators whose units went back."""
+@dataclass(frozen=True)
+class Idle:
+    """Who is idle (times as `clock` gives them): an annotator last active (a question served
+    or answered) before `before`, or one who has answered no question and was last active
+    before `unanswered_before`."""
+
+    before: float
+    unanswered_before: float
+
+
+def _answered_any(who: str) -> str:
+    """SQL: whether the annotator whose id is the column `who` has answered any question
+    (practice and gold included)."""
+    return (
+        f"EXISTS (SELECT 1 FROM assignments x WHERE x.annotator = {who} AND x.answer IS NOT NULL)"
+    )
+
+
+def release_idle(con: Connection, idle: Idle) -> list[str]:
+    """Give back the unanswered main units of every idle annotator (inside the caller's
+    `write`); the annotators whose units went back."""
     rows = con.execute(
-        "SELECT id FROM annotators WHERE reserved = 1 AND released_at IS NULL"
-        " AND last_seen < ? ORDER BY id",
-        (idle_before,),
+        "SELECT n.id FROM annotators n WHERE n.reserved = 1 AND n.released_at IS NULL"
+        f" AND (n.last_seen < ? OR (n.last_seen < ? AND NOT {_answered_any('n.id')}))"
+        " ORDER BY n.id",
+        (idle.before, idle.unanswered_before),
     ).fetchall()
     return [r[0] for r in rows if release(con, r[0])]
 
@@ -565,24 +594,26 @@ def revoke(con: Connection, aid: str) -> bool:
 # --- assignments and answers ----------------------------------------------------------------
 
 
-def holders(con: Connection, idle_before: float | None = None) -> dict[str, int]:
+def holders(con: Connection, idle: Idle | None = None) -> dict[str, int]:
     """Main item key -> the number of annotators holding it: who has every unit of the item
-    assigned and has answered them all, or is still at work (link not revoked, and active
-    since `idle_before` where given). Counted by SQLite in one query (it runs on every
-    admission check and reservation, under the write lock for the latter)."""
+    assigned and has answered them all, or is still at work (link not revoked, and not
+    `idle` where given). Counted by SQLite in one query (it runs on every admission check and
+    reservation, under the write lock for the latter)."""
+    before, unanswered = (None, None) if idle is None else (idle.before, idle.unanswered_before)
     rows = con.execute(
         "WITH sizes AS (SELECT item_key, COUNT(*) AS size FROM units"
         " WHERE practice = 0 AND gold = 0 GROUP BY item_key),"
-        " held AS (SELECT u.item_key AS item_key, COUNT(*) AS n, COUNT(a.answer) AS done,"
-        " n.last_seen AS seen, n.revoked_at AS revoked"
+        " held AS (SELECT u.item_key AS item_key, n.id AS who, COUNT(*) AS n,"
+        " COUNT(a.answer) AS done, n.last_seen AS seen, n.revoked_at AS revoked"
         " FROM assignments a JOIN units u ON u.id = a.unit JOIN annotators n"
         " ON n.id = a.annotator WHERE u.practice = 0 AND u.gold = 0"
         " GROUP BY u.item_key, a.annotator)"
         " SELECT h.item_key, COUNT(*) FROM held h JOIN sizes s ON s.item_key = h.item_key"
         " WHERE h.n >= s.size AND (h.done = h.n OR (h.revoked IS NULL AND"
-        " (? IS NULL OR (h.seen IS NOT NULL AND h.seen >= ?))))"
+        " (? IS NULL OR (h.seen IS NOT NULL AND h.seen >= ?"
+        f" AND (h.seen >= ? OR {_answered_any('h.who')})))))"
         " GROUP BY h.item_key",
-        (idle_before, idle_before),
+        (before, before, unanswered),
     )
     return dict(rows.fetchall())
 
@@ -709,7 +740,7 @@ def serve_next(con: Connection, aid: str, new_page: Callable[[], str]) -> None:
     ).fetchone()
     if row is None or row["page"] is not None:
         return
-    now = time.time()
+    now = clock()
     con.execute(
         "UPDATE assignments SET served_at = ?, page = ? WHERE annotator = ? AND unit = ?",
         (now, new_page(), aid, row["unit"]),
@@ -779,7 +810,7 @@ def record_answer(
             "SELECT served_at FROM assignments WHERE annotator = ? AND unit = ?",
             (aid, row["id"]),
         ).fetchone()
-        now = time.time()
+        now = clock()
         con.execute(
             "UPDATE assignments SET answer = ?, edit = ?, seconds = ?, answered_at = ?"
             " WHERE annotator = ? AND unit = ?",

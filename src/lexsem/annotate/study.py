@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,7 +133,7 @@ def _add(
 ) -> list[tuple[str, str]]:
     count = store.annotator_count(con)
     hours = settings.link_hours
-    expires = None if hours is None else time.time() + 3600.0 * hours
+    expires = None if hours is None else store.clock() + 3600.0 * hours
     out = []
     for k in range(count + 1, count + n + 1):
         aid, token = f"a{k:04d}", new_token()
@@ -174,7 +173,9 @@ def revoke_link(con: store.Connection, which: str) -> str:
         with store.write(con):
             store.set_meta(con, "join_hash", None)
         return "the join link"
-    who = store.annotator_by_token(con, th) or store.annotator(con, which)
+    who = store.annotator_by_token(con, th)
+    if who is None and which.isascii():  # an id (a0001, ...); SQLite takes no lone surrogate
+        who = store.annotator(con, which)
     if who is None:
         raise LexsemError(f"{which!r}: no annotator id or link token of this study")
     if not store.revoke(con, who.id):

@@ -80,8 +80,8 @@ StudySizes = config_group(
 )  # fmt: skip
 StudyDesign = config_group(
     "StudyDesign", StudySettings, "seed", "gold_pass", "overlap", "quota", "code_min_answered",
-    "reservation_minutes", "max_participants", "link_hours",
-    doc="How the study assigns items and pays out (StudySettings' fields).",
+    "reservation_minutes", "first_answer_minutes", "join_batch", "max_participants",
+    "link_hours", doc="How the study assigns items and pays out (StudySettings' fields).",
 )  # fmt: skip
 StudyImages = config_group(
     "StudyImages", EvalConfig, "data_dir", "coco_val2017", "image_root",
