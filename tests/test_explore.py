@@ -105,6 +105,21 @@ def test_slices_select_and_count(runs: Any) -> None:
         ("/export/nosuch", 404, "no export"),
         ("/export/benchmark?sel=abc", 404, "no such item"),
         ("/export/figure.png?columns=3", 400, "columns"),
+        # digits of other scripts (`str.isdigit` and `\\d` take them, `int` refuses or reads
+        # them), leading zeros and numbers too long for `int`: no such item, never a 500
+        ("/item/²", 404, "no such item"),
+        ("/item/①", 404, "no such item"),
+        ("/item/١", 404, "no such item"),  # Arabic-Indic 1: int() reads it as 1
+        ("/item/01", 404, "no such item"),
+        ("/item/" + "9" * 5000, 404, "no such item"),
+        ("/image/²/0", 404, "no such item"),
+        ("/image/①/0", 404, "no such item"),
+        ("/image/0/²", 404, "no such image"),
+        ("/export/benchmark?sel=²", 404, "no such item"),
+        ("/export/benchmark?sel=0&sel=①", 404, "no such item"),
+        ("/export/figure.png?columns=²", 400, "columns: Input should be a valid integer"),
+        ("/image/0/0?full=²", 400, "full: Input should be a valid boolean"),
+        ("/?page=²", 400, "page: Input should be a valid integer"),
     ],
 )
 def test_bad_parameters_are_refused(client: TestClient, url: str, status: int, says: str) -> None:

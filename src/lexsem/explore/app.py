@@ -9,6 +9,7 @@ another site)."""
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -96,9 +98,13 @@ def _slice(request: Request, drop: tuple[str, ...] = ()) -> Slice:
     try:
         return Slice(**params)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(p) for p in e["loc"]) or "query"
-        raise HTTPException(400, f"{where}: {e['msg']}") from None
+        raise _refused(exc.errors()[0]) from None
+
+
+def _refused(error: Any) -> HTTPException:
+    """400 naming the parameter of a validation `error` (pydantic's: its `loc` and `msg`)."""
+    where = ".".join(str(p) for p in error["loc"] if p not in ("query", "path")) or "query"
+    return HTTPException(400, f"{where}: {error['msg']}")
 
 
 def _rows(st: _State, s: Slice) -> np.ndarray:
@@ -108,10 +114,22 @@ def _rows(st: _State, s: Slice) -> np.ndarray:
         raise HTTPException(400, str(exc)) from None
 
 
+#: A row or image number as the page writes it: ASCII digits, no leading zero, at most 18 (`\d`
+#: and `str.isdigit` also take '²', '①' and other scripts' digits, which `int` refuses or reads
+#: as another number, and `int` refuses more than 4,300 digits).
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")
+
+
+def _number(text: str, count: int, what: str) -> int:
+    """`text` as a number below `count` (`_NUMBER`), else 404 `no such WHAT`: the one parser of
+    the numbers in the routes (`/item/KEY`, `/image/KEY/N`, `sel=KEY`)."""
+    if _NUMBER.fullmatch(text) is None or int(text) >= count:
+        raise HTTPException(404, f"no such {what}")
+    return int(text)
+
+
 def _key(st: _State, key: str) -> int:
-    if not key.isdigit() or int(key) >= len(st.table):
-        raise HTTPException(404, "no such item")
-    return int(key)
+    return _number(key, len(st.table), "item")
 
 
 def _verdict(hit: int, tie: bool) -> str:
@@ -225,6 +243,10 @@ def create_app(
             status_code=exc.status_code,
         )  # fmt: skip
 
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameter(request: Request, exc: RequestValidationError) -> Response:
+        return await http_error(request, _refused(exc.errors()[0]))  # columns=x, full=x
+
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request) -> Response:
         s = _slice(request)
@@ -258,10 +280,9 @@ def create_app(
     def image(key: str, n: str, full: bool = False) -> Response:
         k = _key(st, key)
         refs = st.images(k)[0]
-        if not n.isdigit() or int(n) >= len(refs):
-            raise HTTPException(404, "no such image")
+        ref = refs[_number(n, len(refs), "image")]
         try:
-            png = st.source.image_png(table.column("view")[k], st.scorer(k), refs[int(n)],
+            png = st.source.image_png(table.column("view")[k], st.scorer(k), ref,
                                       FULL_PX if full else THUMB_PX)  # fmt: skip
         except LexsemError as exc:
             raise HTTPException(404, f"image not readable: {exc}") from None
