@@ -489,6 +489,41 @@ def test_bivlc_items_show_two_captions_and_two_images(tmp_path: Path) -> None:
     assert app.get(f"/image/{key}/2").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("text", "UnidentifiedImageError: cannot identify image file"),
+        ("empty", "it is empty (0 bytes)"),
+        ("truncated", "OSError: "),
+    ],
+)
+def test_an_image_file_that_is_no_image_is_one_line_naming_it(
+    runs: Any, tmp_path: Path, damage: str, says: str
+) -> None:
+    """A text file, an empty file or a truncated image in --coco-val2017: 422 naming the file,
+    the other images, pages and figures still served."""
+    import shutil
+
+    folder = tmp_path / "val2017"
+    shutil.copytree(runs[1], folder)
+    bad = folder / "0.jpg"
+    whole = bad.read_bytes()
+    bad.write_bytes({"text": b"not an image\n", "empty": b"", "truncated": whole[:500]}[damage])
+    table = open_runs(runs[0])
+    client = TestClient(create_app(table, n_boot=0, image_folders={"coco_val2017": folder}))
+    ids = table.column("item_id").tolist()
+    broken, fine = ids.index("0"), ids.index("1")
+    for url in (f"/image/{broken}/0", f"/image/{broken}/0?full=1"):
+        res = client.get(url)
+        assert res.status_code == 422, res.text
+        assert f"{bad}: image &#39;0.jpg&#39; cannot be decoded: {says}" in res.text
+        assert "Traceback" not in res.text
+    assert client.get(f"/image/{fine}/0").content[:4] == b"\x89PNG"
+    assert client.get(f"/item/{broken}").status_code == 200
+    fig = client.get(f"/export/figure.png?sel={broken}&sel={fine}")  # the broken image left out
+    assert fig.status_code == 200 and fig.content[:4] == b"\x89PNG"
+
+
 def test_report_refuses_an_explore_url_that_is_no_web_address(runs: Any, tmp_path: Path) -> None:
     from lexsem.cli import app
 

@@ -29,6 +29,7 @@ from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_o
 from lexsem.explore.runs_table import RunsTable
 from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, choices, counts, select
 from lexsem.explore.word_diff import marked, roles_against
+from lexsem.images.refs import ImageError
 from lexsem.web_headers import SecurityHeaders
 from lexsem.web_templates import app_templates
 
@@ -284,8 +285,8 @@ def create_app(
         try:
             png = st.source.image_png(table.column("view")[k], st.scorer(k), ref,
                                       FULL_PX if full else THUMB_PX)  # fmt: skip
-        except LexsemError as exc:
-            raise HTTPException(404, f"image not readable: {exc}") from None
+        except ImageError as exc:  # gone since the page was made: 404; no image there: 422
+            raise HTTPException(404 if exc.reason == "missing" else 422, str(exc)) from None
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
 
     @app.get("/export/{kind}")
