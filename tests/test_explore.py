@@ -329,6 +329,46 @@ def test_a_port_in_use_is_one_line_before_any_address_is_printed(tmp_path: Path)
     assert "open http" not in res.output
 
 
+def test_on_every_address_the_printed_urls_are_answered_and_other_names_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--host 0.0.0.0`: the URLs printed (this machine's, other machines') are answered by a
+    server listening on 0.0.0.0, as are the machine's names and any IP address; another name
+    (DNS rebinding) is 400. Requests go to 127.0.0.1 only, the Host header naming the rest."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from builders.explore_runs import served
+    from lexsem.cli import app
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "node7")
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": "node7.lab.example.org")
+    apps: list[Any] = []
+    monkeypatch.setattr("lexsem.web_server.serve", lambda a, sock, **k: apps.append(a))
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    folders = synthetic_runs(tmp_path, 1, 4)
+    res = CliRunner().invoke(app, ["explore", "--host", "0.0.0.0", "--port", str(port),
+                                   str(folders[0])])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    here, there = f"http://127.0.0.1:{port}/", f"http://node7.lab.example.org:{port}/"
+    assert f"open {here} (from other machines: {there}) (Ctrl-C stops)" in res.output
+    assert "0.0.0.0" not in res.output
+    with served(apps[0], host="0.0.0.0") as base:
+        status = lambda host: httpx.get(f"{base}/", headers={"host": host}).status_code  # noqa: E731
+        for url in (here, there):
+            assert status(urlsplit(url).netloc) == 200, url
+        for host in ("localhost", "node7", "NODE7:80", "192.0.2.7:8765", "[2001:db8::7]:8765"):
+            assert status(host) == 200, host
+        for host in ("evil.example", "node7.lab.example.org.evil.example", "[node7]", ""):
+            assert status(host) == 400, host
+        refused = httpx.get(f"{base}/", headers={"host": "evil.example"}).text
+        assert "'evil.example' is not a name of this server" in refused
+        assert "node7.lab.example.org, node7 or an IP address" in refused
+
+
 def test_the_command_serves_with_the_study_servers_limits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

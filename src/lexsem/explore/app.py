@@ -20,7 +20,6 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from lexsem.errors import LexsemError
 from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_zip
@@ -31,6 +30,7 @@ from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, choices, counts,
 from lexsem.explore.word_diff import marked, roles_against
 from lexsem.images.refs import ImageError
 from lexsem.web_headers import SecurityHeaders
+from lexsem.web_server import HostCheck
 from lexsem.web_templates import app_templates
 
 __all__ = ["EXPORT_KINDS", "MAX_SELECTED", "create_app"]
@@ -227,12 +227,15 @@ def create_app(
     table: RunsTable, *, data_dir: Path | None = None, n_boot: int = 1000,
     image_folders: dict[str, Path | None] | None = None,
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "testserver"),
+    any_address: bool = False,
 ) -> FastAPI:  # fmt: skip
     """The explorer over `table` (the runs, opened: `lexsem.explore.runs_table.open_runs`);
-    `image_folders`: `coco_val2017`, `coco_train2017`, `image_root` over the runs' own."""
+    `image_folders`: `coco_val2017`, `coco_train2017`, `image_root` over the runs' own;
+    `allowed_hosts`, `any_address`: the Host headers answered (`lexsem.web_server.HostCheck`;
+    the command gives `host_names(--host)`, and any address for a wildcard `--host`)."""
     st = _State(table, ItemSource(table.runs, data_dir, image_folders), n_boot)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    app.add_middleware(HostCheck, names=allowed_hosts, any_address=any_address)
     app.add_middleware(SecurityHeaders, policy=lambda _scope: _CSP)
     here = resources.files("lexsem.explore")
     templates = app_templates(here / "templates")
