@@ -263,6 +263,30 @@ def test_decode_keeps_the_raw_mode_only_for_model_profiles() -> None:
     assert decode(FILES["EXIF"], OPEN_CLIP_RAW.with_exif(True)).size == (H, W)
 
 
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("empty", "it is empty (0 bytes)"),
+        ("text", "UnidentifiedImageError: cannot identify image file"),
+        ("truncated", "OSError: "),
+    ],
+)
+def test_bytes_that_are_no_image_are_an_image_error_naming_them(damage: str, says: str) -> None:
+    """Whatever Pillow raises for bytes it cannot decode, every profile raises lexsem's
+    `ImageError` (`undecodable`), the one error the engine skips and the explorer shows."""
+    from lexsem.images.refs import ImageError
+
+    png = FILES["P"]
+    data = {"empty": b"", "text": b"not an image\n", "truncated": png[: len(png) // 2]}[damage]
+    for profile in PRESETS.values():
+        with pytest.raises(ImageError) as err:
+            decode(data, profile, ref="x.png")
+        assert err.value.reason == "undecodable", profile.name
+        assert str(err.value).startswith(f"image 'x.png' cannot be decoded: {says}")
+    with pytest.raises(ImageError):
+        decode_image(data)
+
+
 # ---------------------------------------------------------------------------- per benchmark
 
 

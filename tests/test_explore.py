@@ -105,6 +105,21 @@ def test_slices_select_and_count(runs: Any) -> None:
         ("/export/nosuch", 404, "no export"),
         ("/export/benchmark?sel=abc", 404, "no such item"),
         ("/export/figure.png?columns=3", 400, "columns"),
+        # digits of other scripts (`str.isdigit` and `\\d` take them, `int` refuses or reads
+        # them), leading zeros and numbers too long for `int`: no such item, never a 500
+        ("/item/²", 404, "no such item"),
+        ("/item/①", 404, "no such item"),
+        ("/item/١", 404, "no such item"),  # Arabic-Indic 1: int() reads it as 1
+        ("/item/01", 404, "no such item"),
+        ("/item/" + "9" * 5000, 404, "no such item"),
+        ("/image/²/0", 404, "no such item"),
+        ("/image/①/0", 404, "no such item"),
+        ("/image/0/²", 404, "no such image"),
+        ("/export/benchmark?sel=²", 404, "no such item"),
+        ("/export/benchmark?sel=0&sel=①", 404, "no such item"),
+        ("/export/figure.png?columns=²", 400, "columns: Input should be a valid integer"),
+        ("/image/0/0?full=²", 400, "full: Input should be a valid boolean"),
+        ("/?page=²", 400, "page: Input should be a valid integer"),
     ],
 )
 def test_bad_parameters_are_refused(client: TestClient, url: str, status: int, says: str) -> None:
@@ -314,6 +329,46 @@ def test_a_port_in_use_is_one_line_before_any_address_is_printed(tmp_path: Path)
     assert "open http" not in res.output
 
 
+def test_on_every_address_the_printed_urls_are_answered_and_other_names_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--host 0.0.0.0`: the URLs printed (this machine's, other machines') are answered by a
+    server listening on 0.0.0.0, as are the machine's names and any IP address; another name
+    (DNS rebinding) is 400. Requests go to 127.0.0.1 only, the Host header naming the rest."""
+    import socket
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from builders.explore_runs import served
+    from lexsem.cli import app
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "node7")
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": "node7.lab.example.org")
+    apps: list[Any] = []
+    monkeypatch.setattr("lexsem.web_server.serve", lambda a, sock, **k: apps.append(a))
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    folders = synthetic_runs(tmp_path, 1, 4)
+    res = CliRunner().invoke(app, ["explore", "--host", "0.0.0.0", "--port", str(port),
+                                   str(folders[0])])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    here, there = f"http://127.0.0.1:{port}/", f"http://node7.lab.example.org:{port}/"
+    assert f"open {here} (from other machines: {there}) (Ctrl-C stops)" in res.output
+    assert "0.0.0.0" not in res.output
+    with served(apps[0], host="0.0.0.0") as base:
+        status = lambda host: httpx.get(f"{base}/", headers={"host": host}).status_code  # noqa: E731
+        for url in (here, there):
+            assert status(urlsplit(url).netloc) == 200, url
+        for host in ("localhost", "node7", "NODE7:80", "192.0.2.7:8765", "[2001:db8::7]:8765"):
+            assert status(host) == 200, host
+        for host in ("evil.example", "node7.lab.example.org.evil.example", "[node7]", ""):
+            assert status(host) == 400, host
+        refused = httpx.get(f"{base}/", headers={"host": "evil.example"}).text
+        assert "'evil.example' is not a name of this server" in refused
+        assert "node7.lab.example.org, node7 or an IP address" in refused
+
+
 def test_the_command_serves_with_the_study_servers_limits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -472,6 +527,41 @@ def test_bivlc_items_show_two_captions_and_two_images(tmp_path: Path) -> None:
         img = app.get(f"/image/{key}/{n}?full=1")
         assert img.status_code == 200 and img.content[:4] == b"\x89PNG"
     assert app.get(f"/image/{key}/2").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("text", "UnidentifiedImageError: cannot identify image file"),
+        ("empty", "it is empty (0 bytes)"),
+        ("truncated", "OSError: "),
+    ],
+)
+def test_an_image_file_that_is_no_image_is_one_line_naming_it(
+    runs: Any, tmp_path: Path, damage: str, says: str
+) -> None:
+    """A text file, an empty file or a truncated image in --coco-val2017: 422 naming the file,
+    the other images, pages and figures still served."""
+    import shutil
+
+    folder = tmp_path / "val2017"
+    shutil.copytree(runs[1], folder)
+    bad = folder / "0.jpg"
+    whole = bad.read_bytes()
+    bad.write_bytes({"text": b"not an image\n", "empty": b"", "truncated": whole[:500]}[damage])
+    table = open_runs(runs[0])
+    client = TestClient(create_app(table, n_boot=0, image_folders={"coco_val2017": folder}))
+    ids = table.column("item_id").tolist()
+    broken, fine = ids.index("0"), ids.index("1")
+    for url in (f"/image/{broken}/0", f"/image/{broken}/0?full=1"):
+        res = client.get(url)
+        assert res.status_code == 422, res.text
+        assert f"{bad}: image &#39;0.jpg&#39; cannot be decoded: {says}" in res.text
+        assert "Traceback" not in res.text
+    assert client.get(f"/image/{fine}/0").content[:4] == b"\x89PNG"
+    assert client.get(f"/item/{broken}").status_code == 200
+    fig = client.get(f"/export/figure.png?sel={broken}&sel={fine}")  # the broken image left out
+    assert fig.status_code == 200 and fig.content[:4] == b"\x89PNG"
 
 
 def test_report_refuses_an_explore_url_that_is_no_web_address(runs: Any, tmp_path: Path) -> None:

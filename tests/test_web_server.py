@@ -112,3 +112,29 @@ def test_annotate_serve_refuses_a_port_in_use_before_printing_its_address(
         "(Address already in use); another server holds it: give another --port"
     ]
     assert not served
+
+
+def test_printed_addresses_and_answered_host_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a browser can open is printed (never 0.0.0.0, an IPv6 address bracketed), and
+    the Host check takes those names: every address of the machine (0.0.0.0, ::) adds its
+    names and any IP address; a given address or name adds itself only."""
+    from lexsem.web_server import HostCheck, host_names, is_wildcard, open_urls
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "Node7")
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": "localhost")  # no dotted name
+    assert open_urls("127.0.0.1", 8765) == ("http://127.0.0.1:8765/",)
+    assert open_urls("::1", 8765) == ("http://[::1]:8765/",)
+    assert open_urls("0.0.0.0", 8765) == ("http://127.0.0.1:8765/", "http://node7:8765/")
+    assert open_urls("::", 8765) == ("http://[::1]:8765/", "http://node7:8765/")
+    assert host_names("0.0.0.0") == ("127.0.0.1", "localhost", "::1", "node7")
+    assert host_names("192.0.2.7") == ("127.0.0.1", "localhost", "192.0.2.7")
+
+    def allows(host: str, header: str) -> bool:
+        return HostCheck(_hello, host_names(host), any_address=is_wildcard(host)).allows(header)
+
+    assert allows("::1", "[::1]:8765") and allows("::", "[::1]:8765")
+    assert allows("0.0.0.0", "198.51.100.3") and allows("0.0.0.0", "Node7:8765")
+    assert not allows("127.0.0.1", "198.51.100.3") and not allows("127.0.0.1", "node7")
+    assert not allows("192.0.2.7", "192.0.2.8:80") and allows("192.0.2.7", "192.0.2.7:80")
+    for header in ("", "[::1", "a b", "evil.example", "localhost.evil.example", "127.0.0.1@x"):
+        assert not allows("0.0.0.0", header), header

@@ -1,9 +1,19 @@
 """How lexsem serves a web app (the study server, `lexsem explore`): the port taken before
-any address is printed, and uvicorn with limits on slow and numerous clients.
+any address is printed, the addresses printed and the host names answered, and uvicorn with
+limits on slow and numerous clients.
 
 - `listening(host, port)`: a socket bound and listening, or one `LexsemError` line naming the
   port (held by another server, or not to be had): an address is printed only once it is
   this server's.
+- `open_urls(host, port)`: the addresses to print, ones a browser can open: `--host 0.0.0.0`
+  (or ``::``, every address of the machine: reachable from other machines) prints
+  ``http://127.0.0.1:PORT/`` for this machine and ``http://NAME:PORT/`` (the machine's name)
+  for others, never ``http://0.0.0.0:PORT/``; an IPv6 address is bracketed.
+- `HostCheck` (with `host_names`): requests are answered only when their ``Host`` header
+  names this server, so that a page of another site cannot reach it through a DNS name of its
+  own that resolves to this machine (DNS rebinding): 127.0.0.1, localhost and `--host`; for a
+  wildcard `--host`, also the machine's names and any IP address (a request addressed to an
+  address involves no DNS name, so no rebinding); any other name is 400.
 - `serve(app, sock)`: a connection that has not sent a whole request's headers within
   `HEADER_TIMEOUT` seconds of opening (or of its previous response) is closed, so that
   connections dribbling their headers (a "slowloris") cannot pile up; an idle kept-alive
@@ -18,14 +28,29 @@ from __future__ import annotations
 import asyncio
 import copy
 import errno
+import ipaddress
 import logging
 import os
+import re
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lexsem.errors import LexsemError
 
-__all__ = ["HEADER_TIMEOUT", "KEEP_ALIVE", "MAX_CONNECTIONS", "listening", "serve"]
+if TYPE_CHECKING:  # pragma: no cover
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = [
+    "HEADER_TIMEOUT",
+    "KEEP_ALIVE",
+    "MAX_CONNECTIONS",
+    "HostCheck",
+    "host_names",
+    "is_wildcard",
+    "listening",
+    "open_urls",
+    "serve",
+]
 
 #: Seconds a connection has to send a request's headers.
 HEADER_TIMEOUT = 10.0
@@ -48,6 +73,95 @@ def listening(host: str, port: int) -> socket.socket:
             f"--port {port}: cannot listen on {host}:{port} "
             f"({os.strerror(exc.errno) if exc.errno else exc}); {hint}"
         ) from None
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether listening on `host` listens on every address of the machine (0.0.0.0, ::)."""
+    return host in ("0.0.0.0", "::", "")
+
+
+def _in_url(host: str) -> str:
+    """`host` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host else host
+
+
+def _machine_names() -> tuple[str, ...]:
+    """This machine's names, lower-case (its fully qualified name first, when it has one that
+    is not localhost): the names other machines may reach it by."""
+    names = [socket.getfqdn().lower(), socket.gethostname().lower()]
+    named = [n for n in names if n and not n.startswith("localhost")]
+    return tuple(dict.fromkeys(sorted(named, key=lambda n: "." not in n)))
+
+
+def open_urls(host: str, port: int) -> tuple[str, ...]:
+    """The addresses to print for a server listening on host:port (see the module doc): the
+    one to open on this machine, then, for a wildcard `host`, the one for other machines."""
+    if not is_wildcard(host):
+        return (f"http://{_in_url(host)}:{port}/",)
+    local = "[::1]" if host == "::" else "127.0.0.1"
+    names = _machine_names()
+    return (f"http://{local}:{port}/", *(f"http://{_in_url(n)}:{port}/" for n in names[:1]))
+
+
+def host_names(host: str) -> tuple[str, ...]:
+    """The names a request to a server listening on `host` may be addressed to (its Host
+    header, the port aside): 127.0.0.1, localhost and `host`, and for a wildcard `host` ::1
+    and this machine's names (`HostCheck` takes any IP address as well there)."""
+    if is_wildcard(host):
+        return ("127.0.0.1", "localhost", "::1", *_machine_names())
+    return tuple(dict.fromkeys(("127.0.0.1", "localhost", host.lower())))
+
+
+#: A Host header: a name or IPv4 address, or an IPv6 address in brackets; then a port.
+_HOST = re.compile(r"(?:\[([0-9a-f:.]+)\]|([^:\[\]@/\s]*))(?::[0-9]{1,5})?", re.IGNORECASE)
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class HostCheck:
+    """An ASGI middleware answering 400 to a request (HTTP or WebSocket) whose Host header is
+    not one of `names` (`host_names`), nor, with `any_address`, an IP address: see the module
+    doc. A Host header with an IPv6 address in brackets is compared without them."""
+
+    def __init__(self, app: ASGIApp, names: tuple[str, ...], any_address: bool = False) -> None:
+        self.app = app
+        self.names = frozenset(n.lower() for n in names)
+        self.any_address = any_address
+        shown = ", ".join(dict.fromkeys(names)) + (" or an IP address" if any_address else "")
+        self._why = (
+            "is not a name of this server: it answers requests addressed to "
+            f"{shown} (so that no page of another site reaches it through a name of its own)"
+        )
+
+    def allows(self, header: str) -> bool:
+        """Whether a request with this Host header value is answered."""
+        m = _HOST.fullmatch(header)
+        if m is None:
+            return False
+        name = (m.group(1) or m.group(2)).lower()
+        return name in self.names or (self.any_address and _is_address(name))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        raw = dict(scope["headers"]).get(b"host", b"")
+        header = raw.decode("latin-1")
+        if self.allows(header):
+            await self.app(scope, receive, send)
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            from starlette.responses import PlainTextResponse
+
+            text = f"Host {header!r} {self._why}"
+            await PlainTextResponse(text, status_code=400)(scope, receive, send)
 
 
 def _no_delay(transport: asyncio.BaseTransport) -> None:

@@ -90,14 +90,15 @@ def synthetic_runs(base: Path, n_runs: int, n_items: int, seed: int = 0) -> list
 
 
 @contextlib.contextmanager
-def served(app: Any) -> Iterator[str]:
-    """`app` served by uvicorn on 127.0.0.1 in a thread: its base URL; stopped on exit."""
+def served(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
+    """`app` served by uvicorn on `host` (127.0.0.1, or 0.0.0.0: every address) in a thread:
+    its base URL on 127.0.0.1 (tests send nothing beyond the loopback); stopped on exit."""
     import uvicorn
 
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

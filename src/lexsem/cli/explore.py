@@ -39,7 +39,7 @@ def explore(
     from lexsem.cli.run_paths import run_folders
     from lexsem.explore.app import create_app
     from lexsem.explore.runs_table import open_runs
-    from lexsem.web_server import listening, serve
+    from lexsem.web_server import host_names, is_wildcard, listening, open_urls, serve
 
     cfg = from_options(ExploreConfig, "explore", {}, **server.given())
     for path in runs:
@@ -47,12 +47,14 @@ def explore(
     folders_given = run_folders(runs)
     with listening(cfg.host, cfg.port) as sock:  # before the runs are read
         table = open_runs(folders_given)
-        hosts = tuple(dict.fromkeys(("127.0.0.1", "localhost", cfg.host)))
         images = {k: v for k, v in folders.given().items() if k != "data_dir"}
         app = create_app(table, data_dir=folders.data_dir, n_boot=cfg.n_boot,
-                         image_folders=images, allowed_hosts=hosts)  # fmt: skip
+                         image_folders=images, allowed_hosts=host_names(cfg.host),
+                         any_address=is_wildcard(cfg.host))  # fmt: skip
+        here, *elsewhere = open_urls(cfg.host, cfg.port)
+        others = "".join(f" (from other machines: {u})" for u in elsewhere)
         typer.echo(f"lexsem explore: {len(table.runs)} runs, {len(table)} rows; "
-                   f"open http://{cfg.host}:{cfg.port}/ (Ctrl-C stops)")  # fmt: skip
+                   f"open {here}{others} (Ctrl-C stops)")  # fmt: skip
         serve(app, sock)
 
 

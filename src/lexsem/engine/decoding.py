@@ -126,11 +126,8 @@ class DecodeDataset:
             return _Sample(slot, None, "changed", f"image {src.ref!r} changed while being read")
         try:
             image = decode(data, profile, max_pixels=self.max_pixels, ref=src.ref)
-        except ImageError as exc:  # over the pixel limit
+        except ImageError as exc:  # over the pixel limit, or not decodable
             return _Sample(slot, None, exc.reason, exc.detail)
-        except Exception as exc:
-            msg = f"image {src.ref!r} cannot be decoded: {type(exc).__name__}: {exc}"
-            return _Sample(slot, None, "undecodable", msg)
         return self._preprocessed(slot, image, image if self.keep else None)
 
     def _preprocessed(self, slot: int, image: Any, keep: Any) -> _Sample:

@@ -9,6 +9,7 @@ another site)."""
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -16,9 +17,9 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from lexsem.errors import LexsemError
 from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_zip
@@ -27,7 +28,9 @@ from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_o
 from lexsem.explore.runs_table import RunsTable
 from lexsem.explore.slices import MAX_CI_ROWS, RunCount, Slice, choices, counts, select
 from lexsem.explore.word_diff import marked, roles_against
+from lexsem.images.refs import ImageError
 from lexsem.web_headers import SecurityHeaders
+from lexsem.web_server import HostCheck
 from lexsem.web_templates import app_templates
 
 __all__ = ["EXPORT_KINDS", "MAX_SELECTED", "create_app"]
@@ -96,9 +99,13 @@ def _slice(request: Request, drop: tuple[str, ...] = ()) -> Slice:
     try:
         return Slice(**params)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(p) for p in e["loc"]) or "query"
-        raise HTTPException(400, f"{where}: {e['msg']}") from None
+        raise _refused(exc.errors()[0]) from None
+
+
+def _refused(error: Any) -> HTTPException:
+    """400 naming the parameter of a validation `error` (pydantic's: its `loc` and `msg`)."""
+    where = ".".join(str(p) for p in error["loc"] if p not in ("query", "path")) or "query"
+    return HTTPException(400, f"{where}: {error['msg']}")
 
 
 def _rows(st: _State, s: Slice) -> np.ndarray:
@@ -108,10 +115,22 @@ def _rows(st: _State, s: Slice) -> np.ndarray:
         raise HTTPException(400, str(exc)) from None
 
 
+#: A row or image number as the page writes it: ASCII digits, no leading zero, at most 18 (`\d`
+#: and `str.isdigit` also take '²', '①' and other scripts' digits, which `int` refuses or reads
+#: as another number, and `int` refuses more than 4,300 digits).
+_NUMBER = re.compile(r"0|[1-9][0-9]{0,17}")
+
+
+def _number(text: str, count: int, what: str) -> int:
+    """`text` as a number below `count` (`_NUMBER`), else 404 `no such WHAT`: the one parser of
+    the numbers in the routes (`/item/KEY`, `/image/KEY/N`, `sel=KEY`)."""
+    if _NUMBER.fullmatch(text) is None or int(text) >= count:
+        raise HTTPException(404, f"no such {what}")
+    return int(text)
+
+
 def _key(st: _State, key: str) -> int:
-    if not key.isdigit() or int(key) >= len(st.table):
-        raise HTTPException(404, "no such item")
-    return int(key)
+    return _number(key, len(st.table), "item")
 
 
 def _verdict(hit: int, tie: bool) -> str:
@@ -208,12 +227,15 @@ def create_app(
     table: RunsTable, *, data_dir: Path | None = None, n_boot: int = 1000,
     image_folders: dict[str, Path | None] | None = None,
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "testserver"),
+    any_address: bool = False,
 ) -> FastAPI:  # fmt: skip
     """The explorer over `table` (the runs, opened: `lexsem.explore.runs_table.open_runs`);
-    `image_folders`: `coco_val2017`, `coco_train2017`, `image_root` over the runs' own."""
+    `image_folders`: `coco_val2017`, `coco_train2017`, `image_root` over the runs' own;
+    `allowed_hosts`, `any_address`: the Host headers answered (`lexsem.web_server.HostCheck`;
+    the command gives `host_names(--host)`, and any address for a wildcard `--host`)."""
     st = _State(table, ItemSource(table.runs, data_dir, image_folders), n_boot)
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts))
+    app.add_middleware(HostCheck, names=allowed_hosts, any_address=any_address)
     app.add_middleware(SecurityHeaders, policy=lambda _scope: _CSP)
     here = resources.files("lexsem.explore")
     templates = app_templates(here / "templates")
@@ -224,6 +246,10 @@ def create_app(
             request, "error.html", {"status": exc.status_code, "message": exc.detail},
             status_code=exc.status_code,
         )  # fmt: skip
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameter(request: Request, exc: RequestValidationError) -> Response:
+        return await http_error(request, _refused(exc.errors()[0]))  # columns=x, full=x
 
     @app.get("/", response_class=HTMLResponse)
     def page(request: Request) -> Response:
@@ -258,13 +284,12 @@ def create_app(
     def image(key: str, n: str, full: bool = False) -> Response:
         k = _key(st, key)
         refs = st.images(k)[0]
-        if not n.isdigit() or int(n) >= len(refs):
-            raise HTTPException(404, "no such image")
+        ref = refs[_number(n, len(refs), "image")]
         try:
-            png = st.source.image_png(table.column("view")[k], st.scorer(k), refs[int(n)],
+            png = st.source.image_png(table.column("view")[k], st.scorer(k), ref,
                                       FULL_PX if full else THUMB_PX)  # fmt: skip
-        except LexsemError as exc:
-            raise HTTPException(404, f"image not readable: {exc}") from None
+        except ImageError as exc:  # gone since the page was made: 404; no image there: 422
+            raise HTTPException(404 if exc.reason == "missing" else 422, str(exc)) from None
         return Response(png, media_type="image/png", headers={"Cache-Control": "max-age=3600"})
 
     @app.get("/export/{kind}")

@@ -12,7 +12,10 @@ class ExploreConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    host: str = Field("127.0.0.1", max_length=255, description="Address to listen on.")
+    host: str = Field(
+        "127.0.0.1", max_length=255,
+        description="Address to listen on (0.0.0.0 or '::': every address, for other machines).",
+    )  # fmt: skip
     port: int = Field(8765, ge=1, le=65535, description="Port.")
     n_boot: int = Field(
         1000, ge=0, le=100_000,

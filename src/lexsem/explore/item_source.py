@@ -23,6 +23,7 @@ from lexsem.errors import LexsemError
 from lexsem.explore.runs_table import ExploreRun
 from lexsem.images.decode import decode, get_profile
 from lexsem.images.image_store import ImageStore
+from lexsem.images.refs import ImageError
 
 __all__ = ["FULL_PX", "THUMB_PX", "ItemSource", "captions_of", "image_refs"]
 
@@ -172,11 +173,18 @@ class ItemSource:
 
     def image_png(self, view: str, run: int, ref: str, longest: int) -> bytes:
         """The image `ref` of an item of `view`, decoded with the benchmark's profile and
-        scaled to at most `longest` pixels on its longer side, as PNG."""
+        scaled to at most `longest` pixels on its longer side, as PNG. A file that is gone, no
+        image (text, empty, truncated) or over the pixel limit is an `ImageError` naming the
+        file (`lexsem.images.decode.decode`'s)."""
         store = self.store(run)
-        data = store.read(ref)
-        image = decode(data, get_profile(self.loaded(view, run).decode),
-                       max_pixels=store.max_pixels, ref=ref).convert("RGB")  # fmt: skip
+        found = store.resolve(ref)
+        try:
+            image = decode(found.read(), get_profile(self.loaded(view, run).decode),
+                           max_pixels=store.max_pixels, ref=ref).convert("RGB")  # fmt: skip
+        except ImageError as exc:
+            if exc.file is not None or found.path is None:
+                raise
+            raise ImageError(exc.detail, ref=ref, reason=exc.reason, file=found.path) from None
         image.thumbnail((longest, longest))
         buf = io.BytesIO()
         image.save(buf, format="PNG")

@@ -231,34 +231,45 @@ def decode(
     max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
     ref: str = "<image bytes>",
 ) -> Image:
-    """`data` decoded as `profile` says, fully loaded (a truncated file raises).
+    """`data` decoded as `profile` says, fully loaded.
 
     As `datasets`' `Image.decode_example`: open, load, apply the EXIF orientation when asked
     (`ImageOps.exif_transpose`: a no-op copy without an Orientation tag); then ``"first"``
     converts to RGB, ``"model"`` keeps the decoded mode (RGBA, CMYK, P, L, ...). Before any
     pixel is decoded, an image over `max_pixels` raises an `ImageError` (``"too-large"``)
     naming `ref`; a 16-bit greyscale image becomes 8-bit ``L`` (`lexsem.images.depth`) in
-    every profile.
+    every profile. Bytes that are no image Pillow decodes (empty, text, a truncated file) raise
+    an `ImageError` (``"undecodable"``) naming `ref`, whatever Pillow raised.
     """
     from PIL import Image as PILImage
     from PIL import ImageOps
 
-    image = open_image(data, max_pixels, ref)
     try:
+        image = open_image(data, max_pixels, ref)
         image.load()
+        if profile.exif_transpose:
+            image = ImageOps.exif_transpose(image)
+        image = to_8bit(image)
+        return image.convert("RGB") if profile.rgb == "first" else image
+    except ImageError:
+        raise
     except PILImage.DecompressionBombError as exc:  # a frame / tile over Pillow's own limit
         raise ImageError(f"image {ref!r}: {exc}", ref=ref, reason="too-large") from None
-    if profile.exif_transpose:
-        image = ImageOps.exif_transpose(image)
-    image = to_8bit(image)
-    if profile.rgb == "first":
-        return image.convert("RGB")
-    return image
+    except Exception as exc:  # Pillow raises many kinds for bytes it cannot decode
+        why = "it is empty (0 bytes)" if not data else f"{type(exc).__name__}: {exc}"
+        raise ImageError(
+            f"image {ref!r} cannot be decoded: {why}", ref=ref, reason="undecodable"
+        ) from None
 
 
 def decode_image(
-    data: bytes, *, exif_transpose: bool = True, max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS
+    data: bytes,
+    *,
+    exif_transpose: bool = True,
+    max_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+    ref: str = "<image bytes>",
 ) -> Image:
-    """Decode image bytes to an RGB PIL image, fully loaded (truncated files raise); with
-    `exif_transpose` the EXIF orientation is applied (`flag_profile`)."""
-    return decode(data, flag_profile(exif_transpose), max_pixels=max_pixels)
+    """Decode image bytes to an RGB PIL image, fully loaded (`decode`: bytes that are no image,
+    empty or truncated, raise an `ImageError` naming `ref`); with `exif_transpose` the EXIF
+    orientation is applied (`flag_profile`)."""
+    return decode(data, flag_profile(exif_transpose), max_pixels=max_pixels, ref=ref)

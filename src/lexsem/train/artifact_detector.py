@@ -183,7 +183,7 @@ def image_embedder(towers: Any, images: Any) -> Callable[[list[str]], Any]:
         pixels = []
         for ref in refs:
             try:
-                image = decode_image(images.read(ref), max_pixels=images.max_pixels)
+                image = decode_image(images.read(ref), max_pixels=images.max_pixels, ref=ref)
             except Exception as exc:  # any failure to read or decode: named
                 raise DataError(f"image {ref!r}: cannot be read ({exc})") from None
             pixels.append(towers.preprocess(image))

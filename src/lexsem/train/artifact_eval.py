@@ -87,8 +87,10 @@ def _image_probs(scorer: Any, refs: Sequence[str], images: Any, batch: int) -> n
     probs: dict[str, float] = {}
     for start in range(0, len(unique), batch):
         chunk = unique[start : start + batch]
-        pixels = [scorer.preprocess(decode_image(images.read(r), max_pixels=images.max_pixels))
-                  for r in chunk]  # fmt: skip
+        pixels = [
+            scorer.preprocess(decode_image(images.read(r), max_pixels=images.max_pixels, ref=r))
+            for r in chunk
+        ]
         probs.update(zip(chunk, scorer.image_probs(torch.stack(pixels)).tolist(), strict=True))
     return np.array([probs[r] for r in refs], dtype=np.float32)
 

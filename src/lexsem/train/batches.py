@@ -116,7 +116,7 @@ class Examples:
         return len(self.examples)
 
     def _pixels(self, ref: str) -> Any:
-        image = decode_image(self.images.read(ref), max_pixels=self.max_pixels)
+        image = decode_image(self.images.read(ref), max_pixels=self.max_pixels, ref=ref)
         return self.preprocess(image)
 
     def __getitem__(self, i: int) -> tuple[Any, int, Any, str | None]:
