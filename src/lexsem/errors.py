@@ -11,7 +11,7 @@ class LexsemError(Exception):
 
 class DataError(LexsemError):
     """A benchmark file or item is unusable. Names the file and, when known, the line/row/item
-    (`reason`: the message without them, for a caller saying what the file was to be)."""
+    (`detail`: the message without them, for a caller saying what the file was to be)."""
 
     def __init__(
         self,
@@ -24,7 +24,7 @@ class DataError(LexsemError):
         self.file = str(file) if file is not None else None
         self.line = line
         self.item = item
-        self.reason = message
+        self.detail = message
         where = []
         if self.file is not None:
             where.append(self.file if line is None else f"{self.file}:{line}")

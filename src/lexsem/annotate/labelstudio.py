@@ -135,7 +135,7 @@ def read_key(path: str | Path) -> ExportKey:
         raw = read_json(path)
     except DataError as exc:
         raise DataError(
-            f"not a lexsem Label Studio key file ({exc.reason})", file=path, line=exc.line
+            f"not a lexsem Label Studio key file ({exc.detail})", file=path, line=exc.line
         ) from None
     if not isinstance(raw, dict) or raw.get("format") != KEY_FORMAT:
         raise DataError(

@@ -90,7 +90,7 @@ def _read_json(path: Path) -> Any:
                 file=path,
             ) from None
         raise DataError(
-            f"not a Label Studio JSON export ({exc.reason})", file=path, line=exc.line
+            f"not a Label Studio JSON export ({exc.detail})", file=path, line=exc.line
         ) from None
 
 

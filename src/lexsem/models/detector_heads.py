@@ -93,7 +93,7 @@ def load_head(folder: Path, kind: str) -> DetectorHead:
     try:
         record = read_json(rec)
     except DataError as exc:
-        raise ModelError(f"{rec}: not a detector record ({exc.reason})") from None
+        raise ModelError(f"{rec}: not a detector record ({exc.detail})") from None
     if not isinstance(record, dict) or not isinstance(record.get("base_model"), dict):
         raise ModelError(f"{rec}: not a detector record (no base_model)")
     try:

@@ -23,7 +23,7 @@ def read_config(folder: str | Path, *, needed_for: str = "") -> dict[str, Any]:
     try:
         config = read_json(path)
     except DataError as exc:
-        raise ModelError(f"could not read {path}: {exc.reason}") from None
+        raise ModelError(f"could not read {path}: {exc.detail}") from None
     if not isinstance(config, dict):
         raise ModelError(f"{path} is not a JSON object")
     return config

@@ -141,4 +141,4 @@ def _check_json(f: Path) -> None:
     try:
         read_json(f)
     except DataError as exc:
-        raise ModelError(f"the model file {f} is not valid JSON: {exc.reason}") from None
+        raise ModelError(f"the model file {f} is not valid JSON: {exc.detail}") from None

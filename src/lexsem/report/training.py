@@ -31,7 +31,7 @@ def read_training_record(folder: str | Path) -> dict[str, Any]:
         record = read_json(path)
     except DataError as exc:
         raise DataError(
-            f"not a readable training record ({exc.reason})", file=path, line=exc.line
+            f"not a readable training record ({exc.detail})", file=path, line=exc.line
         ) from None
     if not isinstance(record, dict) or not isinstance(record.get("progress"), dict):
         raise DataError(f"{path}: not a training record (no progress)")

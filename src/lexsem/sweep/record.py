@@ -222,7 +222,7 @@ def _read_doc(out: Path) -> dict[str, Any] | None:
     try:
         doc = read_json(file)
     except DataError as exc:
-        raise DataError(f"not a sweep summary ({exc.reason})", file=file, line=exc.line) from None
+        raise DataError(f"not a sweep summary ({exc.detail})", file=file, line=exc.line) from None
     if not isinstance(doc, dict):
         raise LexsemError(f"{file}: not a sweep summary (not a JSON object)")
     return doc

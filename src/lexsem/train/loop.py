@@ -626,7 +626,7 @@ def _read_record(out: Path) -> dict[str, Any]:
         record = read_json(path)
     except DataError as exc:
         raise DataError(
-            f"not a readable training record ({exc.reason})", file=path, line=exc.line
+            f"not a readable training record ({exc.detail})", file=path, line=exc.line
         ) from None
     if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
         raise DataError(f"{path}: not a training record (no config)")

@@ -19,7 +19,7 @@ def evaluation_folders(folder: str | Path) -> list[Path]:
         record = read_json(path)
     except DataError as exc:
         raise DataError(
-            f"not a readable training record ({exc.reason})", file=path, line=exc.line
+            f"not a readable training record ({exc.detail})", file=path, line=exc.line
         ) from None
     runs = [Path(e["run"]) for e in record.get("progress", {}).get("evaluations", [])]
     if not runs:

@@ -40,7 +40,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     try:
         data = read_json(path)
     except DataError as exc:
-        raise ModelError(f"cannot read {path}: {exc.reason}") from None
+        raise ModelError(f"cannot read {path}: {exc.detail}") from None
     if not isinstance(data, dict):
         raise ModelError(f"{path} is not a JSON object")
     return data

@@ -35,7 +35,7 @@ def custom_arch(path: Path) -> tuple[str, dict[str, Any]]:
     try:
         config = read_json(path)
     except DataError as exc:
-        raise ModelError(f"open_clip model config {path}: not valid JSON ({exc.reason})") from None
+        raise ModelError(f"open_clip model config {path}: not valid JSON ({exc.detail})") from None
     missing = [k for k in _CONFIG_KEYS if not isinstance(config, dict) or k not in config]
     if missing:
         raise ModelError(
