@@ -27,9 +27,10 @@ $(STAMP): pyproject.toml Makefile $(LOCKS)/tools.txt $(LOCKS)/main.txt
 	$(BIN)/python scripts/lock_check.py $(LOCKS)/main.txt
 	touch $(STAMP)
 
+# eval prints the results table and writes the run to runs/demo (`lexsem report runs/demo`
+# prints the table again from it; tests/test_make_demo.py runs this recipe: one table)
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/lexsem eval --model minilm --benchmark synthetic --out runs/demo --force
-	$(BIN)/lexsem report runs/demo
 
 # The numeric tests (pytest -m numeric) again on other CPU kernel paths, so that a tolerance too
 # tight for another CPU fails here (docs/testing.md): ATen's portable kernels, oneDNN capped at

@@ -1,7 +1,7 @@
 """docs/design.md's "one way" claims, checked on the source as the layer map is
 (tests/test_layers.py): one registry mechanism, one key recipe, one file hash, one config-file
-loader, one option style, one model path. Each check reads src/lexsem with `ast` and names what
-breaks it; each is shown to see a planted violation."""
+loader, one JSON file reader, one option style, one model path. Each check reads src/lexsem with
+`ast` and names what breaks it; each is shown to see a planted violation."""
 
 from __future__ import annotations
 
@@ -232,6 +232,44 @@ def test_one_config_file_loader() -> None:
     assert len(config_file_parsers(SRC)) <= 1, config_file_parsers(SRC)
 
 
+# -- one JSON file reader -------------------------------------------------------------------
+
+#: What reads a whole file's bytes or text.
+_WHOLE_FILE_READS = {"read_text", "read_bytes"}
+
+
+def _reads_a_file(node: ast.AST) -> bool:
+    """Whether `node` reads a whole file: `x.read_text()`, `x.read_bytes()`, `fh.read()`."""
+    return any(
+        isinstance(c.func, ast.Attribute)
+        and (c.func.attr in _WHOLE_FILE_READS or (c.func.attr == "read" and not c.args))
+        for c in _calls(node)
+    )
+
+
+def json_file_parsers(src: Path) -> list[str]:
+    """Calls outside `lexsem.jsonl` that parse a JSON file themselves: `json.load(fh)`,
+    `json.loads(path.read_text())`, `Model.model_validate_json(path.read_bytes())` (unbounded:
+    a file nested 200,000 deep is a RecursionError)."""
+    out = []
+    for module, _, tree in _modules(src):
+        if module == "lexsem.jsonl":
+            continue
+        for c in sorted(_calls(tree), key=lambda c: c.lineno):
+            name = _call_name(c)
+            attr = c.func.attr if isinstance(c.func, ast.Attribute) else ""
+            parses = name == "json.loads" or attr == "model_validate_json"
+            if name == "json.load" or (parses and any(_reads_a_file(a) for a in c.args)):
+                out.append(f"{module} (line {c.lineno})")
+    return out
+
+
+def test_one_json_file_reader() -> None:
+    """Every JSON file is read by `lexsem.jsonl.read_json` (JSON Lines: `read_jsonl`), which
+    bounds its nesting."""
+    assert json_file_parsers(SRC) == []
+
+
 # -- one option style ------------------------------------------------------------------------
 
 
@@ -460,6 +498,13 @@ PLANTED = {
         ") -> None: ...\n"
     ),
     "annotate/human_run.py": "from lexsem.results import build\n",
+    "results/run_folder.py": (
+        "import json\n"
+        "def read(p):\n    return json.loads(p.read_text())\n"
+        "def load(p):\n    with open(p) as fh:\n        return json.load(fh)\n"
+        "def status(p):\n    return Status.model_validate_json(p.read_bytes())\n"
+        "def header(fh):\n    return json.loads(fh.read(8))\n"
+    ),
     "evaluator.py": "from lexsem.results import build\n",
 }
 
@@ -492,6 +537,10 @@ CHECKS: dict[str, tuple[Callable[[Path], object], object]] = {
         {"lexsem.construct.inputs": ["file_sha256"], "lexsem.download": ["sha256_file"]},
     ),
     "config files": (config_file_parsers, ["lexsem.construct.recipe", "lexsem.sweep.grid"]),
+    "json files": (
+        json_file_parsers,
+        [f"lexsem.results.run_folder (line {n})" for n in (3, 6, 8)],
+    ),
     "signature": (lambda src: signature_defaults(src / "cli"), ["sweep.py:4"]),
     "bounds": (
         lambda src: hand_bounded_options(src / "cli", {"seed", "spread"}),

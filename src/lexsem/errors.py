@@ -10,7 +10,8 @@ class LexsemError(Exception):
 
 
 class DataError(LexsemError):
-    """A benchmark file or item is unusable. Names the file and, when known, the line/row/item."""
+    """A benchmark file or item is unusable. Names the file and, when known, the line/row/item
+    (`detail`: the message without them, for a caller saying what the file was to be)."""
 
     def __init__(
         self,
@@ -23,6 +24,7 @@ class DataError(LexsemError):
         self.file = str(file) if file is not None else None
         self.line = line
         self.item = item
+        self.detail = message
         where = []
         if self.file is not None:
             where.append(self.file if line is None else f"{self.file}:{line}")

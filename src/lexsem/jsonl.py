@@ -1,8 +1,10 @@
 """The JSON readers: `read_jsonl` (JSON Lines: one JSON value per line, UTF-8, blank lines
 skipped) and `read_json` (a whole file holding one JSON value, UTF-8, a BOM allowed): the JSON
-files a user gives (benchmark files, answers, published answers, build inputs and sources) are
-read through one of the two; `read_text` is the UTF-8 text they read (the benchmark loaders'
-JSON and TSV files too).
+files lexsem reads (benchmark files, answers, published answers, build inputs and sources, run
+folders' run.json, training runs' train.json, sweeps' sweep.json, builds' build.json, Label
+Studio exports and keys, model folders' JSON files) are read through one of the two
+(`tests/test_design_claims.py::test_one_json_file_reader`); `read_text` is the UTF-8 text they
+read (the benchmark loaders' JSON and TSV files too).
 
 Every problem is a one-line `DataError` naming the file and the line (``answers.jsonl:3: ...``):
 a file that cannot be read, bytes that are not UTF-8, text that is not JSON, a JSON Lines line

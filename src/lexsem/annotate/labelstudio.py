@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from pathlib import Path
 from typing import Literal
 from xml.sax.saxutils import quoteattr
@@ -33,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from lexsem.annotate.instructions import QUESTIONS
 from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.errors import DataError
+from lexsem.jsonl import read_json
 
 __all__ = [
     "KEY_FILE",
@@ -129,12 +129,14 @@ class ExportKey(_Model):
 def read_key(path: str | Path) -> ExportKey:
     """The key file at `path`, or a one-line `DataError` saying what is wrong with it."""
     path = Path(path)
+    if not path.exists():
+        raise DataError(f"no such key file (the export's {KEY_FILE})", file=path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"no such key file (the export's {KEY_FILE})", file=path) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"not a lexsem Label Studio key file ({exc})", file=path) from None
+        raw = read_json(path)
+    except DataError as exc:
+        raise DataError(
+            f"not a lexsem Label Studio key file ({exc.detail})", file=path, line=exc.line
+        ) from None
     if not isinstance(raw, dict) or raw.get("format") != KEY_FORMAT:
         raise DataError(
             f'not a lexsem Label Studio key file (no "format": "{KEY_FORMAT}"): give the '

@@ -19,7 +19,6 @@ every export has been read.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from lexsem.annotate.kinds import FIXED_CHOICES
 from lexsem.annotate.labelstudio import KEY_FILE, ExportKey, KeyTask
 from lexsem.errors import DataError
+from lexsem.jsonl import read_json, read_text
 from lexsem.results.answers_table import ANSWERS_SCHEMA
 
 __all__ = ["import_exports"]
@@ -76,25 +76,31 @@ def _checked(model: type[BaseModel], value: Any, where: str, prefix: str, path: 
 
 
 def _read_json(path: Path) -> Any:
-    """The export's JSON, or a `DataError` saying what the file is when it is not JSON (a
-    CSV or TSV export)."""
+    """The export's JSON (`lexsem.jsonl.read_json`), or a `DataError` saying what the file is
+    when it is not JSON (a CSV or TSV export)."""
+    if not path.exists():
+        raise DataError("no such Label Studio export", file=path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("no such Label Studio export", file=path) from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not a Label Studio JSON export ({exc})", file=path) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        head = text.lstrip()[:2000].splitlines()[:1]
-        if head and any(sep in head[0] for sep in (",", "\t")) and "lexsem_task" in head[0]:
+        return read_json(path)
+    except DataError as exc:
+        if _csv_export(path):
             raise DataError(
                 "this is Label Studio's CSV/TSV export, which lexsem cannot read (it has no "
                 'annotation results per annotator): export the project as "JSON" instead',
                 file=path,
             ) from None
-        raise DataError(f"not a Label Studio JSON export ({exc})", file=path) from None
+        raise DataError(
+            f"not a Label Studio JSON export ({exc.detail})", file=path, line=exc.line
+        ) from None
+
+
+def _csv_export(path: Path) -> bool:
+    """Whether the first line of `path` is the header of Label Studio's CSV or TSV export."""
+    try:
+        head = read_text(path).lstrip()[:2000].splitlines()[:1]
+    except DataError:
+        return False
+    return bool(head) and any(sep in head[0] for sep in (",", "\t")) and "lexsem_task" in head[0]
 
 
 def _min_export(task: Any) -> bool:

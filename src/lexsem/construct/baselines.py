@@ -27,6 +27,7 @@ from lexsem.construct.data_card import card_markdown
 from lexsem.construct.stage import Stage, StageContext
 from lexsem.credentials import redact, redacted
 from lexsem.errors import LexsemError
+from lexsem.jsonl import read_json
 
 __all__ = ["BASELINES_DIR", "baseline_scores"]
 
@@ -109,7 +110,7 @@ def baseline_scores(
 
 def _write_card(card_path: Path, baselines: list[dict[str, Any]]) -> None:
     """The card with `baselines` (replacing an earlier stage's), JSON and Markdown, atomically."""
-    card = json.loads(card_path.read_text(encoding="utf-8"))
+    card = read_json(card_path)
     card["baselines"] = baselines
     with atomic_open(card_path, encoding="utf-8") as fh:
         json.dump(card, fh, indent=2, ensure_ascii=False, default=str)

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lexsem.atomic import atomic_open
-from lexsem.errors import LexsemError
+from lexsem.errors import DataError, LexsemError
+from lexsem.jsonl import read_json
 
 __all__ = [
     "BUILD_FILE",
@@ -116,8 +117,8 @@ def read_build_record(folder: Path) -> BuildRecord | None:
     ``schema_version`` is above `SCHEMA_VERSION`)."""
     file = folder / BUILD_FILE
     try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_json(file)
+    except DataError:
         return None
     if not isinstance(raw, dict):
         return None

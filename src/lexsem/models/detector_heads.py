@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from lexsem.errors import ModelError
+from lexsem.errors import DataError, ModelError
+from lexsem.jsonl import read_json
 
 __all__ = ["DETECTOR_KINDS", "DetectorHead", "head_paths", "load_head", "save_head"]
 
@@ -90,9 +91,9 @@ def load_head(folder: Path, kind: str) -> DetectorHead:
                 f"MANIFEST -m MODEL -o {folder})"
             )
     try:
-        record = json.loads(rec.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelError(f"{rec}: not a detector record ({exc})") from None
+        record = read_json(rec)
+    except DataError as exc:
+        raise ModelError(f"{rec}: not a detector record ({exc.detail})") from None
     if not isinstance(record, dict) or not isinstance(record.get("base_model"), dict):
         raise ModelError(f"{rec}: not a detector record (no base_model)")
     try:

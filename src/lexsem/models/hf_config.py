@@ -6,24 +6,24 @@ model family from its `model_type`, `cola:` finds its labels.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from lexsem.errors import ModelError
+from lexsem.errors import DataError, ModelError
+from lexsem.jsonl import read_json
 
 
 def read_config(folder: str | Path, *, needed_for: str = "") -> dict[str, Any]:
     """The folder's config.json as a dict; ModelError when it is missing or unreadable
     (`needed_for` says why it is needed, for the message)."""
     path = Path(folder) / "config.json"
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         why = f"; {needed_for}" if needed_for else ""
-        raise ModelError(f"model folder {folder} has no config.json{why}") from None
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"could not read {path}: {exc}") from exc
+        raise ModelError(f"model folder {folder} has no config.json{why}")
+    try:
+        config = read_json(path)
+    except DataError as exc:
+        raise ModelError(f"could not read {path}: {exc.detail}") from None
     if not isinstance(config, dict):
         raise ModelError(f"{path} is not a JSON object")
     return config

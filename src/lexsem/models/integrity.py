@@ -31,7 +31,8 @@ import struct
 import zipfile
 from pathlib import Path
 
-from lexsem.errors import ModelError
+from lexsem.errors import DataError, ModelError
+from lexsem.jsonl import read_json
 
 _LFS = b"version https://git-lfs"
 _MAX_HEADER = 100 * 1024 * 1024  # safetensors refuses larger headers too
@@ -85,7 +86,7 @@ def _check_safetensors(f: Path) -> None:
         try:
             header = json.loads(fh.read(n))
             ends = [v["data_offsets"][1] for k, v in header.items() if k != "__metadata__"]
-        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError) as exc:
             raise _damaged(f, f"unreadable safetensors header: {exc}") from exc
     expected = 8 + n + max(ends, default=0)
     if expected != size:
@@ -138,6 +139,6 @@ def _check_safe_pickle(f: Path) -> None:
 
 def _check_json(f: Path) -> None:
     try:
-        json.loads(f.read_bytes().decode("utf-8"))
-    except (ValueError, OSError) as exc:
-        raise ModelError(f"the model file {f} is not valid JSON: {exc}") from exc
+        read_json(f)
+    except DataError as exc:
+        raise ModelError(f"the model file {f} is not valid JSON: {exc.detail}") from None

@@ -7,12 +7,12 @@ section alone."""
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from lexsem.errors import DataError
+from lexsem.jsonl import read_json
 from lexsem.report.html import Section, render_html
 from lexsem.report.tables import Table
 
@@ -28,9 +28,11 @@ def read_training_record(folder: str | Path) -> dict[str, Any]:
     """`train.json` of the training run in `folder`; a `DataError` naming it when damaged."""
     path = Path(folder) / "train.json"
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: not a readable training record ({exc})") from None
+        record = read_json(path)
+    except DataError as exc:
+        raise DataError(
+            f"not a readable training record ({exc.detail})", file=path, line=exc.line
+        ) from None
     if not isinstance(record, dict) or not isinstance(record.get("progress"), dict):
         raise DataError(f"{path}: not a training record (no progress)")
     return record

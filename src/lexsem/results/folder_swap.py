@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import secrets
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from lexsem.atomic import fsync_dir, replace_dir
 from lexsem.errors import LexsemError
+from lexsem.jsonl import read_json
 
 RUN_JSON = "run.json"
 ITEMS_PARQUET = "items.parquet"
@@ -111,9 +111,9 @@ def tidy(folder: Path) -> None:
 
 def _describe(folder: Path) -> str:
     try:
-        raw = json.loads((folder / RUN_JSON).read_text(encoding="utf-8"))
+        raw = read_json(folder / RUN_JSON)
         return f"run {raw['run_id']} of {raw['model']['spec']!r}, {raw['created_at']}"
-    except (OSError, ValueError, KeyError, TypeError):
+    except (LexsemError, KeyError, TypeError):
         return "a run"
 
 

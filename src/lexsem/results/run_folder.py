@@ -14,7 +14,6 @@ URL credentials too (a run.json written by other means).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from pydantic import ValidationError
 
 from lexsem.credentials import redacted
 from lexsem.errors import LexsemError
+from lexsem.jsonl import read_json
 from lexsem.results.folder_swap import ITEMS_PARQUET, RUN_JSON, check_out_dir, located, writing
 from lexsem.results.redact import shareable
 from lexsem.results.schema import SCHEMA_VERSION, RunRecord
@@ -96,16 +96,11 @@ def items_path(path: str | Path) -> Path:
 
 
 def _read_json(file: Path) -> Any:
-    try:
-        return json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise LexsemError(f"{file}: no such run file") from None
-    except UnicodeDecodeError:
-        raise LexsemError(f"{file}: not a run file (not UTF-8 text): damaged?") from None
-    except json.JSONDecodeError as exc:
-        raise LexsemError(f"{file}:{exc.lineno}: malformed run JSON: {exc.msg}") from exc
-    except OSError as exc:
-        raise LexsemError(f"{file}: cannot read the run file: {exc.strerror or exc}") from None
+    """The JSON of a run's run.json (`lexsem.jsonl.read_json`: malformed, not UTF-8 or nested
+    too deep, a `DataError` naming it)."""
+    if not file.exists():
+        raise LexsemError(f"{file}: no such run file")
+    return read_json(file)
 
 
 def _parquet_error(file: Path, exc: BaseException) -> LexsemError:

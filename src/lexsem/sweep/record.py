@@ -34,7 +34,8 @@ from filelock import Timeout as LockTimeout
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from lexsem.atomic import atomic_open
-from lexsem.errors import LexsemError
+from lexsem.errors import DataError, LexsemError
+from lexsem.jsonl import read_json
 from lexsem.sweep.grid import Grid, Job
 
 __all__ = [
@@ -135,8 +136,8 @@ def read_status(out: Path, job: Job | JobStatus) -> JobStatus:
     for a `JobStatus` given, that status)."""
     file = out / "jobs" / f"{job.id}.json"
     try:
-        return JobStatus.model_validate_json(file.read_bytes())
-    except (OSError, ValidationError):
+        return JobStatus.model_validate(read_json(file))
+    except (DataError, ValidationError):
         return pending(job) if isinstance(job, Job) else job
 
 
@@ -219,10 +220,9 @@ def _read_doc(out: Path) -> dict[str, Any] | None:
     if not file.is_file():
         return None
     try:
-        doc = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        first = str(exc).splitlines()[0]
-        raise LexsemError(f"{file}: not a sweep summary ({first})") from None
+        doc = read_json(file)
+    except DataError as exc:
+        raise DataError(f"not a sweep summary ({exc.detail})", file=file, line=exc.line) from None
     if not isinstance(doc, dict):
         raise LexsemError(f"{file}: not a sweep summary (not a JSON object)")
     return doc

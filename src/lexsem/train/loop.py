@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.errors import DataError, LexsemError
+from lexsem.jsonl import read_json
 from lexsem.train.config import TrainConfig
 from lexsem.train.state import Progress
 from lexsem.train.train_progress import TrainProgress
@@ -619,12 +620,14 @@ def _read_record(out: Path) -> dict[str, Any]:
     """The `train.json` of the run in `out` that is resumed; a `DataError` naming it when it
     is missing or damaged."""
     path = out / "train.json"
+    if not path.exists():
+        raise DataError(f"nothing to resume in {out}: no train.json")
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(f"nothing to resume in {out}: no train.json") from None
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: not a readable training record ({exc})") from None
+        record = read_json(path)
+    except DataError as exc:
+        raise DataError(
+            f"not a readable training record ({exc.detail})", file=path, line=exc.line
+        ) from None
     if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
         raise DataError(f"{path}: not a training record (no config)")
     return record

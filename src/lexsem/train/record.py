@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lexsem.errors import DataError
+from lexsem.jsonl import read_json
 
 __all__ = ["evaluation_folders"]
 
@@ -14,10 +14,13 @@ def evaluation_folders(folder: str | Path) -> list[Path]:
     """The run folders of a training run's evaluations, in order (before training, then each
     epoch); a `DataError` when it has none yet."""
     folder = Path(folder)
+    path = folder / "train.json"
     try:
-        record = json.loads((folder / "train.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{folder}/train.json: not a readable training record ({exc})") from None
+        record = read_json(path)
+    except DataError as exc:
+        raise DataError(
+            f"not a readable training record ({exc.detail})", file=path, line=exc.line
+        ) from None
     runs = [Path(e["run"]) for e in record.get("progress", {}).get("evaluations", [])]
     if not runs:
         raise DataError(f"{folder}: the training run has no evaluation yet (judge_on / select_on)")

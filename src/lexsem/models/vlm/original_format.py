@@ -8,11 +8,11 @@ safetensors or torch files (``weights_only``: no pickled code runs).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from lexsem.errors import ModelError
+from lexsem.errors import DataError, ModelError
+from lexsem.jsonl import read_json
 from lexsem.models.source import ModelSource, resolve_source, weight_files
 from lexsem.models.vlm.image_token_processor import (
     Conversation,
@@ -38,9 +38,9 @@ def read_config(folder: Path) -> dict[str, Any]:
     """The folder's config.json (a `ModelError` naming it when missing or not JSON)."""
     path = Path(folder) / "config.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read {path}: {exc}") from exc
+        data = read_json(path)
+    except DataError as exc:
+        raise ModelError(f"cannot read {path}: {exc.detail}") from None
     if not isinstance(data, dict):
         raise ModelError(f"{path} is not a JSON object")
     return data

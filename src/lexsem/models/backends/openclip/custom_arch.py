@@ -18,7 +18,8 @@ from typing import Any
 
 import lexsem.paths as paths
 from lexsem.atomic import atomic_open
-from lexsem.errors import ModelError
+from lexsem.errors import DataError, ModelError
+from lexsem.jsonl import read_json
 
 _CONFIG_KEYS = ("embed_dim", "vision_cfg", "text_cfg")  # what open_clip.add_model_config requires
 
@@ -32,9 +33,9 @@ def custom_arch(path: Path) -> tuple[str, dict[str, Any]]:
         why = exc.strerror or exc
         raise ModelError(f"open_clip model config {path}: cannot be read ({why})") from None
     try:
-        config = json.loads(raw)
-    except ValueError as exc:
-        raise ModelError(f"open_clip model config {path}: not valid JSON ({exc})") from None
+        config = read_json(path)
+    except DataError as exc:
+        raise ModelError(f"open_clip model config {path}: not valid JSON ({exc.detail})") from None
     missing = [k for k in _CONFIG_KEYS if not isinstance(config, dict) or k not in config]
     if missing:
         raise ModelError(

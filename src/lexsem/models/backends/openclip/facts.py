@@ -28,6 +28,8 @@ from typing import Any
 
 import lexsem.paths as paths
 from lexsem.atomic import atomic_open
+from lexsem.errors import DataError
+from lexsem.jsonl import read_json
 
 MEMO_VERSION = 2
 DISTRIBUTION = "open_clip_torch"
@@ -87,8 +89,8 @@ def _builtin_config(arch: str) -> dict[str, Any] | None:
         path = Path(folder) / "model_configs" / f"{arch}.json"
         if path.is_file():
             try:
-                return json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                return read_json(path)
+            except DataError:
                 return None
     return None
 
@@ -99,9 +101,8 @@ def read_memo(arch: str, tag: str | None) -> OpenClipFacts | None:
     if version is None:
         return None
     try:
-        data = json.loads(memo_path(version, arch, tag).read_text(encoding="utf-8"))
-        facts = OpenClipFacts(**data)
-    except (OSError, ValueError, TypeError):
+        facts = OpenClipFacts(**read_json(memo_path(version, arch, tag)))
+    except (DataError, ValueError, TypeError):
         return None
     if (facts.version, facts.arch, facts.tag) != (version, arch, tag):
         return None
