@@ -179,21 +179,43 @@ def test_figure_and_study_exports(client: TestClient, tmp_path: Path) -> None:
         assert sorted(f.namelist()) == ["create-study.sh", "items.json"]
         assert len(json.loads(f.read("items.json"))) == 2
         script = f.read("create-study.sh").decode()
-        assert "lexsem annotate create" in script
-        f.extractall(tmp_path / "study")
-    # the study the script makes: its command, run here with one kind
-    from lexsem.cli import app
-
-    (line,) = [ln for ln in script.splitlines() if ln.startswith("lexsem annotate create")]
-    quoted = re.search(r'-b "(.*)" "\$@"', line)
-    assert quoted is not None, line
-    selector = quoted.group(1).replace('$(dirname "$0")', str(tmp_path / "study"))
-    res = CliRunner().invoke(app, ["annotate", "create", str(tmp_path / "s.sqlite"), "-b",
-                                   selector, "-k", "tot"])  # fmt: skip
-    assert res.exit_code == 0, res.output
-    assert (tmp_path / "s.sqlite").is_file()
+        assert 'lexsem annotate create "$study" -b "scpp:$(dirname "$0")/items.json"' in script
+        assert "--kind tot" in script  # rows 0 and 1 are TOT rows
     every = client.get("/export/figure.png")  # 20 rows (4 metrics) are 5 items
     assert every.status_code == 200
+
+
+def _create_study(zipped: bytes, folder: Path) -> Any:
+    """The exported zip unpacked in `folder` and its `sh create-study.sh` run, `lexsem` being
+    this Python's lexsem: the finished process."""
+    import os
+    import subprocess
+    import sys
+
+    with zipfile.ZipFile(io.BytesIO(zipped)) as f:
+        f.extractall(folder / "study")
+    (folder / "bin").mkdir()
+    shim = folder / "bin" / "lexsem"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from lexsem.cli import app; app()" '
+                    '"$@"\n')  # fmt: skip
+    shim.chmod(0o755)
+    env = os.environ | {"PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        ["sh", str(folder / "study" / "create-study.sh"), str(folder / "s.sqlite")],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_a_study_of_text_only_runs_asks_text_only_questions(runs: Any, tmp_path: Path) -> None:
+    text_only = TestClient(create_app(open_runs(runs[0][:1]), n_boot=0))  # bow: TOT only
+    res = _create_study(text_only.get("/export/study").content, tmp_path / "text")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"study: {tmp_path / 'text' / 's.sqlite'} (tot)" in res.stdout
+    both = TestClient(create_app(open_runs(runs[0]), n_boot=0))  # and the dual encoder's ITT
+    with zipfile.ZipFile(io.BytesIO(both.get("/export/study").content)) as f:
+        assert "--kind tot --kind itt" in f.read("create-study.sh").decode()
+    with zipfile.ZipFile(io.BytesIO(both.get("/export/study?metric=itt").content)) as f:
+        assert '--kind itt "$@"' in f.read("create-study.sh").decode()
 
 
 def test_exports_are_bounded_and_of_triplets_or_pairs() -> None:

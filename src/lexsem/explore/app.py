@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import ValidationError
 
 from lexsem.errors import LexsemError
-from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_zip
+from lexsem.explore.exports import MAX_EXPORT_ITEMS, benchmark_file, study_kinds, study_zip
 from lexsem.explore.figure import MAX_FIGURE_ITEMS, FigureItem, item_grid
 from lexsem.explore.item_source import FULL_PX, THUMB_PX, ItemSource, captions_of, image_refs
 from lexsem.explore.runs_table import RunsTable
@@ -325,7 +325,9 @@ def _export(st: _State, request: Request, kind: str, columns: int) -> Response:
             _, name, data = benchmark_file(items)
             media = "application/json"
         else:
-            data, name, media = study_zip(items), "study.zip", "application/zip"
+            tasks = set(st.table.column("task")[np.asarray(keys[: limit * 8])].tolist())
+            data = study_zip(items, study_kinds(items, tasks))
+            name, media = "study.zip", "application/zip"
     except LexsemError as exc:
         raise HTTPException(400, str(exc)) from None
     disposition = f'attachment; filename="{name}"'

@@ -12,12 +12,13 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lexsem.errors import LexsemError
+from lexsem.tasks.catalog import find_task
 
-__all__ = ["MAX_EXPORT_ITEMS", "benchmark_file", "study_zip"]
+__all__ = ["MAX_EXPORT_ITEMS", "benchmark_file", "study_kinds", "study_zip"]
 
 MAX_EXPORT_ITEMS = 20_000
 
@@ -58,18 +59,31 @@ def benchmark_file(items: Sequence[Any], name: str = "items") -> tuple[str, str,
     return fmt, f"{name}.json", body.encode("utf-8")
 
 
-def study_zip(items: Sequence[Any], name: str = "items") -> bytes:
+def study_kinds(items: Sequence[Any], tasks: Iterable[str]) -> tuple[str, ...]:
+    """The study kinds (`lexsem annotate create --kind`) of `items` as the runs scored them on
+    `tasks`: `pair` for pairs; for triplets `tot` where a task read the captions alone (TOT,
+    T2T, blind scores) and `itt` where one showed the image (ITT, I2T, multiple choice)."""
+    if items and all(hasattr(it, "pos") for it in items):
+        return ("pair",)
+    shown = {(t := find_task(name)) is not None and t.modality in ("image", "answer")
+             for name in tasks}  # fmt: skip
+    return tuple(k for k, image in (("tot", False), ("itt", True)) if image in shown) or ("tot",)
+
+
+def study_zip(items: Sequence[Any], kinds: Sequence[str], name: str = "items") -> bytes:
     """A zip of the benchmark file and `create-study.sh`, the `lexsem annotate create` command
-    that makes a study of these items (every item, no sample)."""
+    that makes a study of these items (every item, no sample) with `kinds` (`study_kinds`)."""
     fmt, file, data = benchmark_file(items, name)
+    given = " ".join(f"--kind {k}" for k in kinds)
     script = (
         "#!/bin/sh\n"
         f"# a study of the {len(items)} items of {file} (lexsem explore): sh create-study.sh\n"
-        "# STUDY.sqlite [OPTION...], options as `lexsem annotate create --help` shows (--kind,\n"
-        "# --gold, --annotators, --coco-val2017 for the images, ...)\n"
+        "# STUDY.sqlite [OPTION...], options as `lexsem annotate create --help` shows (--kind\n"
+        "# adds a kind, --gold, --annotators, --coco-val2017 for the images, ...); the kinds\n"
+        f"# are those the runs scored: {', '.join(kinds)}\n"
         'study="${1:-study.sqlite}"\n'
         "[ $# -gt 0 ] && shift\n"
-        f'lexsem annotate create "$study" -b "{fmt}:$(dirname "$0")/{file}" "$@"\n'
+        f'lexsem annotate create "$study" -b "{fmt}:$(dirname "$0")/{file}" {given} "$@"\n'
     )
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
