@@ -78,6 +78,28 @@ def test_slices_select_and_count(runs: Any) -> None:
         select(table, Slice(disagree=True))
 
 
+def test_counts_are_per_metric_never_pooled(runs: Any, client: TestClient) -> None:
+    table = open_runs(runs[0])  # bow: TOT; the dual encoder: TOT, ITT, P1 vs N, P2 vs N
+    every = select(table, Slice())
+    found = counts(table, every, n_boot=0)
+    assert [(c.metric, c.run) for c in found] == [
+        ("itt", 1), ("itt_p1n", 1), ("itt_p2n", 1), ("tot", 0), ("tot", 1),
+    ]  # fmt: skip
+    metric = table.column("metric")[every]
+    for c in found:
+        mine = every[(metric == c.metric) & (table.hit[every, c.run] >= 0)]
+        assert c.n == len(mine) == 5 and c.hits == int((table.hit[mine, c.run] == 1).sum())
+    page = client.get("/").text
+    blocks = re.findall(r'<tr class="group"><th colspan="5">(.*?)</th></tr>(.*?)</tbody>', page,
+                        re.S)  # fmt: skip
+    bench = table.column("view")[0]
+    assert [(b, body.count('<td class="run">')) for b, body in blocks] == [
+        (f"{bench} · itt", 1), (f"{bench} · itt_p1n", 1), (f"{bench} · itt_p2n", 1),
+        (f"{bench} · tot", 2),
+    ]  # fmt: skip
+    assert "<td>20</td>" not in page  # the dual encoder's 4 metrics x 5 items, pooled
+
+
 @pytest.mark.parametrize(
     ("url", "status", "says"),
     [

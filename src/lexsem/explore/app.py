@@ -12,6 +12,7 @@ import io
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
@@ -261,7 +262,7 @@ def create_app(
         shown = rows[(s.page - 1) * s.size : s.page * s.size]
         ctx = {
             "s": s, "n_rows": len(rows), "pages": pages, "runs": table.runs,
-            "counts": st.counts(s, rows), "max_ci": MAX_CI_ROWS,
+            "counts": _by_metric(st.counts(s, rows)), "max_ci": MAX_CI_ROWS,
             "rows": [_row_view(st, int(k)) for k in shown], "choices": choices(table),
             "notes": [*table.notes, *_caption_notes(st, shown)],
             "humans": any(r.human for r in table.runs), "kinds": EXPORT_KINDS,
@@ -347,6 +348,12 @@ def _add_asset_routes(app: FastAPI, static: dict[str, bytes]) -> None:
             raise HTTPException(404, "no such file")
         media = "text/css" if name.endswith(".css") else "text/javascript"
         return Response(static[name], media_type=media, headers={"Cache-Control": "max-age=600"})
+
+
+def _by_metric(found: list[RunCount]) -> list[tuple[tuple[str, str], list[RunCount]]]:
+    """The runs' counts by (benchmark, metric), as `counts` orders them: a block of the page's
+    table each."""
+    return [(key, list(group)) for key, group in groupby(found, lambda c: (c.bench, c.metric))]
 
 
 def _scores(run: Any, row: int) -> list[tuple[str, str]]:

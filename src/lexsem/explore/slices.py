@@ -1,8 +1,9 @@
 """A slice of the joined table (`RunsTable`): the filters a page's URL carries, checked with
 their bounds (a bad value is a 400 naming the parameter), the rows they select in order, and
-each run's count and accuracy over them with an interval: the percentile bootstrap
-(`lexsem.stats.bootstrap`) up to `MAX_CI_ROWS` rows, the Wilson score interval of the
-proportion (`lexsem.stats.wilson`) above, where a bootstrap per page is too slow.
+each run's count and accuracy over them, per benchmark and metric, with an interval: the
+percentile bootstrap (`lexsem.stats.bootstrap`) up to `MAX_CI_ROWS` rows, the Wilson score
+interval of the proportion (`lexsem.stats.wilson`) above, where a bootstrap per page is too
+slow.
 
 - `bench`, `subset`, `metric`, `item`: exact names (`bench` as shown, `NAME · data 2` for
   runs on other data; `item` an item id); a `bench`, `subset` or `metric` that no run has is
@@ -175,9 +176,13 @@ def select(table: RunsTable, s: Slice, text: Callable[[], np.ndarray] | None = N
 
 @dataclass(frozen=True)
 class RunCount:
-    """One run over a slice: rows it scored, its hits, accuracy and interval (percent), and
-    which interval that is (`bootstrap`, `wilson`; None when there is none)."""
+    """One run over the slice's rows of one benchmark and metric (`bench` as shown, `metric`):
+    rows it scored, its hits, accuracy and interval (percent), and which interval that is
+    (`bootstrap`, `wilson`; None when there is none)."""
 
+    run: int
+    bench: str
+    metric: str
     n: int
     hits: int
     accuracy: float | None
@@ -190,28 +195,42 @@ def counts(
     table: RunsTable, rows: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
     confidence: float = 0.95,
 ) -> list[RunCount]:  # fmt: skip
-    """Each run's count and accuracy over `rows`, with the percentile bootstrap interval of
+    """Each run's count and accuracy over `rows`, one per benchmark and metric (never pooling
+    two metrics), ordered by benchmark, metric and run, runs that scored none of a metric's
+    rows left out: the percentile bootstrap interval of
     `lexsem.stats.bootstrap.confidence_interval` up to `MAX_CI_ROWS` rows (none below two
     rows) and the Wilson score interval above (`lexsem.stats.wilson`); none with `n_boot` 0."""
+    rows = np.asarray(rows, dtype=np.int64)
+    views, metrics = table.column("view")[rows], table.column("metric")[rows]
+    groups: dict[tuple[str, str], list[int]] = {}
+    for at, key in enumerate(zip(views.tolist(), metrics.tolist(), strict=True)):
+        groups.setdefault(key, []).append(at)
     out = []
-    for k in range(len(table.runs)):
-        h = table.hit[rows, k]
-        got = (h[h >= 0] == 1).astype(np.float64)
-        if not len(got):
-            out.append(RunCount(0, 0, None, None, None))
-            continue
-        n, hits = len(got), int(got.sum())
-        lo: float | None
-        hi: float | None
-        kind: Literal["bootstrap", "wilson"] | None
-        if n_boot == 0:
-            lo, hi, kind = None, None, None
-        elif n > MAX_CI_ROWS:
-            ci = wilson_interval(hits, n, confidence)
-            assert ci is not None  # n > 0
-            (lo, hi), kind = ci, "wilson"
-        else:
-            lo, hi = confidence_interval([got], micro_mean, n_boot, seed, confidence)
-            kind = "bootstrap" if lo is not None else None
-        out.append(RunCount(n, hits, 100.0 * got.mean(), lo, hi, kind))
+    for (bench, metric), at in sorted(groups.items()):
+        picked = rows[np.asarray(at, dtype=np.int64)]
+        for k in range(len(table.runs)):
+            h = table.hit[picked, k]
+            got = (h[h >= 0] == 1).astype(np.float64)
+            if len(got):
+                out.append(_count(k, bench, metric, got, n_boot, seed, confidence))
     return out
+
+
+def _count(
+    run: int, bench: str, metric: str, got: np.ndarray, n_boot: int, seed: int,
+    confidence: float,
+) -> RunCount:  # fmt: skip
+    n, hits = len(got), int(got.sum())
+    lo: float | None
+    hi: float | None
+    kind: Literal["bootstrap", "wilson"] | None
+    if n_boot == 0:
+        lo, hi, kind = None, None, None
+    elif n > MAX_CI_ROWS:
+        ci = wilson_interval(hits, n, confidence)
+        assert ci is not None  # n > 0
+        (lo, hi), kind = ci, "wilson"
+    else:
+        lo, hi = confidence_interval([got], micro_mean, n_boot, seed, confidence)
+        kind = "bootstrap" if lo is not None else None
+    return RunCount(run, bench, metric, n, hits, 100.0 * got.mean(), lo, hi, kind)
