@@ -100,6 +100,23 @@ def test_counts_are_per_metric_never_pooled(runs: Any, client: TestClient) -> No
     assert "<td>20</td>" not in page  # the dual encoder's 4 metrics x 5 items, pooled
 
 
+def test_each_chip_names_its_run(runs: Any, client: TestClient) -> None:
+    import dataclasses
+
+    chip = re.compile(r'<span class="v [^"]*" title="run (\d+): ([^"]*)"><span class="run">'
+                      r"([^<]*)</span> (right|wrong)")  # fmt: skip
+    chips = chip.findall(client.get("/?metric=tot").text)
+    assert {(n, name, shown) for n, name, shown, _ in chips} == {
+        ("0", "bow", "bow"), ("1", "tiny-dual", "tiny-dual"),
+    }  # fmt: skip
+    assert len(chips) == 10  # 5 items, 2 runs
+    table = open_runs(runs[0])
+    nameless = (dataclasses.replace(table.runs[0], label=""), table.runs[1])
+    page = TestClient(create_app(dataclasses.replace(table, runs=nameless), n_boot=0))
+    shown = {(n, s) for n, _, s, _ in chip.findall(page.get("/?metric=tot").text)}
+    assert shown == {("0", "run 0"), ("1", "tiny-dual")}  # the number where there is no name
+
+
 @pytest.mark.parametrize(
     ("url", "status", "says"),
     [

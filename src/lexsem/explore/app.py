@@ -156,6 +156,7 @@ def _row_view(st: _State, key: int) -> dict[str, Any]:
         "images": len(st.images(key)[0]),
         "runs": [
             {
+                "run": t.runs[k].label or f"run {k}",  # the number where a run has no name
                 "hit": int(t.hit[key, k]),
                 "tie": bool(t.tie[key, k]),
                 "margin": None if np.isnan(t.margin[key, k]) else float(t.margin[key, k]),
