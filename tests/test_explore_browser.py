@@ -4,7 +4,8 @@ study server's browser tests do; Playwright's own browser download is never used
 At 1280 px: open the page, filter with the mouse (a metric, "every model wrong") and the
 keyboard ("/" focuses the text search, Enter applies it), pick items with the mouse, export
 each kind (figure PNG and PDF, benchmark file, study) and check each download; open an item.
-At 390 px: the same page and an item page, whose run table stacks each run's cells, each named.
+At 390 px: the same page and an item page, whose run table stacks each run's cells, each named;
+the counts of runs with long names wrap inside the window, no box reaching beyond it.
 No page scrolls sideways and every image decodes.
 Screenshots go to the test's folder (and $LEXSEM_SCREENSHOTS when set)."""
 
@@ -30,13 +31,24 @@ def browser() -> Any:
 
 
 @pytest.fixture(scope="module")
-def url(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def folders(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return two_runs(tmp_path_factory.mktemp("explore-browser"))[0]
+
+
+@pytest.fixture(scope="module")
+def url(folders: list[Path]) -> Any:
     from lexsem.explore.app import create_app
     from lexsem.explore.runs_table import open_runs
 
-    folders, _, _ = two_runs(tmp_path_factory.mktemp("explore-browser"))
     with served(create_app(open_runs(folders), n_boot=100)) as base:
         yield base
+
+
+#: The elements whose box reaches beyond the window's right edge (none may: a box cut off
+#: inside a scrolling parent is as hidden as one beyond the page).
+OVERFLOWING = """() => [...document.querySelectorAll('body *')]
+  .filter(e => e.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .map(e => e.tagName.toLowerCase() + (e.className ? '.' + e.className : ''))"""
 
 
 def _download(page: Any, kind: str) -> bytes:
@@ -92,6 +104,7 @@ def test_phone_width(browser: Any, url: str, tmp_path: Path) -> None:
     page = browser.new_page(viewport={"width": 390, "height": 844})
     page.goto(url + "/?metric=itt")
     check_layout(page)
+    assert page.evaluate(OVERFLOWING) == []
     assert page.locator("li.row img").count() == 5
     shots(tmp_path, "explore-390-slice", page)
     page.goto(url + "/item/5")
@@ -103,3 +116,27 @@ def test_phone_width(browser: Any, url: str, tmp_path: Path) -> None:
     assert all(r["labelled"] == '"# "' for r in runs), runs  # stacked: each cell named
     shots(tmp_path, "explore-390-item", page)
     page.close()
+
+
+def test_the_counts_fit_a_phone_with_long_run_names(
+    browser: Any, folders: list[Path], tmp_path: Path
+) -> None:
+    import dataclasses
+
+    from lexsem.explore.app import create_app
+    from lexsem.explore.runs_table import open_runs
+
+    table = open_runs(folders)
+    name = "hf:sentence-transformers/all-MiniLM-L6-v2?pooling=mean&run="
+    long = tuple(dataclasses.replace(r, label=f"{name}{k}") for k, r in enumerate(table.runs))
+    with served(create_app(dataclasses.replace(table, runs=long), n_boot=100)) as base:
+        page = browser.new_page(viewport={"width": 390, "height": 844})
+        page.goto(base + "/")
+        check_layout(page)
+        shots(tmp_path, "explore-390-counts", page)
+        assert page.locator("table.counts tr.group").count() == 4  # itt, itt_p1n, itt_p2n, tot
+        assert page.evaluate(OVERFLOWING) == []
+        box = page.evaluate("""() => { const w = document.querySelector('table.counts')
+          .parentElement; return [w.scrollWidth, w.clientWidth]; }""")
+        assert box[0] <= box[1], box  # the table fits its box: nothing scrolls inside it
+        page.close()
