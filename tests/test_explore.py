@@ -257,6 +257,27 @@ def test_a_study_of_text_only_runs_asks_text_only_questions(runs: Any, tmp_path:
         assert '--kind itt "$@"' in f.read("create-study.sh").decode()
 
 
+def test_figure_captions_wrap_at_their_columns_width() -> None:
+    from lexsem.explore.figure import WIDTHS, FigureItem, grid_figure, text_width
+
+    text = "a small brown dog runs after the red ball across the wide green field " * 4
+    words = [(w, i % 7 == 3) for i, w in enumerate(text.split())]  # some in bold
+    image = np.zeros((8, 8, 3), np.uint8)
+    for columns in (1, 2):
+        for images in ([], [image], [image, image]):
+            cell = FigureItem("title", [("P1", words)], [("m", "right")], images)
+            fig = grid_figure([cell, cell], columns=columns)  # type: ignore[arg-type]
+            renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+            (caption,) = [t for t in fig.texts if "P1:" in t.get_text()][:1]
+            box = caption.get_window_extent(renderer)
+            left, right = box.x0 / fig.dpi, box.x1 / fig.dpi
+            column = WIDTHS[columns] / columns  # one item per row in one column, two in two
+            width = text_width(columns, len(images))  # type: ignore[arg-type]
+            assert right <= column, (columns, len(images), right, column)  # within its column
+            assert right - left >= 0.9 * width, (columns, len(images), right - left, width)
+            assert left + width == pytest.approx(column - 0.04)  # all of it, less a margin
+
+
 def test_exports_are_bounded_and_of_triplets_or_pairs() -> None:
     from lexsem.benchmarks.items import QuadItem, TripletItem
     from lexsem.errors import LexsemError
