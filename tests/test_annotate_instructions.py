@@ -113,6 +113,12 @@ def test_practice_gold_and_the_number_of_questions_are_the_studys(tmp_path: Path
     assert "1 of the questions checks attention" in html
     assert "You will answer at most 6 questions, practice included." in html  # 2 + 1 + 3
     assert len(question_pages(c, link, html)) == 6
+    # validation has no right answer: the practice feedback shows the annotator's own
+    made = make_study(tmp_path, "-b", "synthetic/swap_att", "--sample", "2", "-k", "validate",
+                      "--practice", "1", "-n", "1", name="validate")  # fmt: skip
+    html = instructions_page(TestClient(create_app(made.path)), made.annotators["a0001"])
+    assert "The first question is practice: you will see your answer again after it." in html
+    assert "right answer" not in html and "attention" not in html
 
 
 def test_kinds_with_other_keys_each_have_their_own(tmp_path: Path) -> None:

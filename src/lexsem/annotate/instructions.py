@@ -127,12 +127,14 @@ class Paragraph:
 class StudyParts:
     """What a study asks, as its instructions say it: its task kinds (in serving order), each
     with the most options one of its questions shows; its practice and gold questions; the
-    most questions one annotator answers (None where that is not known)."""
+    most questions one annotator answers (None where that is not known); whether every practice
+    question has a right answer (to show after it)."""
 
     options: Mapping[str, int]
     practice: int = 0
     gold: int = 0
     questions: int | None = None
+    practice_right: bool = True
 
 
 def study_parts(
@@ -151,7 +153,8 @@ def study_parts(
         sizes = Counter(u.item_key for u in units if not u.practice and not u.gold)
         largest = sorted(sizes.values(), reverse=True)[: quota or len(sizes)]
         questions = practice + gold + sum(largest)
-    return StudyParts(options, practice, gold, questions)
+    right = all(u.correct is not None for u in units if u.practice)
+    return StudyParts(options, practice, gold, questions, right)
 
 
 def kind_keys(kind: str, n_options: int) -> tuple[Shortcut, ...]:
@@ -199,7 +202,8 @@ def study_instructions(
     if parts.practice:
         n = parts.practice
         first = "The first question is" if n == 1 else f"The first {n} questions are"
-        after = ": you will see the right answer after each" if page else ""
+        shown = "the right answer" if parts.practice_right else "your answer again"
+        after = f": you will see {shown} after {'it' if n == 1 else 'each'}" if page else ""
         said.append(f"{first} practice{after}.")
     if parts.gold:
         n = parts.gold
