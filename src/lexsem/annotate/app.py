@@ -55,8 +55,14 @@ from lexsem.annotate import assign, lifecycle, store
 from lexsem.annotate.codes import earned, participant_code, participant_rows, participants_csv
 from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
-from lexsem.annotate.instructions import CONSENT, INSTRUCTIONS, QUESTIONS
-from lexsem.annotate.kinds import FIXED_CHOICES
+from lexsem.annotate.instructions import (
+    CONSENT,
+    QUESTIONS,
+    Paragraph,
+    study_instructions,
+    study_parts,
+)
+from lexsem.annotate.kinds import CHOICE_KEYS, CHOICE_LABELS, FIXED_CHOICES
 from lexsem.annotate.order import option_of, posted_values
 from lexsem.annotate.security import (
     RateLimiter,
@@ -76,9 +82,6 @@ from lexsem.web_templates import app_templates
 __all__ = ["create_app"]
 
 HERE = Path(__file__).parent
-KEYS = {"none": "n", "both": "b", "accept": "a", "edit": "e", "reject": "r", "skip": "s"}
-LABELS = {"none": "None", "both": "Both", "accept": "Accept", "edit": "Save edit",
-          "reject": "Reject", "skip": "Skip"}  # fmt: skip
 #: The rate-limit key of the request being served (`security.client_key` of its address).
 _CLIENT: ContextVar[str] = ContextVar("lexsem_annotate_client", default="?")
 
@@ -194,10 +197,13 @@ class _Site:
         if not csrf_ok(self.st.secret, token_hash, given):
             raise HTTPException(403, "the form is out of date or not from this study; reload")
 
-    def instructions_text(self) -> list[str]:
-        if self.st.settings.instructions:
-            return [self.st.settings.instructions]
-        return [INSTRUCTIONS[k] for k in self.st.settings.kinds]
+    def instructions(self) -> list[Paragraph]:
+        """The study's instructions page: its own text or the kinds', with the keys of its
+        question pages and its own parts (`instructions.study_instructions`)."""
+        settings = self.st.settings
+        parts = study_parts(store.units(self.st.con()), settings.kinds, settings.quota,
+                            per_annotator=True)  # fmt: skip
+        return study_instructions(parts, settings.instructions)
 
 
 def create_app(
@@ -364,7 +370,7 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
             if who.consented_at is None:
                 return site.page(request, "consent.html", consent=st.settings.consent or CONSENT,
                                  csrf=csrf, action=f"{base}/consent")  # fmt: skip
-            return site.page(request, "instructions.html", paragraphs=site.instructions_text(),
+            return site.page(request, "instructions.html", paragraphs=site.instructions(),
                              csrf=csrf, base=base, link=str(request.url))  # fmt: skip
         state = lifecycle.state(con)
         if state == "open" and who.released_at is not None:
@@ -565,6 +571,6 @@ def _choices(unit: store.Unit) -> list[dict[str, Any]]:
             shown = {k: v for k, v in opts[oid].items() if k in ("text", "image")}
             out.append({"value": value, "key": value, "letter": chr(65 + i), **shown, **marks})
         else:
-            out.append({"value": value, "key": KEYS[oid], "label": LABELS[oid], "fixed": True,
-                        **marks})  # fmt: skip
+            out.append({"value": value, "key": CHOICE_KEYS[oid], "label": CHOICE_LABELS[oid],
+                        "fixed": True, **marks})  # fmt: skip
     return out

@@ -34,6 +34,8 @@ from typing import Any
 from lexsem.registry import Registry
 
 __all__ = [
+    "CHOICE_KEYS",
+    "CHOICE_LABELS",
     "FIXED_CHOICES",
     "KINDS",
     "KindField",
@@ -148,3 +150,14 @@ class KindField(Mapping[str, Any]):
 
 # the choices each kind shows after its (shuffled) options, in this order
 FIXED_CHOICES: Mapping[str, tuple[str, ...]] = KindField("fixed")
+
+#: The key that answers with each fixed choice (and skips) on a question page; an option's key
+#: is its place (1, 2, ...).
+CHOICE_KEYS: Mapping[str, str] = {
+    "none": "n", "both": "b", "accept": "a", "edit": "e", "reject": "r", "skip": "s",
+}  # fmt: skip
+#: Each fixed choice's label on a question page.
+CHOICE_LABELS: Mapping[str, str] = {
+    "none": "None", "both": "Both", "accept": "Accept", "edit": "Save edit", "reject": "Reject",
+    "skip": "Skip",
+}  # fmt: skip

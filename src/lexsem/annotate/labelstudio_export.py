@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from lexsem.annotate import store
-from lexsem.annotate.instructions import INSTRUCTIONS
+from lexsem.annotate.instructions import study_instructions, study_parts
 from lexsem.annotate.labelstudio import (
     KEY_FILE,
     ExportKey,
@@ -74,7 +74,13 @@ def _served(units: list[store.StoredUnit], seed: int) -> list[store.StoredUnit]:
     return [u for u in units if u.practice] + rest
 
 
-def _instructions(text: str) -> str:
+def _instructions(own: str | None, units: list[store.StoredUnit]) -> str:
+    """A project's instructions as HTML: the study's own text or its kind's, and its practice
+    and attention tasks (`instructions.study_instructions` off the study's page: Label Studio
+    has its own keys and shows no right answers)."""
+    parts = study_parts(units, [units[0].kind], None, per_annotator=False)
+    paragraphs = study_instructions(parts, own, page=False)
+    text = "\n\n".join(p.text for p in paragraphs)
     return "".join(f"<p>{html.escape(p)}</p>" for p in text.split("\n\n") if p.strip())
 
 
@@ -178,7 +184,7 @@ def _write(
             "title": f"{settings.name} {name}"[:50],
             "description": f"lexsem study {settings.name}, {kind} ({len(mine)} tasks)",
             "label_config": config,
-            "expert_instruction": _instructions(settings.instructions or INSTRUCTIONS[kind]),
+            "expert_instruction": _instructions(settings.instructions, mine),
             "show_instruction": True,
             "show_skip_button": True,
             "enable_empty_annotation": False,
