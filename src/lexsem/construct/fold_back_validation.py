@@ -34,7 +34,8 @@ human/validate/study.sqlite --from-build <its input table> -k validate --column 
 table: the stage before's output, or for a recipe's first stage a copy of its rows in
 ``human/validate/rows.parquet``; the stage's `original`, `column`, `positive` and `image`
 columns, those the rows have, as the study's roles, `column` as its role ``negative`` with
-``negative = true``), ``lexsem annotate
+``negative = true``; `image` only there, without `positive`: a second positive or a negative
+beside P1 and P2 is judged from the texts, a text-only study that needs no image), ``lexsem annotate
 serve`` and ``lexsem annotate export ... --answers <the answers file>`` — and says them; the
 same build command run again once the file is there goes on (the file's sha256 is part of the
 stage's digest, so a new export reruns it).
@@ -145,7 +146,8 @@ def fold_back_validation(
     `column`, the text the validators checked (default ``caption2``, SugarCrepe++'s second
     positive; ``negative_caption`` or VISLA's ``n`` for negatives); `original`, `positive` and
     `image`: what the study shows beside it (P1; P2 where the checked text is a negative; the
-    image where the rows have that column); `negative`: the checked text is a negative
+    image where the rows have that column and the checked text is a negative without P2, the
+    others being judged from the texts alone); `negative`: the checked text is a negative
     shown without P2 (SugarCrepe's ``negative_caption``), the study's role ``negative``."""
     if unvalidated not in ("keep", "reject"):
         raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
@@ -170,8 +172,9 @@ def fold_back_validation(
                 if ctx is not None:
                     ctx.count("accepted", 0)
                 return rows
+            shown = image if negative and positive is None else None  # else text-only
             roles = {"original": original, "negative" if negative else "generated": column,
-                     "positive": positive, "image": image}  # fmt: skip
+                     "positive": positive, "image": shown}  # fmt: skip
             _pause(rows, ctx, source, roles)
     where = str(source) if not isinstance(source, pa.Table) else "answers"
     by_row = _answers(source, where)
