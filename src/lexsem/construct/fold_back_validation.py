@@ -66,7 +66,7 @@ from lexsem.construct.stage import (
     reject,
     row_ids,
 )
-from lexsem.construct.study_commands import annotate_commands
+from lexsem.construct.study_commands import annotate_commands, study_size
 from lexsem.errors import DataError, LexsemError
 from lexsem.results.answers_table import (
     StudyAnswer,
@@ -306,8 +306,8 @@ def _pause(
             fh.write(_readme(n, shown, commands, answers))
     raise HumanStepPending(
         f"fold_back_validation: waiting for people: no answers file {answers}. {_rows(n)} to "
-        f"validate (accept, edit or reject {_checked(roles)!r}) in a `validate` study"
-        + (f"; how: {readme}" if readme is not None else ""),
+        f"validate (accept, edit or reject {_checked(roles)!r}) in a `validate` study; "
+        f"{_size(n)}" + (f"; how: {readme}" if readme is not None else ""),
         commands=commands or [],
         answers=answers,
     )
@@ -316,6 +316,11 @@ def _pause(
 def _checked(roles: Mapping[str, str | None]) -> str | None:
     """The column of the text the study checks (its role ``generated`` or ``negative``)."""
     return roles.get("generated") or roles.get("negative")
+
+
+def _size(n: int) -> str:
+    return study_size(n, "row", 'the others stay unvalidated: kept as they are, or rejected '
+                      'with the stage\'s unvalidated = "reject"')  # fmt: skip
 
 
 def _rows(n: int) -> str:
@@ -339,8 +344,8 @@ def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -
         + "".join(f"    {c}\n" for c in commands)
         + "\nAdd `--annotators N --overlap K` to the first command for N personal links and K "
         "validators per item; their decisions are combined by majority, a tie rejects the row "
-        f"as `human_disagreement`.{images}\n\nThe build reads `{answers}`; once it is there, "
-        "run the same `lexsem build` command again.\n"
+        f"as `human_disagreement`. The study size: {_size(n)}.{images}\n\nThe build reads "
+        f"`{answers}`; once it is there, run the same `lexsem build` command again.\n"
     )
 
 
