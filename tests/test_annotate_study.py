@@ -176,6 +176,103 @@ def test_build_table_validate_a_negative_without_a_second_positive(tmp_path: Pat
     assert code == 2 and "no column 'n' (validate negative;" in out, out
 
 
+def _coco_triplets(path: Path) -> Path:
+    """A build table of VISLA-style text triplets whose images are COCO file names (VSR's), no
+    COCO folder given: reading one fails."""
+    pq.write_table(pa.table({
+        "source": ["vsr"] * 3, "source_id": ["1+2", "1+2", "5+6"],
+        "image": ["000000000139.jpg", "000000000139.jpg", "000000000285.jpg"],
+        "p1": ["The cat is left of the dog.", "The cat is left of the dog.", "A cup on a box."],
+        "p2": ["The dog is right of the cat.", "The dog is right of the cat.", "A box under."],
+        "n": ["The dog is left of the cat.", "The cat is under the dog.", "A box on a cup."],
+        "caption": ["A cat.", "A cat.", "A cup."], "caption2": ["One cat.", "One cat.", "A mug."],
+    }), path)  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [
+        ["--column", "original=p1", "--column", "generated=n", "--column", "positive=p2"],
+        [],  # SugarCrepe++'s second positive caption2 beside P1
+        ["--column", "original=p1", "--column", "generated=n", "--column", "image="],
+    ],
+)
+def test_validating_text_rows_needs_no_image(tmp_path: Path, roles: list[str]) -> None:
+    """A negative beside P1 and P2 (VISLA), or a second positive beside P1 (SugarCrepe++), is
+    judged from the texts: the study is text-only and reads no image, though the rows name COCO
+    images that are not here; `--column image=` leaves the image out in any case."""
+    table = _coco_triplets(tmp_path / "stage.parquet")
+    made = make_study(tmp_path, "--from-build", str(table), "-k", "validate", *roles)
+    rows = units(made.path)
+    assert len(rows) == 3 and all(r["payload"]["base_image"] is None for r in rows)
+    con = connect(made.path)
+    assert con.execute("SELECT COUNT(*) FROM images").fetchone()[0] == 0
+    con.close()
+
+
+def test_an_image_asked_for_or_judged_on_is_read(tmp_path: Path) -> None:
+    """A negative beside P1 alone (SugarCrepe's: is it false of the image?) shows the image, as
+    does `--column image=NAME`: a COCO image that is not here is then an error."""
+    table = _coco_triplets(tmp_path / "stage.parquet")
+    for roles in (["--column", "negative=n", "--column", "positive="],
+                  ["--column", "original=p1", "--column", "generated=n", "--column",
+                   "image=image"]):  # fmt: skip
+        code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build", str(table), "-k",
+                               "validate", *roles)  # fmt: skip
+        assert code == 2 and "000000000139.jpg" in out, out
+        assert not (tmp_path / "s.sqlite").exists()
+    _png(tmp_path / "red.png", "red")
+    pq.write_table(pa.table({"source": ["sc"], "source_id": ["1"], "caption": ["A dog."],
+                             "negative_caption": ["A cat."], "image": ["red.png"]}),
+                   table)  # fmt: skip
+    made = make_study(tmp_path, "--from-build", str(table), "-k", "validate", "--column",
+                      "negative=negative_caption")  # fmt: skip
+    (unit,) = units(made.path)
+    assert (
+        unit["payload"]["base_image"]
+        == hashlib.sha256((tmp_path / "red.png").read_bytes()).hexdigest()
+    )
+
+
+def test_from_build_samples_as_create_does(tmp_path: Path) -> None:
+    """`--sample N` draws N rows of each subset (the rows' `subset` column), `--sample-total N`
+    N rows of what that leaves, seeded by `--seed`; practice and gold are refused, one line
+    naming the option."""
+    n = 12
+    pq.write_table(pa.table({
+        "source": ["sc"] * n, "source_id": [str(i) for i in range(n)],
+        "subset": ["swap_obj", "add_att", "replace_rel"] * 4,
+        "caption": [f"A dog {i}." for i in range(n)],
+        "caption2": [f"One dog {i}." for i in range(n)],
+        "rejected": [None] * (n - 1) + ["too_long"],
+    }), tmp_path / "stage.parquet")  # fmt: skip
+    base = ["--from-build", str(tmp_path / "stage.parquet"), "-k", "validate"]
+
+    def drawn(name: str, *args: str) -> list[tuple[str, str]]:
+        made = make_study(tmp_path, *base, *args, name=name)
+        return sorted((r["subset"], r["item_id"]) for r in units(made.path))
+
+    per_subset = drawn("a", "--sample", "2", "--seed", "1")
+    assert Counter(s for s, _ in per_subset) == {"swap_obj": 2, "add_att": 2, "replace_rel": 2}
+    assert "sc:11" not in {i for _, i in drawn("all")}  # the rejected row is never drawn
+    total = drawn("b", "--sample-total", "5", "--seed", "1")
+    assert len(total) == 5 and total == drawn("c", "--sample-total", "5", "--seed", "1")
+    assert {i for _, i in total} != {i for _, i in drawn("d", "--sample-total", "5", "--seed", "2")}
+    assert len(drawn("e", "--sample", "3", "--sample-total", "4")) == 4
+    for option in ("--practice", "--gold"):
+        code, out = run_create(str(tmp_path / "s.sqlite"), *base, option, "1")
+        assert code == 2 and out.startswith(f"error: {option} 1: not with --from-build"), out
+        assert out.count("\n") == 1 and not (tmp_path / "s.sqlite").exists()
+
+
+def test_a_required_role_named_empty_is_one_line(tmp_path: Path) -> None:
+    table = _coco_triplets(tmp_path / "stage.parquet")
+    code, out = run_create(str(tmp_path / "s.sqlite"), "--from-build", str(table), "-k",
+                           "validate", "--column", "original=")  # fmt: skip
+    assert code == 2 and out.startswith("error: --column original=: task kind 'validate' needs")
+
+
 def run_create(*args: str) -> tuple[int, str]:
     res = CliRunner().invoke(app, ["annotate", "create", *args])
     return res.exit_code, res.output

@@ -271,3 +271,29 @@ def test_a_pause_is_exit_status_3_with_what_to_do_and_no_error(tmp_path: Path) -
     assert record["complete"] is False and record["stages"] == []
     again = cli.invoke(app, args)  # the same command, still no answers: the same pause
     assert again.exit_code == PAUSED and "waiting for people" in again.output
+
+
+def test_a_pause_says_how_many_rows_people_see_and_how_to_show_fewer(tmp_path: Path) -> None:
+    """The pause (and the step's README) says how many rows the study shows and the option that
+    shows fewer; the printed create command with that option makes a study of that many."""
+    import shlex
+
+    pytest.importorskip("fastapi")
+    from lexsem.annotate.store import connect
+
+    write_jsonl(tmp_path / "triplets.jsonl", [{"p1": f"a dog {i}", "p2": f"one dog {i}",
+                                               "n": f"a cat {i}"} for i in range(3)])  # fmt: skip
+    (tmp_path / "recipe.toml").write_text(PAUSING, encoding="utf-8")
+    out = tmp_path / "b"
+    res = cli.invoke(app, ["build", str(tmp_path / "recipe.toml"), "-o", str(out), "-q"])
+    assert res.exit_code == PAUSED, res.output
+    said = "people will see all 3 rows; to show K of them, add --sample-total K"
+    assert said in res.output, res.output
+    assert said in (out / "human" / "validate" / "README.md").read_text()
+    create = next(x.strip() for x in res.output.splitlines()
+                  if x.strip().startswith("lexsem annotate create"))  # fmt: skip
+    made = cli.invoke(app, [*shlex.split(create)[1:], "--sample-total", "2", "--base-url", ""])
+    assert made.exit_code == 0, made.output
+    con = connect(out / "human" / "validate" / "study.sqlite")
+    assert con.execute("SELECT COUNT(*) FROM units").fetchone()[0] == 2
+    con.close()

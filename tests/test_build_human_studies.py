@@ -447,8 +447,11 @@ def test_visla_spatial_pauses_for_its_experts_and_resumes_to_a_visla_benchmark(
 
     study = _study_from(folder / "README.md", folder, 1)
     con = connect(study.path)
-    shown = [json.loads(r[0])["context"] for r in con.execute("SELECT payload FROM units")]
+    payloads = [json.loads(r[0]) for r in con.execute("SELECT payload FROM units")]
+    assert con.execute("SELECT COUNT(*) FROM images").fetchone()[0] == 0  # text-only
     con.close()
+    shown = [p["context"] for p in payloads]
+    assert all(p["base_image"] is None for p in payloads)
     first = by_pair[pairs[0]][0][1]
     assert [["P1 (original)", first["p1"]], ["P2 (second positive)", first["p2"]],
             ["N (negative, n): to check", first["n"]]] in shown  # fmt: skip

@@ -8,7 +8,9 @@ human steps of dataset construction.
   ``p2``: the second positive P2 shown where the text to check is a negative), ``negative``
   (optional, no default: the text to check is this column, a negative shown without P2, e.g.
   SugarCrepe's ``negative_caption``; it takes the place of ``generated``), ``image``
-  (optional).
+  (optional, default ``image``; shown only where the text to check is a negative beside P1
+  alone: a second positive, or a negative beside P1 and P2, is judged from the texts, so those
+  studies are text-only and read no image unless ``image`` is named; an empty name, none).
 - ``best_of_k``: choose the best of K generated images or none (BiVLC §3 step 3). Columns:
   ``caption`` (default ``negative_caption``), ``images`` (default ``images``: a list of paths).
 - ``ambiguity``: the original caption and both images (BiVLC §3 step 4). Columns: ``caption``
@@ -28,7 +30,7 @@ from typing import Any
 from lexsem.annotate.kinds import Option, Query
 from lexsem.errors import DataError, LexsemError
 
-__all__ = ["BUILD_KINDS", "DEFAULT_COLUMNS", "build_queries"]
+__all__ = ["BUILD_KINDS", "DEFAULT_COLUMNS", "build_queries", "row_subset"]
 
 DEFAULT_COLUMNS: dict[str, dict[str, str]] = {
     "validate": {
@@ -43,6 +45,16 @@ DEFAULT_COLUMNS: dict[str, dict[str, str]] = {
 }
 BUILD_KINDS = tuple(DEFAULT_COLUMNS)
 _OPTIONAL = {("validate", "image"), ("validate", "positive")}
+_NEGATIVE = {("validate", "negative")}
+
+
+def _judged_on_image(cols: Mapping[str, str], present: set[str]) -> bool:
+    """Whether a validate study of these rows shows their image: only where the text checked
+    is a negative shown beside P1 alone (SugarCrepe's: is it false of the image?). A second
+    positive (P2 beside P1, SugarCrepe++) and a negative beside P1 and P2 (VISLA) are judged
+    from the texts."""
+    beside_p2 = cols["positive"] in present and cols["positive"] != cols["generated"]
+    return bool(cols["negative"]) and not beside_p2
 
 
 def build_queries(
@@ -75,6 +87,8 @@ def build_queries(
                           "--column generated, not both")  # fmt: skip
     present = set(rows[0]) if rows else set()
     for role, name in cols.items():
+        if not name and role in (columns or {}) and (kind, role) not in _OPTIONAL | _NEGATIVE:
+            raise LexsemError(f"--column {role}=: task kind {kind!r} needs a column for {role}")
         if not name or (negative and role == "generated"):  # validate's `negative` not given,
             continue  # or given in place of `generated`
         if rows and name not in present and (kind, role) not in _OPTIONAL:
@@ -85,6 +99,12 @@ def build_queries(
             )
     if negative:
         cols["generated"] = cols["negative"]
+    if (
+        kind == "validate"
+        and "image" not in (columns or {})
+        and not _judged_on_image(cols, present)
+    ):
+        cols["image"] = ""  # text-only: no image read
     out = []
     for i, row in enumerate(rows, start=1):
         if row.get("rejected") is not None:
@@ -94,11 +114,15 @@ def build_queries(
             if ids is not None
             else f"{row.get('source', 'row')}:{row.get('source_id', i)}"
         )
-        subset = str(row.get("subset") or "all")
-        out.append(_MAKERS[kind](row, cols, item, subset, benchmark, image, file, i))
+        out.append(_MAKERS[kind](row, cols, item, row_subset(row), benchmark, image, file, i))
     if not out:
         raise DataError("no accepted rows", file=file)
     return out
+
+
+def row_subset(row: Mapping[str, Any]) -> str:
+    """A row's subset: its ``subset`` column, ``all`` where it has none."""
+    return str(row.get("subset") or "all")
 
 
 def _text(row: Mapping[str, Any], col: str, file: Path, line: int) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from lexsem.annotate.build_rows import build_queries
+from lexsem.annotate.build_rows import build_queries, row_subset
 from lexsem.annotate.kinds import KINDS, Query
 from lexsem.annotate.queries import DEFAULT_KINDS, item_queries
 from lexsem.annotate.study import StudyUnits
@@ -69,12 +70,39 @@ def build_folder(table: Path) -> Path:
     return parent
 
 
-def _sample(items: list[Item], n: int | None, seed: int, name: str) -> list[Item]:
+T = TypeVar("T")
+
+
+def _sample(items: list[T], n: int | None, seed: int, name: str) -> list[T]:
     if n is None or n >= len(items):
         chosen = list(items)
     else:
         chosen = random.Random(f"{seed}:{name}").sample(items, n)
     return chosen
+
+
+def _draw(
+    groups: Sequence[tuple[str, list[T]]],
+    key: Callable[[T], str],
+    *,
+    sample: int | None,
+    total: int | None,
+    seed: int,
+) -> tuple[list[T], list[T]]:
+    """(drawn, left out) of `groups` (subsets, by name): `sample` of each group, seeded by its
+    name, then `total` of what that drew; `key` tells a group's entries apart."""
+    main: list[T] = []
+    rest: list[T] = []
+    for name, entries in groups:
+        chosen = _sample(entries, sample, seed, name)
+        ids = {key(e) for e in chosen}
+        main += chosen
+        rest += [e for e in entries if key(e) not in ids]
+    if total is not None and total < len(main):  # N entries of the whole selection
+        keep = set(random.Random(f"{seed}:total").sample(range(len(main)), total))
+        rest += [p for i, p in enumerate(main) if i not in keep]
+        main = [p for i, p in enumerate(main) if i in keep]
+    return main, rest
 
 
 def benchmark_units(
@@ -92,18 +120,12 @@ def benchmark_units(
     `sample` items per subset, then `total` items of what that leaves (BiVLC's human baseline:
     500 instances of the whole benchmark, §4)."""
     loaded = [(sel, load_benchmark(sel, data_dir=data_dir)) for sel in selectors]
-    main: list[tuple[str, Item]] = []
-    rest: list[tuple[str, Item]] = []
-    for sel, bench in loaded:
-        for sub, items in bench.items_by_subset().items():
-            chosen = _sample(items, sample, seed, f"{sel}/{sub}")
-            ids = {it.id for it in chosen}
-            main += [(sel, it) for it in chosen]
-            rest += [(sel, it) for it in items if it.id not in ids]
-    if total is not None and total < len(main):  # N items of the whole selection
-        keep = set(random.Random(f"{seed}:total").sample(range(len(main)), total))
-        rest += [p for i, p in enumerate(main) if i not in keep]
-        main = [p for i, p in enumerate(main) if i in keep]
+    groups = [
+        (f"{sel}/{sub}", [(sel, it) for it in items])
+        for sel, bench in loaded
+        for sub, items in bench.items_by_subset().items()
+    ]
+    main, rest = _draw(groups, lambda p: p[1].id, sample=sample, total=total, seed=seed)
     if not main:
         raise LexsemError(f"{', '.join(selectors)}: no items")
     if not kinds:
@@ -143,9 +165,12 @@ def build_units(
     columns: Mapping[str, str],
     sample: int | None,
     seed: int,
+    total: int | None = None,
 ) -> Callable[[ImageFn], StudyUnits]:
-    """The maker of a study's units from a build stage's Parquet output (no practice or gold:
-    generated items have no right answer)."""
+    """The maker of a study's units from a build stage's Parquet output: its accepted rows (a
+    stage's rejected rows are left out), `sample` of each subset (the rows' ``subset`` column;
+    one subset ``all`` without it), then `total` of what that leaves, as `benchmark_units`
+    draws. No practice or gold: generated items have no right answer."""
     from lexsem.construct.stage import PROVENANCE, row_ids
 
     try:
@@ -157,9 +182,12 @@ def build_units(
         if rows and all(c in rows[0] for c in PROVENANCE)
         else [f"row:{i}" for i in range(1, len(rows) + 1)]
     )
-    kept = [(r, i) for r, i in zip(rows, ids, strict=True) if r.get("rejected") is None]
-    if sample is not None and sample < len(kept):  # a stage's rejected rows are left out
-        kept = random.Random(f"{seed}:{table.name}").sample(kept, sample)
+    groups: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for r, i in zip(rows, ids, strict=True):
+        if r.get("rejected") is None:
+            groups.setdefault(row_subset(r), []).append((r, i))
+    kept, _ = _draw([(f"{table.name}/{sub}", g) for sub, g in groups.items()],
+                    lambda p: p[1], sample=sample, total=total, seed=seed)  # fmt: skip
     bench = f"parquet:{table}"
 
     def make(image: ImageFn) -> StudyUnits:

@@ -49,8 +49,9 @@ def _columns(values: list[str]) -> dict[str, str]:
     out = {}
     for v in values:
         role, sep, name = v.partition("=")
-        if not sep or not role or not name:
-            raise LexsemError(f"--column {v!r}: write ROLE=NAME, e.g. generated=negative_caption")
+        if not sep or not role:
+            raise LexsemError(f"--column {v!r}: write ROLE=NAME, e.g. generated=negative_caption "
+                              "(ROLE= for none: image=, a study without images)")  # fmt: skip
         out[role] = name
     return out
 
@@ -126,7 +127,10 @@ def create(
     ] = None,
     completion_code: CompletionCode = None,
     column: Annotated[
-        list[str] | None, typer.Option("--column", help="ROLE=NAME: a build table's column.")
+        list[str] | None,
+        typer.Option(
+            "--column", help="ROLE=NAME: a build table's column (ROLE=: none, e.g. image=)."
+        ),
     ] = None,
     base_url: BaseUrl = "http://127.0.0.1:8000",
     links: Annotated[
@@ -184,12 +188,12 @@ def _units(
         return kinds, make, None
     if len(kinds) != 1:
         raise LexsemError("--from-build: name one --kind (validate, best_of_k or ambiguity)")
-    if sizes.sample_total is not None:
-        raise LexsemError("--from-build: --sample draws from the table (--sample-total is for -b)")
-    if sizes.practice or sizes.gold:
-        raise LexsemError("--from-build: generated items have no right answer for practice/gold")
+    for option, given in (("--practice", sizes.practice), ("--gold", sizes.gold)):
+        if given:
+            raise LexsemError(f"{option} {given}: not with --from-build: a build's rows have no "
+                              "right answer to check people against")  # fmt: skip
     make = build_units(from_build, kinds[0], columns=_columns(column), sample=sizes.sample,
-                       seed=settings.seed)  # fmt: skip
+                       total=sizes.sample_total, seed=settings.seed)  # fmt: skip
     return kinds, make, build_folder(from_build)
 
 

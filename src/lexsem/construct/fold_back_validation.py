@@ -34,7 +34,8 @@ human/validate/study.sqlite --from-build <its input table> -k validate --column 
 table: the stage before's output, or for a recipe's first stage a copy of its rows in
 ``human/validate/rows.parquet``; the stage's `original`, `column`, `positive` and `image`
 columns, those the rows have, as the study's roles, `column` as its role ``negative`` with
-``negative = true``), ``lexsem annotate
+``negative = true``; `image` only there, without `positive`: a second positive or a negative
+beside P1 and P2 is judged from the texts, a text-only study that needs no image), ``lexsem annotate
 serve`` and ``lexsem annotate export ... --answers <the answers file>`` — and says them; the
 same build command run again once the file is there goes on (the file's sha256 is part of the
 stage's digest, so a new export reruns it).
@@ -65,7 +66,7 @@ from lexsem.construct.stage import (
     reject,
     row_ids,
 )
-from lexsem.construct.study_commands import annotate_commands
+from lexsem.construct.study_commands import annotate_commands, study_size
 from lexsem.errors import DataError, LexsemError
 from lexsem.results.answers_table import (
     StudyAnswer,
@@ -145,7 +146,8 @@ def fold_back_validation(
     `column`, the text the validators checked (default ``caption2``, SugarCrepe++'s second
     positive; ``negative_caption`` or VISLA's ``n`` for negatives); `original`, `positive` and
     `image`: what the study shows beside it (P1; P2 where the checked text is a negative; the
-    image where the rows have that column); `negative`: the checked text is a negative
+    image where the rows have that column and the checked text is a negative without P2, the
+    others being judged from the texts alone); `negative`: the checked text is a negative
     shown without P2 (SugarCrepe's ``negative_caption``), the study's role ``negative``."""
     if unvalidated not in ("keep", "reject"):
         raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
@@ -170,8 +172,9 @@ def fold_back_validation(
                 if ctx is not None:
                     ctx.count("accepted", 0)
                 return rows
+            shown = image if negative and positive is None else None  # else text-only
             roles = {"original": original, "negative" if negative else "generated": column,
-                     "positive": positive, "image": image}  # fmt: skip
+                     "positive": positive, "image": shown}  # fmt: skip
             _pause(rows, ctx, source, roles)
     where = str(source) if not isinstance(source, pa.Table) else "answers"
     by_row = _answers(source, where)
@@ -303,8 +306,8 @@ def _pause(
             fh.write(_readme(n, shown, commands, answers))
     raise HumanStepPending(
         f"fold_back_validation: waiting for people: no answers file {answers}. {_rows(n)} to "
-        f"validate (accept, edit or reject {_checked(roles)!r}) in a `validate` study"
-        + (f"; how: {readme}" if readme is not None else ""),
+        f"validate (accept, edit or reject {_checked(roles)!r}) in a `validate` study; "
+        f"{_size(n)}" + (f"; how: {readme}" if readme is not None else ""),
         commands=commands or [],
         answers=answers,
     )
@@ -313,6 +316,11 @@ def _pause(
 def _checked(roles: Mapping[str, str | None]) -> str | None:
     """The column of the text the study checks (its role ``generated`` or ``negative``)."""
     return roles.get("generated") or roles.get("negative")
+
+
+def _size(n: int) -> str:
+    return study_size(n, "row", 'the others stay unvalidated: kept as they are, or rejected '
+                      'with the stage\'s unvalidated = "reject"')  # fmt: skip
 
 
 def _rows(n: int) -> str:
@@ -336,8 +344,8 @@ def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -
         + "".join(f"    {c}\n" for c in commands)
         + "\nAdd `--annotators N --overlap K` to the first command for N personal links and K "
         "validators per item; their decisions are combined by majority, a tie rejects the row "
-        f"as `human_disagreement`.{images}\n\nThe build reads `{answers}`; once it is there, "
-        "run the same `lexsem build` command again.\n"
+        f"as `human_disagreement`. The study size: {_size(n)}.{images}\n\nThe build reads "
+        f"`{answers}`; once it is there, run the same `lexsem build` command again.\n"
     )
 
 

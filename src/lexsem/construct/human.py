@@ -59,7 +59,7 @@ from lexsem.construct.stage import (
     reject,
     row_ids,
 )
-from lexsem.construct.study_commands import annotate_commands
+from lexsem.construct.study_commands import annotate_commands, study_size
 from lexsem.errors import DataError, LexsemError
 from lexsem.jsonl import read_jsonl
 from lexsem.results.answers_table import StudyAnswer, answers_by_item, majority, read_answers
@@ -249,6 +249,11 @@ def study_commands(ctx: StageContext, task: str, target: Path, roles: dict[str, 
     )  # fmt: skip
 
 
+def _size(n: int) -> str:
+    return study_size(n, "task", "the others go unanswered, an error unless the stage "
+                      "fold_back_answers has allow_missing = true, which rejects them")  # fmt: skip
+
+
 def _readme(task: str, n: int, commands: list[str]) -> str:
     answer = (
         "the letter of the image you choose, or `None`"
@@ -262,7 +267,7 @@ def _readme(task: str, n: int, commands: list[str]) -> str:
         "personal links and K annotators per task; several answers to a task are combined by "
         "majority, a tie counts against keeping the row):\n\n"
         + "".join(f"    {c}\n" for c in commands)
-        + "\nThen run the same `lexsem build` command again.\n\n"
+        + f"\nThe study size: {_size(n)}.\n\nThen run the same `lexsem build` command again.\n\n"
         if commands
         else ""
     )
@@ -385,7 +390,7 @@ def fold_back_answers(
             f"{where}: waiting for people: no answers file {missing}. The {task} tasks are "
             f"in {tasks_path} (instructions, and the commands of a study of them: "
             f"{tasks_path.parent / README}); fill in the answers, or export the study's answers, "
-            "and run the same command again",
+            f"and run the same command again. In a study, {_size(len(todo))}",
             commands=_readme_commands(tasks_path.parent / README),
             answers=answers_path if answers is not None else answers_path.parent / ANSWER_FILES[-1],
         )

@@ -1,5 +1,6 @@
 """The `lexsem annotate` commands a human step of a build tells people to run: make the study
-from a table of the build, serve it, export its answers where the step reads them."""
+from a table of the build, serve it, export its answers where the step reads them; and what
+the step says of the study's size: how many rows people will see, and how to show fewer."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["annotate_commands"]
+__all__ = ["SAMPLE_OPTION", "annotate_commands", "study_size"]
+
+#: The option of `lexsem annotate create` that draws K of a build's rows.
+SAMPLE_OPTION = "--sample-total"
 
 
 def annotate_commands(
@@ -22,3 +26,13 @@ def annotate_commands(
         shlex.join(["lexsem", "annotate", "serve", str(study)]),
         shlex.join(["lexsem", "annotate", "export", str(study), "--answers", str(answers)]),
     ]  # fmt: skip
+
+
+def study_size(n: int, noun: str, not_drawn: str) -> str:
+    """What a human step says of its study's size: people see all `n` `noun`s (plural with an
+    s), and how to show K of them instead; `not_drawn`: what becomes of the rows not drawn."""
+    many = f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+    return (
+        f"people will see all {many}; to show K of them, add {SAMPLE_OPTION} K (drawn seeded by "
+        f"--seed) to the create command: {not_drawn}"
+    )
