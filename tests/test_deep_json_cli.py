@@ -222,3 +222,17 @@ def test_a_run_folder_nested_too_deep_is_described_as_a_run(tmp_path: Path) -> N
 
     (tmp_path / RUN_JSON).write_text(DEEP, encoding="utf-8")
     assert _describe(tmp_path) == "a run"
+
+
+def test_train_a_manifest_line_nested_too_deep(tmp_path: Path) -> None:
+    """`lexsem train --manifest` with a JSONL line of 200,000 nested arrays: one `error:` line
+    naming the manifest and the line (exit 2), nothing written."""
+    path = tmp_path / "m.jsonl"
+    path.write_text('{"image": "synthetic:x", "caption": "c"}\n' + DEEP + "\n", encoding="utf-8")
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["train", "--manifest", str(path), "-o", str(out),
+                                 "-m", "openclip:x"])  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.output == f"error: {path}:2: {TOO_DEEP}\n"
+    assert not (out / "train.json").exists()

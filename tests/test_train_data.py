@@ -551,3 +551,15 @@ def test_write_rendered_makes_a_readable_manifest(tmp_path: Path) -> None:
     assert meta["held_out"]["scenes"] == len(evaluation_scenes())
     with pytest.raises(LexsemError, match="exists already"):
         write_rendered(out, 10, seed=1, size=48)
+
+
+def test_a_line_nested_too_deep_names_the_line(folder: Path) -> None:
+    """A line of 200,000 nested arrays: the depth check of `lexsem.jsonl`, one `DataError`
+    naming the file and the line, never a RecursionError."""
+    from lexsem.jsonl import MAX_DEPTH
+
+    path = folder / "deep.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n" + "[" * 200_000 + "]" * 200_000 + "\n", "utf-8")
+    with pytest.raises(DataError) as err:
+        read_manifest(path, _store(folder))
+    assert str(err.value) == f"{path}:2: JSON nested more than {MAX_DEPTH} deep"

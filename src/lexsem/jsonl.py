@@ -10,7 +10,8 @@ Every problem is a one-line `DataError` naming the file and the line (``answers.
 a file that cannot be read, bytes that are not UTF-8, text that is not JSON, a JSON Lines line
 longer than `MAX_LINE_BYTES` (refused before it is held whole in memory) and a value nested
 deeper than `MAX_DEPTH` (refused before it is parsed, so no reader or later walk of the value
-ever recurses that deep).
+ever recurses that deep). `check_depth` is that depth check, for a reader of JSON text of its
+own (the training manifest).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, BinaryIO
 
 from lexsem.errors import DataError
 
-__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "read_json", "read_jsonl", "read_text"]
+__all__ = ["MAX_DEPTH", "MAX_LINE_BYTES", "check_depth", "read_json", "read_jsonl", "read_text"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one record per line: 16 MiB is far beyond any real one
 MAX_DEPTH = 100  # arrays and objects inside each other
@@ -94,8 +95,7 @@ def read_json(
     the first, as in a JSON Lines file: the line where it starts). An exception that
     `object_pairs_hook` raises is the caller's, as it is."""
     text = read_text(path)
-    if _too_deep(text, max_depth):
-        raise DataError(f"JSON nested more than {max_depth} deep", file=path)
+    check_depth(text, path, max_depth=max_depth)
     try:
         return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
@@ -112,13 +112,24 @@ def read_json(
             line=exc.lineno,
         ) from None
     except RecursionError:
-        raise DataError(f"JSON nested more than {max_depth} deep", file=path) from None
+        raise _too_deep_error(path, None, max_depth) from None
+
+
+def check_depth(
+    text: str, path: str | Path, line: int | None = None, *, max_depth: int = MAX_DEPTH
+) -> None:
+    """A `DataError` naming `path` (and `line`, where given) if the arrays and objects of the
+    JSON `text` nest deeper than `max_depth`: call it before parsing `text`."""
+    if _too_deep(text, max_depth):
+        raise _too_deep_error(path, line, max_depth)
+
+
+def _too_deep_error(path: str | Path, line: int | None, max_depth: int) -> DataError:
+    return DataError(f"JSON nested more than {max_depth} deep", file=path, line=line)
 
 
 def _parse(text: str, max_depth: int, path: str | Path, line: int) -> Any:
-    too_deep = DataError(f"JSON nested more than {max_depth} deep", file=path, line=line)
-    if _too_deep(text, max_depth):
-        raise too_deep
+    check_depth(text, path, line, max_depth=max_depth)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -126,7 +137,7 @@ def _parse(text: str, max_depth: int, path: str | Path, line: int) -> Any:
             f"not valid JSON ({exc.msg}, column {exc.colno})", file=path, line=line
         ) from None
     except RecursionError:
-        raise too_deep from None
+        raise _too_deep_error(path, line, max_depth) from None
 
 
 def _too_deep(text: str, max_depth: int) -> bool:

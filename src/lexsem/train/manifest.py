@@ -19,12 +19,14 @@ A row has the fields
 - ``split``: ``train`` (the default) or ``dev`` (model selection).
 
 `read_manifest` refuses a file with an unknown field, a missing or mistyped field, an empty
-caption, an unknown split, or an image that does not resolve (outside its root, missing, not an
-image, over the pixel limit); every error is a `DataError` naming the file and the line
-(JSONL, from 1) or row (Parquet, from 0). Missing required fields are reported for every row at
-once: the first row lacking any, with all it lacks, and the lines of the others. Images are
-checked by reading their header only (the first MiB); the digest of those bytes and each
-file's size, over all images in manifest order, is the manifest's `images_sha256`.
+caption, an unknown split, a JSONL line nested deeper than `lexsem.jsonl.MAX_DEPTH` (the depth
+check of `lexsem.jsonl.check_depth`, made before the line is parsed), or an image that does not
+resolve (outside its root, missing, not an image, over the pixel limit); every error is a
+`DataError` naming the file and the line (JSONL, from 1) or row (Parquet, from 0). Missing required
+fields are reported for every row at once: the first row lacking any, with all it lacks, and the
+lines of the others. Images are checked by reading their header only (the first MiB); the digest of
+those bytes and each file's size, over all images in manifest order, is the manifest's
+`images_sha256`.
 
 A row that repeats an earlier row in every field is kept (COCO has images with a caption given
 twice) and counted: `duplicates`, recorded with the manifest, and a `DataWarning` naming the
@@ -51,6 +53,7 @@ from lexsem.errors import DataError, DataWarning
 from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import open_image
 from lexsem.images.refs import ImageError, ResolvedImage
+from lexsem.jsonl import MAX_DEPTH, check_depth
 
 __all__ = [
     "FIELDS",
@@ -268,6 +271,7 @@ def _jsonl_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
+        check_depth(line, path, n)
         try:
             out.append((n, json.loads(line, object_pairs_hook=unique_keys)))
         except DuplicateKey as exc:
@@ -276,6 +280,8 @@ def _jsonl_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
             raise DataError(
                 f"malformed JSON: {exc.msg} (column {exc.colno})", file=path, line=n
             ) from None
+        except RecursionError:  # `check_depth` refuses what nests that deep; never reached
+            raise DataError(f"JSON nested more than {MAX_DEPTH} deep", file=path, line=n) from None
     return out
 
 
