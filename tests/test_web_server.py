@@ -138,3 +138,80 @@ def test_printed_addresses_and_answered_host_names(monkeypatch: pytest.MonkeyPat
     assert not allows("192.0.2.7", "192.0.2.8:80") and allows("192.0.2.7", "192.0.2.7:80")
     for header in ("", "[::1", "a b", "evil.example", "localhost.evil.example", "127.0.0.1@x"):
         assert not allows("0.0.0.0", header), header
+
+
+def test_annotate_serve_on_every_address_prints_urls_that_are_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`annotate serve --host 0.0.0.0`: prints this machine's URL and other machines' (never
+    0.0.0.0); a server listening on 0.0.0.0 answers both, localhost, the machine's names, any
+    IP address and the host of `--base-url` (behind a reverse proxy), and refuses another
+    name (DNS rebinding) with 400. Requests go to 127.0.0.1 only, the Host header naming the
+    rest."""
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from builders.explore_runs import served
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "node7")
+    monkeypatch.setattr(socket, "getfqdn", lambda name="": "node7.lab.example.org")
+    study = make_study(tmp_path, "-b", "synthetic", "--sample", "2", "-k", "tot")
+    apps: list[Any] = []
+    monkeypatch.setattr("lexsem.annotate.http_server.run", lambda a, sock, **k: apps.append(a))
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    res = CliRunner().invoke(cli_app, ["annotate", "serve", str(study.path), "--host", "0.0.0.0",
+                                       "--port", str(port), "--base-url",
+                                       "https://study.example.org/"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    here, there = f"http://127.0.0.1:{port}/", f"http://node7.lab.example.org:{port}/"
+    assert (
+        f"serving {study.path} on {here} (from other machines: {there}) "
+        "(public: https://study.example.org/) (Ctrl-C stops)"
+    ) in res.output
+    assert "0.0.0.0" not in res.output
+    with served(apps[0], host="0.0.0.0") as base:
+
+        def status(host: str) -> int:
+            return httpx.get(f"{base}/static/style.css", headers={"host": host}).status_code
+
+        for url in (here, there):
+            assert status(urlsplit(url).netloc) == 200, url
+        for host in ("localhost", "node7", "NODE7:80", "192.0.2.7:8765", "[2001:db8::7]:8765",
+                     "study.example.org"):  # fmt: skip
+            assert status(host) == 200, host
+        for host in ("evil.example", "node7.lab.example.org.evil.example", "[node7]", ""):
+            assert status(host) == 400, host
+        refused = httpx.get(f"{base}/", headers={"host": "evil.example"}).text
+        assert "'evil.example' is not a name of this server" in refused
+
+
+def test_annotate_serve_on_one_address_answers_that_name_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`annotate serve` on 127.0.0.1 (the default): prints that URL; a request addressed to
+    the machine's name or another IP address is refused."""
+    import httpx
+
+    from builders.explore_runs import served
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "node7")
+    study = make_study(tmp_path, "-b", "synthetic", "--sample", "2", "-k", "tot")
+    apps: list[Any] = []
+    monkeypatch.setattr("lexsem.annotate.http_server.run", lambda a, sock, **k: apps.append(a))
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]
+    res = CliRunner().invoke(cli_app, ["annotate", "serve", str(study.path), "--port",
+                                       str(port)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert f"serving {study.path} on http://127.0.0.1:{port}/ (Ctrl-C stops)" in res.output
+    with served(apps[0]) as base:
+
+        def status(host: str) -> int:
+            return httpx.get(f"{base}/static/style.css", headers={"host": host}).status_code
+
+        assert status(f"127.0.0.1:{port}") == 200
+        assert status("localhost") == 200
+        for host in ("node7", "192.0.2.7", "evil.example"):
+            assert status(host) == 400, host

@@ -77,6 +77,7 @@ from lexsem.annotate.study import add_annotators, join_annotator, load_settings
 from lexsem.annotate.study_check import check_study
 from lexsem.annotate.study_progress import progress
 from lexsem.web_headers import SecurityHeaders
+from lexsem.web_server import HostCheck
 from lexsem.web_templates import app_templates
 
 __all__ = ["create_app"]
@@ -214,13 +215,17 @@ def create_app(
     reservation_minutes: float | None = None,
     address_limit: int | None = None,
     miss_limit: int = 60,
+    allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "testserver"),
+    any_address: bool = False,
 ) -> FastAPI:
     """The web app serving the study file `study`, checked first (`study_check.check_study`:
     a `LexsemError` where it cannot be served). `rate_limit` requests per link per
     `rate_window` seconds (the crowd link: per client address), `address_limit` per client
     address (default 20 × `rate_limit`: a lab behind one address), `miss_limit` requests with
     an unknown token per client address; `reservation_minutes` replaces the study's idle
-    time."""
+    time. `allowed_hosts`, `any_address`: the Host headers answered
+    (`lexsem.web_server.HostCheck`; `serve` gives `host_names(--host)` and the host of
+    `--base-url`, and any address for a wildcard `--host`)."""
     check_study(Path(study), writable=True)
     limits = _Limits(rate_limit, rate_window, address_limit or 20 * rate_limit, miss_limit)
     site = _Site(
@@ -230,6 +235,7 @@ def create_app(
     )
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
     app.state.limits = limits
+    app.add_middleware(HostCheck, names=allowed_hosts, any_address=any_address)
     app.add_middleware(SecurityHeaders, policy=_policy)
     _add_error_page(app, site)
     _add_site_routes(app)

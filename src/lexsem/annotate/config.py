@@ -144,6 +144,13 @@ class ServeConfig(BaseModel):
         description="Minutes a participant may be idle before their items go back to the pool "
         "(default: the study's setting).",
     )
+    base_url: str | None = Field(
+        None,
+        max_length=2048,
+        pattern=r"^https?://[^/?#\s]+/?$",
+        description="The public address the study is served at behind a reverse proxy "
+        "(https://NAME/): requests addressed to its host name are answered too.",
+    )
 
 
 class InviteConfig(BaseModel):

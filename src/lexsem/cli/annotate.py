@@ -93,8 +93,8 @@ BaseUrl = Annotated[
     str, typer.Option("--base-url", help="Where the study will be served (for the links).")
 ]
 ServeOptions = config_group(
-    "ServeOptions", ServeConfig, "host", "port", "rate_limit", "reservation_minutes",
-    "access_log", doc="How the study is served (ServeConfig's fields).",
+    "ServeOptions", ServeConfig, "host", "port", "base_url", "rate_limit",
+    "reservation_minutes", "access_log", doc="How the study is served (ServeConfig's fields).",
 )  # fmt: skip
 NewLinks = config_option(InviteConfig, "n", "-n")
 #: The options of the fields whose option is not `--` and the field's name with dashes.
@@ -222,19 +222,29 @@ def serve(study: Study, serving: ServeOptions = ServeOptions.DEFAULTS) -> None:
     """Serve the study (uvicorn; 127.0.0.1 unless --host says otherwise). A study file that
     cannot take writes or fails SQLite's integrity check is refused before serving."""
     cfg = from_options(ServeConfig, "serving", {}, **serving.given())
+    from urllib.parse import urlsplit
+
     from lexsem.annotate.app import create_app
     from lexsem.annotate.http_server import run
     from lexsem.annotate.study_check import loose_mode
-    from lexsem.web_server import listening
+    from lexsem.web_server import host_names, is_wildcard, listening, open_urls
 
+    public = urlsplit(cfg.base_url).hostname if cfg.base_url else None
     app = create_app(
-        study, rate_limit=cfg.rate_limit, reservation_minutes=cfg.reservation_minutes
+        study,
+        rate_limit=cfg.rate_limit,
+        reservation_minutes=cfg.reservation_minutes,
+        allowed_hosts=(*host_names(cfg.host), *((public,) if public else ())),
+        any_address=is_wildcard(cfg.host),
     )  # checks the study file first
     note = loose_mode(study)
     if note is not None:
         typer.echo(f"warning: {note}", err=True)
     with listening(cfg.host, cfg.port) as sock:  # a port in use: one line, no address
-        typer.echo(f"serving {study} on http://{cfg.host}:{cfg.port} (Ctrl-C stops)", err=True)
+        here, *elsewhere = open_urls(cfg.host, cfg.port)
+        others = "".join(f" (from other machines: {u})" for u in elsewhere)
+        public_at = f" (public: {cfg.base_url})" if cfg.base_url else ""
+        typer.echo(f"serving {study} on {here}{others}{public_at} (Ctrl-C stops)", err=True)
         run(app, sock, access_log=cfg.access_log)
 
 
