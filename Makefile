@@ -9,22 +9,23 @@ export LEXSEM_TEST_DATA
 
 .PHONY: demo test test-latest test-lowest lock bench bench-gpu bench-peer train-demo lint clean .peer-labelstudio
 
-# Every venv and peer folder is installed from a checked-in lock (locks/*.txt: exact versions,
+# Every venv and peer folder is installed from a checked-in lock (requirements.txt for .venv,
+# compiled from pyproject.toml and requirements.in; locks/*.txt for the others: exact versions,
 # sha256 hashes, one file for x86_64 and aarch64), never resolved on the day: pip installs
 # locks/tools.txt (pip, setuptools), then the lock with --require-hashes --no-deps
 # --no-build-isolation (a source-only package builds with the locked setuptools), then lexsem
 # itself with --no-deps --no-build-isolation. torch and torchvision are a matched pair per
-# architecture (locks/main.in). `make lock` re-resolves the locks after an input changes;
+# architecture (requirements.in). `make lock` re-resolves the locks after an input changes;
 # `make test-latest` tries the newest releases (docs/testing.md, "The locked environment").
 LOCKS := locks
 PIP_LOCKED := -m pip install -q --require-hashes --no-deps --no-build-isolation -r
 
-$(STAMP): pyproject.toml Makefile $(LOCKS)/tools.txt $(LOCKS)/main.txt
+$(STAMP): pyproject.toml Makefile $(LOCKS)/tools.txt requirements.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python $(PIP_LOCKED) $(LOCKS)/tools.txt
-	$(BIN)/python $(PIP_LOCKED) $(LOCKS)/main.txt
+	$(BIN)/python $(PIP_LOCKED) requirements.txt
 	$(BIN)/python -m pip install -q --no-deps --no-build-isolation -e .
-	$(BIN)/python scripts/lock_check.py $(LOCKS)/main.txt
+	$(BIN)/python scripts/lock_check.py requirements.txt
 	touch $(STAMP)
 
 # eval prints the results table and writes the run to runs/demo (`lexsem report runs/demo`
@@ -85,7 +86,7 @@ $(LOCK_TOOLS)/.installed: $(LOCKS)/tools.txt
 
 lock: $(LOCK_TOOLS)/.installed
 	$(UV_COMPILE) $(LOCKS)/tools.in -o $(LOCKS)/tools.txt
-	$(UV_COMPILE) pyproject.toml $(LOCKS)/main.in $(LOCK_EXTRAS) -o $(LOCKS)/main.txt
+	$(UV_COMPILE) pyproject.toml requirements.in $(LOCK_EXTRAS) -o requirements.txt
 	$(UV_COMPILE) $(LOCKS)/labelstudio.in -o $(LOCKS)/labelstudio.txt
 	$(UV_COMPILE) --no-deps $(LOCKS)/peer-t2v.in -o $(LOCKS)/peer-t2v.txt
 	$(UV_COMPILE) --no-deps $(LOCKS)/peer-clip-benchmark.in -o $(LOCKS)/peer-clip-benchmark.txt

@@ -11,7 +11,7 @@ Newest (the default): two throwaway venvs under DIR, resolved on the day by pip 
 `--lowest`: DIR/venv only, from uv's `--resolution lowest-direct` (each of lexsem's direct
 dependencies at the lower bound of its range in pyproject.toml, the rest resolved to fit);
 Label Studio is the locked one (.peer-labelstudio).
-Then prints every package whose version differs from locks/main.txt (and
+Then prints every package whose version differs from requirements.txt (and
 locks/labelstudio.txt), runs pytest in DIR/venv (all of tests/, or PYTEST_ARGS), and prints
 the tests that failed. Exit status: 0 where no test failed, 1 where some did, 2 where a venv
 could not be built. Not part of `make test` or CI (docs/testing.md, "The locked environment").
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: could not build the venvs: {exc}", file=sys.stderr)
         return 2
 
-    moved = {"locks/main.txt": drift(LOCKS / "main.txt", py)}
+    moved = {"requirements.txt": drift(REPO / "requirements.txt", py)}
     if not args.lowest:
         moved["locks/labelstudio.txt"] = drift(LOCKS / "labelstudio.txt", ls_py)
     junit = work / "junit.xml"

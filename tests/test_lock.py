@@ -1,6 +1,6 @@
 """The locked environment (docs/testing.md, "The locked environment"): every lock pins exact
 versions with hashes and satisfies its inputs (pyproject.toml's ranges, locks/*.in) on x86_64
-and aarch64; `make` installs only from the locks; the test venv holds exactly locks/main.txt;
+and aarch64; `make` installs only from the locks; the test venv holds exactly requirements.txt;
 scripts/lock_check.py and scripts/test_latest.py on hand-made cases; run.json records what
 rebuilds the environment."""
 
@@ -23,14 +23,14 @@ from packaging.utils import canonicalize_name
 from lexsem.results.build import RECORDED_PACKAGES, environment
 
 ROOT = Path(__file__).resolve().parents[1]
-LOCKS = ROOT / "locks"
-# each lock and the inputs it is resolved from (`make lock`)
+MAIN = "requirements.txt"  # the test venv's lock
+# each lock and the inputs it is resolved from (`make lock`), relative to the checkout
 LOCK_INPUTS = {
-    "main.txt": ["main.in"],
-    "labelstudio.txt": ["labelstudio.in"],
-    "peer-t2v.txt": ["peer-t2v.in"],
-    "peer-clip-benchmark.txt": ["peer-clip-benchmark.in"],
-    "tools.txt": ["tools.in"],
+    MAIN: ["requirements.in"],
+    "locks/labelstudio.txt": ["locks/labelstudio.in"],
+    "locks/peer-t2v.txt": ["locks/peer-t2v.in"],
+    "locks/peer-clip-benchmark.txt": ["locks/peer-clip-benchmark.in"],
+    "locks/tools.txt": ["locks/tools.in"],
 }
 MAKE_EXTRAS = ("test", "web", "openclip")  # the Makefile's LOCK_EXTRAS and its `-e .` install
 
@@ -89,13 +89,13 @@ def _pyproject_requirements() -> list[Requirement]:
 def _inputs(lock: str) -> list[Requirement]:
     reqs = []
     for name in LOCK_INPUTS[lock]:
-        reqs += _requirements((LOCKS / name).read_text().splitlines())
-    return reqs + (_pyproject_requirements() if lock == "main.txt" else [])
+        reqs += _requirements((ROOT / name).read_text().splitlines())
+    return reqs + (_pyproject_requirements() if lock == MAIN else [])
 
 
 @pytest.mark.parametrize("lock", sorted(LOCK_INPUTS))
 def test_every_lock_pins_exact_versions_with_hashes(lock: str) -> None:
-    pins = lock_check.read_lock(LOCKS / lock)
+    pins = lock_check.read_lock(ROOT / lock)
     assert pins, lock
     assert [p.name for p in pins if p.hashes == 0] == []
 
@@ -104,7 +104,7 @@ def test_every_lock_pins_exact_versions_with_hashes(lock: str) -> None:
 def test_each_lock_satisfies_its_inputs_on_x86_64_and_aarch64(lock: str) -> None:
     """A range raised or a dependency added without `make lock` fails here, on either
     architecture: each input requirement that applies has exactly one pin, within its range."""
-    pins = lock_check.read_lock(LOCKS / lock)
+    pins = lock_check.read_lock(ROOT / lock)
     problems = []
     for env in _environments():
         applying = [p for p in pins if lock_check.applies(p, env)]
@@ -121,7 +121,7 @@ def test_each_lock_satisfies_its_inputs_on_x86_64_and_aarch64(lock: str) -> None
 
 
 def test_the_torch_pair_is_one_per_architecture() -> None:
-    pins = lock_check.read_lock(LOCKS / "main.txt")
+    pins = lock_check.read_lock(ROOT / MAIN)
     pairs = {}
     for env in _environments()[1:]:
         got = {p.name: p.version for p in pins if lock_check.applies(p, env)}
@@ -133,18 +133,18 @@ def test_the_torch_pair_is_one_per_architecture() -> None:
 
 def test_label_studio_is_locked_below_sentry_sdk_3() -> None:
     """sentry-sdk 3 stops Label Studio 1.23.2 at start-up (`send_default_pii`)."""
-    pins = {p.name: p.version for p in lock_check.read_lock(LOCKS / "labelstudio.txt")}
+    pins = {p.name: p.version for p in lock_check.read_lock(ROOT / "locks/labelstudio.txt")}
     assert pins["label-studio"] == "1.23.2"
     assert int(pins["sentry-sdk"].split(".")[0]) < 3
 
 
-@pytest.mark.parametrize("lock", ["main.txt", "labelstudio.txt"])
+@pytest.mark.parametrize("lock", [MAIN, "locks/labelstudio.txt"])
 def test_the_installers_agree_with_each_lock(lock: str) -> None:
     """pip and setuptools come from locks/tools.txt into every venv, before the venv's own lock
     (whose source-only packages build with that setuptools): where a lock pins one of them
     too, it is the same version."""
-    tools = {p.name: p.version for p in lock_check.read_lock(LOCKS / "tools.txt")}
-    other = {p.name: p.version for p in lock_check.read_lock(LOCKS / lock)}
+    tools = {p.name: p.version for p in lock_check.read_lock(ROOT / "locks/tools.txt")}
+    other = {p.name: p.version for p in lock_check.read_lock(ROOT / lock)}
     assert {n: other[n] for n in tools if n in other} == {n: tools[n] for n in tools if n in other}
     assert "setuptools" in tools
 
@@ -171,7 +171,7 @@ def test_make_installs_nothing_but_the_locks() -> None:
                     reason="make test-latest: this venv is resolved on the day")  # fmt: skip
 def test_the_test_venv_holds_exactly_the_lock() -> None:
     env, have = lock_check.installed(sys.executable)
-    assert lock_check.differences(lock_check.read_lock(LOCKS / "main.txt"), env, have) == []
+    assert lock_check.differences(lock_check.read_lock(ROOT / MAIN), env, have) == []
 
 
 # scripts/lock_check.py on a hand-made lock
@@ -276,5 +276,5 @@ def test_run_json_records_what_rebuilds_the_environment() -> None:
                 "open_clip_torch", "huggingface-hub", "pillow"):  # fmt: skip
         assert pkg in RECORDED_PACKAGES
         assert env[pkg] == lock_check.installed(sys.executable)[1][canonicalize_name(pkg)]
-    digest = hashlib.sha256((LOCKS / "main.txt").read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / MAIN).read_bytes()).hexdigest()
     assert env["lock_sha256"] == digest  # the tests run from a checkout

@@ -38,16 +38,16 @@ RECORDED_PACKAGES = (
 
 
 def checkout_lock() -> Path | None:
-    """locks/main.txt of the checkout lexsem runs from (an editable install of a clone), or
+    """requirements.txt of the checkout lexsem runs from (an editable install of a clone), or
     None for an installed wheel."""
     root = Path(__file__).resolve().parents[3]  # <root>/src/lexsem/results/build.py
-    lock = root / "locks" / "main.txt"
+    lock = root / "requirements.txt"
     return lock if lock.is_file() and (root / "pyproject.toml").is_file() else None
 
 
 def environment() -> dict[str, str]:
     """Python, platform, the versions of RECORDED_PACKAGES, and `lock_sha256`: the sha256 of
-    the checkout's locks/main.txt, which `make` installs exactly (docs/testing.md)."""
+    the checkout's requirements.txt, which `make` installs exactly (docs/testing.md)."""
     env = {"python": platform.python_version(), "platform": platform.platform()}
     for pkg in RECORDED_PACKAGES:
         with contextlib.suppress(metadata.PackageNotFoundError):
