@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,21 +150,7 @@ def fold_back_validation(
     image where the rows have that column and the checked text is a negative without P2, the
     others being judged from the texts alone); `negative`: the checked text is a negative
     shown without P2 (SugarCrepe's ``negative_caption``), the study's role ``negative``."""
-    if unvalidated not in ("keep", "reject"):
-        raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
-                          f"{unvalidated!r}")  # fmt: skip
-    if unknown not in ("error", "ignore"):
-        raise LexsemError(f"fold_back_validation: unknown is error or ignore, not {unknown!r}")
-    if column not in rows.column_names:
-        raise LexsemError(
-            f"fold_back_validation: the rows have no column {column!r} (setting `column`); they "
-            f"have {', '.join(rows.column_names)}"
-        )
-    if keep_first_of is not None and keep_first_of not in rows.column_names:
-        raise LexsemError(
-            f"fold_back_validation: the rows have no column {keep_first_of!r} (setting "
-            f"`keep_first_of`); they have {', '.join(rows.column_names)}"
-        )
+    _check_settings(rows, column, keep_first_of, unvalidated, unknown)
     source: str | Path | pa.Table = answers
     if isinstance(answers, str):
         source = _answers_path(ctx.out if ctx is not None else None, answers)
@@ -186,48 +173,100 @@ def fold_back_validation(
             'ids are source:source_id; set unknown = "ignore" to leave them out)',
             file=where,
         )
-    texts = rows[column].to_pylist()
-    new_text, original, status, reasons = [], [], [], []
-    counts: Counter[str] = Counter()
-    for key, text in zip(ids, texts, strict=True):
-        given = by_row.get(key)
-        if not given:
-            decision, edited = None, None
-        else:
-            decision, edited = _decide(given)
-        status.append(decision)
-        new_text.append(edited if decision == "edited" else text)
-        original.append(text if decision == "edited" else None)
-        reason = {"rejected": HUMAN_REJECTED, "disagreement": DISAGREEMENT}.get(decision or "")
-        if decision is None and unvalidated == "reject":
-            reason = NOT_VALIDATED
-        reasons.append(reason)
-        counts[{None: "not validated", "rejected": HUMAN_REJECTED,
-                "disagreement": DISAGREEMENT}.get(decision, decision or "")] += 1  # fmt: skip
-    out = rows.set_column(rows.column_names.index(column), column, pa.array(new_text, pa.string()))
-    for name, values in ((f"{column}_original", original), (VALIDATION, status)):
-        arr = pa.array(values, pa.string())
-        if name in out.column_names:
-            out = out.set_column(out.column_names.index(name), name, arr)
-        else:
-            out = out.append_column(name, arr)
+    folded = _fold(ids, rows[column].to_pylist(), by_row, unvalidated)
+    out = _set_string_column(rows, column, folded.text)
+    out = _set_string_column(out, f"{column}_original", folded.original)
+    out = _set_string_column(out, VALIDATION, folded.status)
     already = out[REJECTED].to_pylist() if REJECTED in out.column_names else [None] * len(ids)
-    out = reject(out, reasons)
+    out = reject(out, folded.reasons)
     if keep_first_of is not None:
         out = _keep_first(out, keep_first_of)
     if ctx is not None:
-        for what in ("accepted", "edited", HUMAN_REJECTED, DISAGREEMENT, "not validated"):
-            ctx.count(what, counts.get(what, 0))
-        ctx.count("answers about other rows", len(stray))
-        overridden = sum(
-            r is not None and a is not None for r, a in zip(reasons, already, strict=True)
-        )
-        ctx.count("already rejected", overridden)
-        if keep_first_of is not None:
-            left = out[REJECTED].to_pylist()
-            ctx.count(NOT_SELECTED, sum(r == NOT_SELECTED for r in left))
-        ctx.log(", ".join(f"{k}: {v}" for k, v in counts.items()))
+        _count(ctx, out, folded, already, len(stray), keep_first_of is not None)
     return out
+
+
+def _check_settings(
+    rows: pa.Table, column: str, keep_first_of: str | None, unvalidated: str, unknown: str
+) -> None:
+    """The stage's settings checked against their choices and the rows' columns."""
+    if unvalidated not in ("keep", "reject"):
+        raise LexsemError(f"fold_back_validation: unvalidated is keep or reject, not "
+                          f"{unvalidated!r}")  # fmt: skip
+    if unknown not in ("error", "ignore"):
+        raise LexsemError(f"fold_back_validation: unknown is error or ignore, not {unknown!r}")
+    for name, setting in ((column, "column"), (keep_first_of, "keep_first_of")):
+        if name is not None and name not in rows.column_names:
+            raise LexsemError(
+                f"fold_back_validation: the rows have no column {name!r} (setting "
+                f"`{setting}`); they have {', '.join(rows.column_names)}"
+            )
+
+
+@dataclass(frozen=True)
+class _Folded:
+    """Per row: its text after the decision, the text before an edit, the decision, the
+    rejection reason; and the decisions counted."""
+
+    text: list[str | None]
+    original: list[str | None]
+    status: list[str | None]
+    reasons: list[str | None]
+    counts: Counter[str]
+
+
+_REASONS = {"rejected": HUMAN_REJECTED, "disagreement": DISAGREEMENT}
+
+
+def _fold(
+    ids: Sequence[str],
+    texts: Sequence[str | None],
+    by_row: Mapping[str, list[StudyAnswer]],
+    unvalidated: str,
+) -> _Folded:
+    """Each row's decision from its answers (`_decide`; none without answers)."""
+    folded = _Folded([], [], [], [], Counter())
+    for key, text in zip(ids, texts, strict=True):
+        given = by_row.get(key)
+        decision, edited = _decide(given) if given else (None, None)
+        folded.status.append(decision)
+        folded.text.append(edited if decision == "edited" else text)
+        folded.original.append(text if decision == "edited" else None)
+        reason = _REASONS.get(decision or "")
+        if decision is None and unvalidated == "reject":
+            reason = NOT_VALIDATED
+        folded.reasons.append(reason)
+        folded.counts[{None: "not validated", **_REASONS}.get(decision, decision or "")] += 1
+    return folded
+
+
+def _set_string_column(table: pa.Table, name: str, values: list[str | None]) -> pa.Table:
+    """`table` with the string column `name` replaced, or appended where it has none."""
+    arr = pa.array(values, pa.string())
+    if name in table.column_names:
+        return table.set_column(table.column_names.index(name), name, arr)
+    return table.append_column(name, arr)
+
+
+def _count(
+    ctx: StageContext,
+    out: pa.Table,
+    folded: _Folded,
+    already: list[Any],
+    stray: int,
+    kept_first: bool,
+) -> None:
+    """The stage's counts in build.json and its log line."""
+    for what in ("accepted", "edited", HUMAN_REJECTED, DISAGREEMENT, "not validated"):
+        ctx.count(what, folded.counts.get(what, 0))
+    ctx.count("answers about other rows", stray)
+    overridden = sum(
+        r is not None and a is not None for r, a in zip(folded.reasons, already, strict=True)
+    )
+    ctx.count("already rejected", overridden)
+    if kept_first:
+        ctx.count(NOT_SELECTED, sum(r == NOT_SELECTED for r in out[REJECTED].to_pylist()))
+    ctx.log(", ".join(f"{k}: {v}" for k, v in folded.counts.items()))
 
 
 def _keep_first(rows: pa.Table, column: str) -> pa.Table:
