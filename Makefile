@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 LEXSEM_TEST_DATA ?= $(abspath ../shared/data)
 export LEXSEM_TEST_DATA
 
-.PHONY: demo test test-latest test-lowest lock bench bench-gpu bench-peer train-demo lint clean .peer-labelstudio
+.PHONY: demo test test-latest test-lowest lock bench bench-gpu bench-peer train-demo fake-llm lint clean .peer-labelstudio
 
 # Every venv and peer folder is installed from a checked-in lock (requirements.txt for .venv,
 # compiled from pyproject.toml and requirements.in; locks/*.txt for the others: exact versions,
@@ -140,6 +140,13 @@ bench-peer: $(STAMP)
 # synthetic_bi (docs/training.md); CPU, offline, a few minutes
 train-demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/train_demo.py --out runs/train-demo-$$(date +%Y%m%d-%H%M%S)
+
+# a fake OpenAI-compatible chat server on 127.0.0.1 whose answers are rules, not a model: the
+# LLM recipes run offline with --generator 'openai:lexsem-fake?base_url=http://127.0.0.1:8000/v1'
+# (docs/building.md, "Running the LLM recipes"); `make fake-llm FAKE_LLM_PORT=8001` for another
+FAKE_LLM_PORT ?= 8000
+fake-llm: $(STAMP)
+	$(BIN)/python -m lexsem.fake_llm --port $(FAKE_LLM_PORT)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
