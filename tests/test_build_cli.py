@@ -125,7 +125,7 @@ def test_input_generator_and_set_fill_the_recipe(tmp_path: Path) -> None:
         (
             "candidate.top_k=5",
             r"--set candidate.top_k=5: .* has no stage 'candidate' \(did you "
-            r"mean 'candidates'\?\); its stages: pairs, candidates, ",
+            r"mean 'candidates'\?\); its stages: pairs, sample, candidates, ",
         ),
         (
             "candidates.topk=5",

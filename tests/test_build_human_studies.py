@@ -417,12 +417,12 @@ def test_visla_spatial_pauses_for_its_experts_and_resumes_to_a_visla_benchmark(
     command = ["build", "visla_spatial", "--input", str(tmp_path / "vsr.jsonl"), "-o", str(out)]
     res = cli.invoke(app, command)
     assert res.exit_code == 3, res.output
-    assert "error:" not in res.output and "paused at stage 3/4 validation" in res.output
+    assert "error:" not in res.output and "paused at stage 4/5 validation" in res.output
     folder = out / "human" / "validate"
     create = _paused_commands(res.output)[0]
     assert create.endswith("-k validate --column original=p1 --column generated=n --column "
                            "positive=p2 --name 'build: validation'")  # fmt: skip
-    candidates = pq.read_table(out / "stages" / "02-candidates.parquet").to_pylist()
+    candidates = pq.read_table(out / "stages" / "03-candidates.parquet").to_pylist()
     pairs = sorted({r["source_id"] for r in candidates if r["rejected"] is None})
     assert len(pairs) >= 2
     ids = row_ids([r["source"] for r in candidates], [r["source_id"] for r in candidates])

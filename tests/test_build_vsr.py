@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from lexsem.construct.stratified_sample import stratified_sample
 from lexsem.construct.vsr_spatial import (
     caption_words,
     jaccard,
@@ -358,8 +359,10 @@ def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     test_data_dir: Path, tmp_path: Path
 ) -> None:
     """`lexsem build visla_spatial --input VSR`, the shipped recipe run by name on the real VSR
-    file: its stage outputs equal the stage functions called directly; it pauses at the
-    expert validation (exit status 3, no error), and a rerun redoes nothing before it."""
+    file: its stage outputs equal the stage functions called directly (652 of the 73,684 pairs
+    drawn by relation with the recipe's seed, 3 candidates each); it pauses at the expert
+    validation (exit status 3, no error) with 1,956 rows for people, naming the option that
+    changes the target, and a rerun redoes nothing before it."""
     import pyarrow.parquet as pq
     from typer.testing import CliRunner
 
@@ -370,16 +373,27 @@ def test_the_shipped_recipe_builds_the_same_candidates_through_lexsem_build(
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 3, res.output
     assert "error:" not in res.output
-    assert "paused at stage 3/4 validation: fold_back_validation: waiting for people" in res.output
+    assert "paused at stage 4/5 validation: fold_back_validation: waiting for people" in res.output
+    assert "1956 rows to validate" in res.output
+    assert "add --set sample.target=N (now 652) to the build command" in res.output
     stages = sorted((out / "stages").glob("*.parquet"))
-    assert [p.name.split("-", 1)[1] for p in stages] == ["pairs.parquet", "candidates.parquet"]
+    assert [p.name.split("-", 1)[1] for p in stages] == [
+        "pairs.parquet",
+        "sample.parquet",
+        "candidates.parquet",
+    ]
     captions = vsr_read(None, None, path=_vsr(test_data_dir))
     pairs = vsr_positive_pairs(captions, None)
-    want = vsr_negative_candidates(pairs, None, path=_vsr(test_data_dir), top_k=3)
-    got = pq.read_table(stages[1])
+    assert pairs.num_rows == 73_684
+    drawn = stratified_sample(pairs, None, target=652, by="p1_relation")  # seed 0, the recipe's
+    assert drawn.num_rows == 652
+    want = vsr_negative_candidates(drawn, None, path=_vsr(test_data_dir), top_k=3)
+    assert want.num_rows == 1956
+    got = pq.read_table(stages[2])
     assert got.select(want.column_names).equals(want)
     record = json.loads((out / "build.json").read_text("utf-8"))
-    assert record["complete"] is False and len(record["stages"]) == 2
+    assert record["complete"] is False and len(record["stages"]) == 3
+    assert record["stages"][1]["counts"]["units drawn"] == 652
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 3, again.output
     assert json.loads((out / "build.json").read_text("utf-8"))["stages"] == record["stages"]

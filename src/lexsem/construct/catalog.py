@@ -56,6 +56,7 @@ STAGES: Registry[Stage] = Registry(
         "scpp_second_positive": "lexsem.construct.scpp_positive:STAGE",
         "score_percentile": "lexsem.construct.score_percentile:STAGE",
         "select_best_image": "lexsem.construct.best_image:STAGE",
+        "stratified_sample": "lexsem.construct.stratified_sample:STAGE",
         "sugarcrepe_negatives": "lexsem.construct.sugarcrepe_negatives:STAGE",
         "template_filter": "lexsem.construct.template_filter:STAGE",
         "train_manifest": "lexsem.construct.train_manifest:STAGE",

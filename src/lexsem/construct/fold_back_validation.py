@@ -342,11 +342,12 @@ def _pause(
         readme.parent.mkdir(parents=True, exist_ok=True)
         commands = study_commands(ctx, _study_table(rows, ctx), answers, shown)
         with atomic_open(readme, encoding="utf-8") as fh:
-            fh.write(_readme(n, shown, commands, answers))
+            fh.write(_readme(n, shown, commands, answers, ctx.sized))
     raise HumanStepPending(
         f"fold_back_validation: waiting for people: no answers file {answers}. {_rows(n)} to "
         f"validate (accept, edit or reject {_checked(roles)!r}) in a `validate` study; "
-        f"{_size(n)}" + (f"; how: {readme}" if readme is not None else ""),
+        f"{_size(n, ctx.sized if ctx is not None else ())}"
+        + (f"; how: {readme}" if readme is not None else ""),
         commands=commands or [],
         answers=answers,
     )
@@ -357,16 +358,18 @@ def _checked(roles: Mapping[str, str | None]) -> str | None:
     return roles.get("generated") or roles.get("negative")
 
 
-def _size(n: int) -> str:
+def _size(n: int, sized: Sequence[str] = ()) -> str:
     return study_size(n, "row", 'the others stay unvalidated: kept as they are, or rejected '
-                      'with the stage\'s unvalidated = "reject"')  # fmt: skip
+                      'with the stage\'s unvalidated = "reject"', sized)  # fmt: skip
 
 
 def _rows(n: int) -> str:
     return "1 row" if n == 1 else f"{n} rows"
 
 
-def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -> str:
+def _readme(
+    n: int, roles: dict[str, str], commands: list[str], answers: Path, sized: Sequence[str] = ()
+) -> str:
     shown = ", ".join(f"{role}: `{name}`" for role, name in roles.items())
     images = (
         " The images are read as an evaluation reads them: VSR's and COCO's from the COCO "
@@ -383,7 +386,7 @@ def _readme(n: int, roles: dict[str, str], commands: list[str], answers: Path) -
         + "".join(f"    {c}\n" for c in commands)
         + "\nAdd `--annotators N --overlap K` to the first command for N personal links and K "
         "validators per item; their decisions are combined by majority, a tie rejects the row "
-        f"as `human_disagreement`. The study size: {_size(n)}.{images}\n\nThe build reads "
+        f"as `human_disagreement`. The study size: {_size(n, sized)}.{images}\n\nThe build reads "
         f"`{answers}`; once it is there, run the same `lexsem build` command again.\n"
     )
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +226,7 @@ def export_human_task(
     )
     commands = study_commands(ctx, task, target, roles)
     with atomic_open(target / README, encoding="utf-8") as fh:
-        fh.write(_readme(task, len(tasks), commands))
+        fh.write(_readme(task, len(tasks), commands, ctx.sized))
     ctx.count("tasks", len(tasks))
     ctx.log(f"{len(tasks)} {task} tasks -> {target / TASKS_FILE}")
     for line in commands:
@@ -249,12 +250,13 @@ def study_commands(ctx: StageContext, task: str, target: Path, roles: dict[str, 
     )  # fmt: skip
 
 
-def _size(n: int) -> str:
+def _size(n: int, sized: Sequence[str] = ()) -> str:
     return study_size(n, "task", "the others go unanswered, an error unless the stage "
-                      "fold_back_answers has allow_missing = true, which rejects them")  # fmt: skip
+                      "fold_back_answers has allow_missing = true, which rejects them",
+                      sized)  # fmt: skip
 
 
-def _readme(task: str, n: int, commands: list[str]) -> str:
+def _readme(task: str, n: int, commands: list[str], sized: Sequence[str] = ()) -> str:
     answer = (
         "the letter of the image you choose, or `None`"
         if task == "best_image"
@@ -267,7 +269,8 @@ def _readme(task: str, n: int, commands: list[str]) -> str:
         "personal links and K annotators per task; several answers to a task are combined by "
         "majority, a tie counts against keeping the row):\n\n"
         + "".join(f"    {c}\n" for c in commands)
-        + f"\nThe study size: {_size(n)}.\n\nThen run the same `lexsem build` command again.\n\n"
+        + f"\nThe study size: {_size(n, sized)}.\n\n"
+        + "Then run the same `lexsem build` command again.\n\n"
         if commands
         else ""
     )
@@ -390,7 +393,7 @@ def fold_back_answers(
             f"{where}: waiting for people: no answers file {missing}. The {task} tasks are "
             f"in {tasks_path} (instructions, and the commands of a study of them: "
             f"{tasks_path.parent / README}); fill in the answers, or export the study's answers, "
-            f"and run the same command again. In a study, {_size(len(todo))}",
+            f"and run the same command again. In a study, {_size(len(todo), ctx.sized)}",
             commands=_readme_commands(tasks_path.parent / README),
             answers=answers_path if answers is not None else answers_path.parent / ANSWER_FILES[-1],
         )

@@ -463,7 +463,8 @@ class _Run:
 
         ctx = StageContext(self.out, self.recipe.seed, spec.label, self.progress, self.asker,
                            imager=self.image_asker, output=stage_file(record.index, spec.label),
-                           input=self.records[-1].output if self.records else "")  # fmt: skip
+                           input=self.records[-1].output if self.records else "",
+                           sized=self.sized(record.index))  # fmt: skip
         before = self.request_stats()
         where = f"stage {record.index}/{len(self.stages)} {spec.label}"
         if self.asker is not None:
@@ -490,6 +491,17 @@ class _Run:
             }
         self.say(f"{where}: {_done_line(record)}")
         return result
+
+    def sized(self, index: int) -> tuple[str, ...]:
+        """How to change the rows kept by the stages before stage `index` that size them
+        (`Stage.target`): ``--set LABEL.SETTING=N`` and, where the recipe sets it, its value."""
+        out = []
+        for spec, stage in zip(self.recipe.stages[: index - 1], self.stages, strict=False):
+            if stage.target is not None:
+                now = spec.settings.get(stage.target)
+                said = f" (now {now})" if now is not None else ""
+                out.append(f"--set {spec.label}.{stage.target}=N{said}")
+        return tuple(out)
 
     def request_stats(self) -> Counter[str]:
         """Requests so far (asked, stored, sent), text and images together."""

@@ -100,8 +100,9 @@ class HumanStepPending(LexsemError):
 @dataclass(frozen=True)
 class Stage:
     """A stage: its name, its function, whether it asks a generator (text or image), and
-    (optional) the prompts it will ask for given rows and settings, the files it reads and the
-    columns it reads and adds."""
+    (optional) the prompts it will ask for given rows and settings, the files it reads, the
+    columns it reads and adds, and `target`: the setting that sets how many rows it keeps (a
+    sampling stage; a later human step says how to change it)."""
 
     name: str
     fn: StageFn
@@ -110,6 +111,7 @@ class Stage:
     image_generator: bool = False
     files: FilesFn | None = None
     columns: ColumnsFn | None = None
+    target: str | None = None
 
 
 @dataclass
@@ -123,7 +125,10 @@ class StageContext:
     - `count(what, n)` / `log(text)`: statistics recorded in build.json and progress lines;
     - `output` / `input`: this stage's output file and the stage output it reads (paths
       relative to `out`, ``stages/NN-name.parquet``; empty outside a build, and `input` empty
-      for the first stage), for stages that tell people which file to use next.
+      for the first stage), for stages that tell people which file to use next;
+    - `sized`: how to change the number of rows earlier stages of the recipe kept (a sampling
+      stage's `Stage.target`), one ``--set STAGE.SETTING=N (now VALUE)`` each, for a human
+      step's word on its study's size.
     """
 
     out: Path
@@ -135,6 +140,7 @@ class StageContext:
     imager: Callable[..., list[Path]] | None = None
     output: str = ""
     input: str = ""
+    sized: tuple[str, ...] = ()
 
     def ask(self, prompts: Sequence[Any], **params: Any) -> list[str]:
         """The generator's answer to each prompt (a string, or a `ChatRequest`), in order;

@@ -5,7 +5,7 @@ the step says of the study's size: how many rows people will see, and how to sho
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 __all__ = ["SAMPLE_OPTION", "annotate_commands", "study_size"]
@@ -28,11 +28,19 @@ def annotate_commands(
     ]  # fmt: skip
 
 
-def study_size(n: int, noun: str, not_drawn: str) -> str:
+def study_size(n: int, noun: str, not_drawn: str, sized: Sequence[str] = ()) -> str:
     """What a human step says of its study's size: people see all `n` `noun`s (plural with an
-    s), and how to show K of them instead; `not_drawn`: what becomes of the rows not drawn."""
+    s), and how to show K of them instead; `not_drawn`: what becomes of the rows not drawn;
+    `sized`: the ``--set STAGE.SETTING=N`` options of the recipe's stages that drew the rows
+    (`StageContext.sized`), which change how many the build keeps."""
     many = f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-    return (
+    text = (
         f"people will see all {many}; to show K of them, add {SAMPLE_OPTION} K (drawn seeded by "
         f"--seed) to the create command: {not_drawn}"
     )
+    if sized:
+        text += (
+            f"; the recipe's sampling stage drew the {noun}s: to change how many it keeps, "
+            f"add {' and '.join(sized)} to the build command"
+        )
+    return text
