@@ -142,9 +142,9 @@ train-demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python scripts/train_demo.py --out runs/train-demo-$$(date +%Y%m%d-%H%M%S)
 
 # a fake OpenAI-compatible chat server on 127.0.0.1 whose answers are rules, not a model: the
-# LLM recipes run offline with --generator 'openai:lexsem-fake?base_url=http://127.0.0.1:8000/v1'
-# (docs/building.md, "Running the LLM recipes"); `make fake-llm FAKE_LLM_PORT=8001` for another
-FAKE_LLM_PORT ?= 8000
+# LLM recipes run offline with --generator 'openai:lexsem-fake?base_url=http://127.0.0.1:8001/v1'
+# (docs/building.md, "Running the LLM recipes"); `make fake-llm FAKE_LLM_PORT=8002` for another
+FAKE_LLM_PORT ?= 8001
 fake-llm: $(STAMP)
 	$(BIN)/python -m lexsem.fake_llm --port $(FAKE_LLM_PORT)
 

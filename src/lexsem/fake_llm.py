@@ -1,10 +1,10 @@
 """A fake OpenAI-compatible chat server whose answers are fixed rules, not a model: for trying the
 LLM recipes (`scpp_positive`, `sugarcrepe_negatives`) offline, with no model at all.
 
-``python -m lexsem.fake_llm [--host 127.0.0.1] [--port 8000]`` (or ``make fake-llm``) serves
+``python -m lexsem.fake_llm [--host 127.0.0.1] [--port 8001]`` (or ``make fake-llm``) serves
 ``GET /v1/models`` (one model, `MODEL`) and ``POST /v1/chat/completions`` (OpenAI's chat format;
 a message's content is text or a list of parts, whose images are ignored), then the recipes run
-with ``--generator 'openai:lexsem-fake?base_url=http://127.0.0.1:8000/v1'``. Another model name is
+with ``--generator 'openai:lexsem-fake?base_url=http://127.0.0.1:8001/v1'``. Another model name is
 404, so a recipe still naming a real model is never answered by rules.
 
 The answer to a conversation (`answer`) is deterministic, chosen by what the prompt is:
@@ -45,6 +45,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from lexsem.errors import DataError
+from lexsem.jsonl import check_depth
 
 __all__ = [
     "FINGERPRINT",
@@ -362,29 +365,15 @@ class _Refused(Exception):
         self.status, self.message, self.code = status, message, code
 
 
-def _depth(value: Any) -> int:
-    """The nesting depth of a JSON value (iterative: no recursion however deep)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, d = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, d)
-            if d <= MAX_DEPTH:
-                stack.extend(
-                    (v, d + 1) for v in (item.values() if isinstance(item, dict) else item)
-                )
-    return deepest
-
-
 def _checked(raw: bytes) -> dict[str, Any]:
     try:
-        body = json.loads(raw.decode("utf-8"))
-    except RecursionError:
+        text = raw.decode("utf-8")
+        check_depth(text, "the request body", max_depth=MAX_DEPTH)
+        body = json.loads(text)
+    except DataError:
         raise _Refused(400, f"the body nests deeper than {MAX_DEPTH}") from None
     except (UnicodeDecodeError, ValueError):
         raise _Refused(400, "the body is not JSON") from None
-    if _depth(body) > MAX_DEPTH:
-        raise _Refused(400, f"the body nests deeper than {MAX_DEPTH}")
     if not isinstance(body, dict):
         raise _Refused(400, "the body is not a JSON object")
     if body.get("model") != MODEL:
@@ -460,7 +449,7 @@ class _Handler(BaseHTTPRequestHandler):
             super().log_message(format, *args)
 
 
-def make_server(host: str = "127.0.0.1", port: int = 8000, *, quiet: bool = False) -> Any:
+def make_server(host: str = "127.0.0.1", port: int = 8001, *, quiet: bool = False) -> Any:
     """The server (not yet serving), bound to host:port (port 0: a free one)."""
     handler = type("Handler", (_Handler,), {"quiet": quiet})
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -502,7 +491,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="A fake OpenAI-compatible chat server: answers are rules, not a model.",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (8000; 0: a free one)")
+    parser.add_argument("--port", type=int, default=8001, help="port (8001; 0: a free one)")
     parser.add_argument("--quiet", action="store_true", help="no line per request")
     args = parser.parse_args(argv)
     try:
