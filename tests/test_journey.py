@@ -195,6 +195,10 @@ def test_one_researchers_day(
     (human,) = card["human"]
     assert human["counts"]["edited"] == 1 and human["counts"]["human_rejected"] == 1
     assert card["rows"]["left_out"] == {"human_rejected": 1, "human_disagreement": 1}
+    assert (
+        "lexsem's fake LLM: its answers are fixed rules, not a model"
+        in (build / "benchmark" / "README.md").read_text()
+    )
     shards = list((build / "benchmark" / "data").glob("*.parquet"))
     assert sum(pq.read_metadata(p).num_rows for p in shards) == kept
 

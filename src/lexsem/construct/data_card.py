@@ -22,6 +22,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from lexsem.fake_llm import MODEL as FAKE_MODEL
+
 __all__ = ["card_markdown", "category_counts", "generator_settings", "yaml_header"]
 
 SUGARCREPE = "SugarCrepe: Fixing Hackable Benchmarks for Vision-Language Compositionality"
@@ -254,6 +256,10 @@ def _construction(card: dict[str, Any], build: dict[str, Any]) -> list[str]:
             f"- image generator: {imager.get('spec') or 'none'}"]  # fmt: skip
     if model.get("fingerprint"):
         out.append(f"- generator fingerprint: `{json.dumps(model['fingerprint'])}`")
+    if (model.get("fingerprint") or {}).get("model") == FAKE_MODEL:
+        out += ["", f"**The generator was `{FAKE_MODEL}`, lexsem's fake LLM: its answers are "
+                "fixed rules, not a model. These items are for trying the tool, not for "
+                "measuring models.**"]  # fmt: skip
     out += ["", "| stage | uses | rows | accepted | rejected (per reason) | settings |",
             "|---|---|---|---|---|---|"]  # fmt: skip
     for s in build.get("stages") or []:
