@@ -278,6 +278,26 @@ def test_figure_captions_wrap_at_their_columns_width() -> None:
             assert left + width == pytest.approx(column - 0.04)  # all of it, less a margin
 
 
+def test_each_verdict_line_sits_right_below_its_items_text() -> None:
+    """Text-only cells are as tall as their lines: the verdicts' line is closer to its own
+    item's last caption than to the next item's title (no gap left for images there are not)."""
+    from lexsem.explore.figure import FigureItem, grid_figure
+
+    words = [(w, False) for w in "a cup stands left of the laptop".split()]
+    image = np.zeros((8, 8, 3), np.uint8)
+    for images in ([], [image]):
+        cell = FigureItem("title", [("P1", words), ("P2", words), ("N", words)],
+                          [("m", "wrong")], images)  # fmt: skip
+        fig = grid_figure((cell, cell), columns=1)
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        texts = [t.get_window_extent(renderer) for t in fig.texts]
+        first, verdict, second = texts[0], texts[1], texts[2]  # text, verdicts, next text
+        below_own = first.y0 - verdict.y1  # pixels, y grows upwards
+        above_next = verdict.y0 - second.y1
+        assert below_own < above_next or images, (below_own, above_next)
+        assert below_own >= 0 and above_next >= 0  # nothing overlaps
+
+
 def test_exports_are_bounded_and_of_triplets_or_pairs() -> None:
     from lexsem.benchmarks.items import QuadItem, TripletItem
     from lexsem.errors import LexsemError

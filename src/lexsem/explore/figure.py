@@ -101,9 +101,12 @@ def grid_figure(items: Sequence[FigureItem], *, columns: Literal[1, 2] = 2,
         for it in items
     ]  # fmt: skip
     rows = [list(range(k, min(k + per_row, len(items)))) for k in range(0, len(items), per_row)]
-    heights = [  # inches: the text's lines (or the image), then the verdicts' line
-        max(0.7, max(texts[k].count("\n") + 1 for k in row) * _LINE) + 0.22 for row in rows
-    ]
+    heights = [  # inches: the text's lines (or the images, where a cell has any), then the
+        # verdicts' line right below
+        max(0.7 if any(items[k].images for k in row) else 0.0,
+            max(texts[k].count("\n") + 1 for k in row) * _LINE) + 0.22
+        for row in rows
+    ]  # fmt: skip
     total = sum(heights) + 0.05
     with matplotlib.rc_context(_RC):
         fig = Figure(figsize=(width, total))
