@@ -12,8 +12,8 @@ only). Opening the personal link again (another browser, another device) begins 
 and ends the one before; a request to ``/s`` without a live session is a 403 page that says to
 open the personal link again (403, not 401: there is no HTTP authentication scheme to name).
 The old token-bearing addresses under ``/a/{token}/...`` are gone (a 404 page says so).
-``/admin/{token}`` (the researcher's secret address, kept in the URL: it is not a
-participant's) (state, participants, per-item progress, agreement, flagged annotators),
+``/admin/{token}`` (the researcher's own secret address, kept in the URL: state,
+participants, per-item progress, agreement, flagged annotators),
 ``POST /admin/{token}/invite`` (new annotator links), ``POST /admin/{token}/state`` (pause,
 close, reopen) and ``/admin/{token}/export/answers.parquet|participants.csv``.
 
