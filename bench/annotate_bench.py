@@ -63,7 +63,7 @@ def _run_all(srv: LocalServer, starts: list[str], limit: float, join: bool) -> t
     list[ScriptedAnnotator], list[BaseException], float
 ]:  # fmt: skip
     """Every participant at once (a thread each, released together); `join`: each starts
-    at the crowd link, consents there and follows its new personal link."""
+    at the crowd link, consents there and goes on in the session that begins."""
     bots: list[ScriptedAnnotator] = []
     errors: list[BaseException] = []
     deadline = time.monotonic() + limit

@@ -6,9 +6,13 @@ right (consent and instructions with Enter, options with 1/2/3, none/both with N
 validation edit with E, typing, Ctrl+Enter, practice feedback with Enter): SugarCrepe++-style
 kinds at 1280 px, BiVLC-style kinds at phone width (390 px). Each page is checked: it never
 scrolls sideways, its images decode, the key hints show. The exported answers are all right
-and the edit is recorded. The admin page is rendered at both widths. Screenshots are written
-to the test's folder and copied to $LEXSEM_SCREENSHOTS when set. Chromium (and the playwright
-package) are required in CI (`.ci/run` installs chromium), never skipped there.
+and the edit is recorded; the personal link's token leaves the address bar at once (a session
+cookie, `lexsem.annotate.session`) and no page holds it. The admin page is rendered at both
+widths. A personal link opened from another site (a crowd platform's page) lands on the
+study's first page: the SameSite=Lax cookie is sent with the redirect that follows.
+Screenshots are written to the test's folder and copied to $LEXSEM_SCREENSHOTS when set.
+Chromium (and the playwright package) are required in CI (`.ci/run` installs chromium), never
+skipped there.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra, value_of
+from builders.annotate_studies import HOME, MadeStudy, make_study, need_annotate_extra, value_of
 from builders.annotate_studies import served as served_unit
 from builders.browser import check_layout, launched, shots
 from lexsem.annotate.answers import answers_table
@@ -44,7 +48,12 @@ def press(page: Any, key: str) -> None:
 
 def complete_with_keyboard(page: Any, made: MadeStudy, url: str, folder: Path, tag: str) -> int:
     """Answer the annotator's whole study with keys only; returns the questions answered."""
-    page.goto(url + made.annotators["a0001"])
+    link = made.annotators["a0001"]
+    token = link.rsplit("/", 1)[1]
+    seen_urls: list[str] = []
+    page.on("framenavigated", lambda f: seen_urls.append(f.url) if f == page.main_frame else None)
+    page.goto(url + link)
+    assert page.url == url + HOME  # the token is gone from the address bar
     assert page.locator("h1").inner_text() == "Consent"
     check_layout(page)
     shots(folder, f"{tag}-consent", page)
@@ -82,9 +91,12 @@ def complete_with_keyboard(page: Any, made: MadeStudy, url: str, folder: Path, t
             key = page.locator(f'button[value="{value}"] kbd').inner_text()
             press(page, key.lower())
         answered += 1
+        assert token not in page.content()
     else:
         raise AssertionError("the study did not end")
     assert page.locator("code.code").inner_text().startswith("KEYS-1-")
+    assert seen_urls and not any(token in u for u in seen_urls), seen_urls
+    assert token not in page.content()
     check_layout(page)
     shots(folder, f"{tag}-done", page)
     return answered
@@ -125,3 +137,61 @@ def test_annotator_completes_a_study_with_the_keyboard(
             assert r["answer"] == "edit" and r["edit"] == EDIT
         else:
             assert r["correct"] is True, r
+
+
+@pytest.mark.parametrize("samesite", ["lax", "strict"])
+def test_a_link_opened_from_another_site_lands_on_the_study(
+    browser: Any, tmp_path: Path, samesite: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A crowd platform's page (another site) links to the personal link: the click (a
+    cross-site top-level navigation) sets the cookie with the 303, and the ``GET /s`` it leads
+    to carries it with SameSite=Lax, as the server sets it; a Strict cookie would not be sent
+    on that redirect (shown with the study served in-process with Strict)."""
+    import threading
+
+    import uvicorn
+
+    from lexsem.annotate import session
+    from lexsem.annotate.app import create_app
+
+    made = make_study(tmp_path, "-b", "synthetic/swap_att", "--sample", "1", "-k", "tot",
+                      "-n", "1")  # fmt: skip
+    real = session.set_cookie
+
+    def with_samesite(res: Any, sid: str, *, secure: bool) -> None:
+        real(res, sid, secure=secure)
+        line = res.headers["set-cookie"].replace("SameSite=lax", f"SameSite={samesite}")
+        assert f"SameSite={samesite}" in line and "HttpOnly" in line
+        del res.headers["set-cookie"]
+        res.headers.append("set-cookie", line)
+
+    monkeypatch.setattr(session, "set_cookie", with_samesite)
+    server = uvicorn.Server(uvicorn.Config(create_app(made.path), host="127.0.0.1", port=0,
+                                           log_level="warning"))  # fmt: skip
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            threading.Event().wait(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        ctx = browser.new_context()
+        crowd = "https://crowd.example/study"  # another site, served by the browser's router
+        ctx.route(crowd, lambda route: route.fulfill(
+            content_type="text/html",
+            body=f'<a id="go" href="{url}{made.annotators["a0001"]}">Take part</a>'))  # fmt: skip
+        page = ctx.new_page()
+        page.goto(crowd)
+        with page.expect_navigation(url=f"{url}{HOME}"):
+            page.click("#go")
+        heading = page.locator("h1").inner_text()
+        ctx.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    if samesite == "lax":
+        assert heading == "Consent"
+    else:  # the cookie was set, but not sent with the cross-site redirect's GET
+        assert heading == "Sorry"

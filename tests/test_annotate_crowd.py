@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.annotate_studies import (
+    HOME,
     MadeStudy,
     make_study,
     need_annotate_extra,
@@ -59,12 +60,19 @@ def past_consent(c: TestClient, link: str) -> Page:
     return parse_page(c.get(link).text)
 
 
-def join(c: TestClient, made: MadeStudy) -> str:
-    """A participant through the join link: their personal link."""
-    page = parse_page(c.get(made.join).text)
-    res = c.post(page.action, data={"csrf": page.csrf}, follow_redirects=False)
-    assert res.status_code == 303, res.text
-    return res.headers["location"]
+def browser(c: TestClient) -> TestClient:
+    """Another browser (its own cookie jar) on `c`'s server."""
+    return TestClient(c.app)
+
+
+def join(c: TestClient, made: MadeStudy) -> TestClient:
+    """A participant through the join link, in a browser of their own (a client of `c`'s
+    server): the client, holding their session (their pages are at `HOME`)."""
+    mine = browser(c)
+    page = parse_page(mine.get(made.join).text)
+    res = mine.post(page.action, data={"csrf": page.csrf}, follow_redirects=False)
+    assert res.status_code == 303 and res.headers["location"] == HOME, res.text
+    return mine
 
 
 def skip_policy(page: Page, rng: object) -> str:
@@ -188,7 +196,7 @@ def test_an_answer_for_a_question_never_shown_is_refused(small: MadeStudy) -> No
     ):
         res = c.post(page.action, data={"csrf": page.csrf, **data})
         assert 400 <= res.status_code < 500, data
-    other = past_consent(c, small.annotators["a0002"])  # another participant's page token
+    other = past_consent(browser(c), small.annotators["a0002"])  # another's page token
     res = c.post(page.action, data={"csrf": page.csrf, "page": other.page, "answer": "1"})
     assert res.status_code == 404
     assert n_answers(small) == 0
@@ -273,7 +281,7 @@ def released(made: MadeStudy) -> set[str]:
         con.close()
 
 
-def start_and_leave(c: TestClient, link: str) -> None:
+def start_and_leave(c: TestClient, link: str = HOME) -> None:
     page = parse_page(c.get(link).text)
     if "Consent" in c.get(link).text:
         c.post(page.action, data={"csrf": page.csrf})
@@ -287,8 +295,8 @@ def test_idle_reservations_go_back_to_the_pool(nine: MadeStudy, clock: list[floa
     participant gets questions and a code."""
     c = client(nine, reservation_minutes=1)
     bots = [join(c, nine) for _ in range(3)]
-    for link in bots:
-        start_and_leave(c, link)
+    for bot in bots:
+        start_and_leave(bot)
     assert "This study is full" in c.get(nine.join).text  # while they are active
     clock[0] += 61
     real = ScriptedAnnotator(c, nine.annotators["a0001"], right_policy(nine.path))
@@ -306,11 +314,11 @@ def test_a_returning_idle_participant_gets_new_items_or_no_code(
 ) -> None:
     c = client(nine, reservation_minutes=1)
     idle = join(c, nine)
-    start_and_leave(c, idle)
+    start_and_leave(idle)
     clock[0] += 61
     for _ in range(3):  # three others take every item while the first is away
-        assert ScriptedAnnotator(c, join(c, nine), right_policy(nine.path)).run(max_steps=40)
-    html = c.get(idle).text
+        assert ScriptedAnnotator(join(c, nine), HOME, right_policy(nine.path)).run(max_steps=40)
+    html = idle.get(HOME).text
     assert "No completion code" in html and "reservation ran out" in html
     assert 'class="code"' not in html
 
@@ -334,9 +342,9 @@ def test_scripted_joins_hold_a_small_batch_each_not_the_study(twenty: MadeStudy)
     assert 1 <= JOIN_BATCH <= 10
     c = client(twenty)
     for _ in range(3):
-        start_and_leave(c, join(c, twenty))
+        start_and_leave(join(c, twenty))
     assert free_items(twenty) == 20 - 3 * JOIN_BATCH
-    real = ScriptedAnnotator(c, join(c, twenty), right_policy(twenty.path))
+    real = ScriptedAnnotator(join(c, twenty), HOME, right_policy(twenty.path))
     assert real.run(max_steps=40) and real.code is not None
     assert len(real.answered) == min(JOIN_BATCH, 20 - 3 * JOIN_BATCH)
 
@@ -348,16 +356,16 @@ def test_a_join_participant_gets_the_next_batch_as_they_answer(tmp_path: Path) -
                       "--overlap", "1", "--quota", "7", "--join-batch", "3",
                       "--completion-code", "C")  # fmt: skip
     c = client(made)
-    link = join(c, made)
-    start_and_leave(c, link)
+    mine = join(c, made)
+    start_and_leave(mine)
     con = connect(made.path)
     (who,) = store.annotators(con)
     assert who.target == 3 and store.work(con, who.id).main == 3
-    bot = ScriptedAnnotator(c, link, right_policy(made.path))
+    bot = ScriptedAnnotator(mine, HOME, right_policy(made.path))
     assert bot.run(max_steps=40) and bot.code is not None and len(bot.answered) == 7
     (who,) = store.annotators(con)
     assert who.target == 7 and store.work(con, who.id).items_done == 7
-    other = ScriptedAnnotator(c, join(c, made), right_policy(made.path))
+    other = ScriptedAnnotator(join(c, made), HOME, right_policy(made.path))
     assert other.run(max_steps=40) and other.code is not None and len(other.answered) == 2
     con.close()
 
@@ -371,12 +379,12 @@ def test_idle_joins_give_their_batch_back_after_the_first_answer_time(
     assert 0 < FIRST_ANSWER < RESERVATION
     c = client(twenty)
     bots = [join(c, twenty) for _ in range(3)]
-    for link in bots:
-        start_and_leave(c, link)
+    for bot in bots:
+        start_and_leave(bot)
     worker = join(c, twenty)
-    start_and_leave(c, worker)
-    page = parse_page(c.get(worker).text)
-    res = c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "1"})
+    start_and_leave(worker)
+    page = parse_page(worker.get(HOME).text)
+    res = worker.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "1"})
     assert res.status_code == 200 and len(answers_table(connect(twenty.path))) == 1
     assert free_items(twenty) == 20 - 4 * JOIN_BATCH
     clock[0] += 60 * FIRST_ANSWER - 5
@@ -384,12 +392,12 @@ def test_idle_joins_give_their_batch_back_after_the_first_answer_time(
     clock[0] += 10
     assert free_items(twenty) == 20 - JOIN_BATCH  # the three who answered nothing are idle
     assert released(twenty) == set()  # given back when someone next starts
-    start_and_leave(c, join(c, twenty))
+    start_and_leave(join(c, twenty))
     assert released(twenty) == {"a0002", "a0003", "a0004"}
     assert free_items(twenty) == 20 - 2 * JOIN_BATCH
     clock[0] += 60 * RESERVATION
     assert free_items(twenty) == 20 - 1  # every holder idle: only the answered item is held
-    html = c.get(bots[0]).text  # a scripted join back: new items from the pool
+    html = bots[0].get(HOME).text  # a scripted join back: new items from the pool
     assert parse_page(html).page is not None and released(twenty) >= {"a0005"}
 
 
@@ -450,6 +458,7 @@ def test_revoke_a_link_and_rotate_the_admin_token(small: MadeStudy) -> None:
     past_consent(c, link)
     code, out = cli("revoke", str(small.path), "a0002")
     assert code == 0 and "a0002" in out
+    assert c.get(HOME).status_code == 403  # the revoked link's session has ended
     assert c.get(link).status_code == 410
     con = connect(small.path)
     assert (

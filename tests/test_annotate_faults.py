@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra
+from builders.annotate_studies import HOME, MadeStudy, make_study, need_annotate_extra, open_link
 from lexsem.cli import app as cli_app
 
 need_annotate_extra()
@@ -50,12 +50,13 @@ def cli(*args: str) -> tuple[int, str]:
 
 
 def at_question(c: TestClient, link: str) -> dict[str, str]:
-    """Consent and start `link`'s annotator; the first question's form: its hidden fields and
-    its first answer."""
+    """Open `link` (its session in `c`'s cookies), consent and start its annotator; the first
+    question's form: its hidden fields and its first answer."""
+    here = open_link(c, link)
     for _ in range(2):
-        page = parse_page(c.get(link).text)
+        page = parse_page(c.get(here).text)
         c.post(page.action, data={"csrf": page.csrf})
-    html = c.get(link).text
+    html = c.get(here).text
     page = parse_page(html)
     assert page.answers and page.action is not None
     form = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', html))
@@ -88,7 +89,7 @@ def test_ids_out_of_range_are_a_400_or_404_page(study: MadeStudy, n: str) -> Non
     action = form.pop("action")
     res = c.post(action, data={**form, "unit": n, "page": n})  # whichever the form names
     assert res.status_code in (400, 404) and "<html" in res.text.lower()
-    res = c.get(f"{link}/feedback/{n}")
+    res = c.get(f"{HOME}/feedback/{n}")
     assert res.status_code in (400, 404) and "<html" in res.text.lower()
 
 
@@ -119,7 +120,7 @@ def unsigned(html: str) -> str:
 def test_a_csrf_value_that_is_not_ascii_is_the_403_page_of_a_wrong_one(
     study: MadeStudy, bad: str
 ) -> None:
-    """Every form of the study (the join link, a personal link's consent, start and answer, the
+    """Every form of the study (the join link, a session's consent, start and answer, the
     admin's invite and state) refuses a CSRF value that is not ASCII as it refuses a wrong
     ASCII one: the same 403 page, never a 500."""
     c = TestClient(create_app(study.path), follow_redirects=False)
@@ -127,8 +128,8 @@ def test_a_csrf_value_that_is_not_ascii_is_the_403_page_of_a_wrong_one(
     answer = at_question(c, link)
     forms = [
         (study.join, {}),
-        (f"{study.annotators['a0002']}/consent", {}),
-        (f"{link}/start", {}),
+        (f"{HOME}/consent", {}),
+        (f"{HOME}/start", {}),
         (answer.pop("action"), {k: v for k, v in answer.items() if k != "csrf"}),
         (f"{study.admin}/invite", {"n": "1"}),
         (f"{study.admin}/state", {"state": "paused"}),
@@ -200,11 +201,12 @@ def test_a_full_disk_on_a_page_that_writes_is_a_503_page(
 ) -> None:
     c = TestClient(create_app(study.path), follow_redirects=False)
     link = next(iter(study.annotators.values()))
+    open_link(c, link)
     for _ in range(2):
-        page = parse_page(c.get(link).text)
+        page = parse_page(c.get(HOME).text)
         c.post(page.action, data={"csrf": page.csrf})
     monkeypatch.setattr(store, "next_unit", _full)
-    res = c.get(link)
+    res = c.get(HOME)
     assert res.status_code == 503 and "nothing was saved" in res.text
 
 
@@ -212,7 +214,8 @@ def test_pages_that_show_no_question_do_not_write(
     study: MadeStudy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Consent, instructions, admin and the crowd link's page are served by a study file that
-    refuses every write (a full disk is one)."""
+    refuses every write (a full disk is one); opening a personal link writes its session, so
+    it is opened before."""
     real_connect = store.connect
 
     def read_only(path: str | Path, **kw: bool) -> sqlite3.Connection:
@@ -221,11 +224,13 @@ def test_pages_that_show_no_question_do_not_write(
         con.set_authorizer(lambda op, *a: sqlite3.SQLITE_DENY if op in writes else 0)
         return con
 
+    before = TestClient(create_app(study.path), follow_redirects=False)
+    open_link(before, next(iter(study.annotators.values())))
     app = create_app(study.path)
     monkeypatch.setattr(store, "connect", read_only)
-    c = TestClient(app, follow_redirects=False)
-    link = next(iter(study.annotators.values()))
-    assert c.get(link).status_code == 200  # consent
+    c = TestClient(app, follow_redirects=False, cookies=before.cookies)
+    res = c.get(HOME)
+    assert res.status_code == 200 and "Consent" in res.text
     assert c.get(study.join).status_code == 200
     assert c.get(study.admin).status_code == 200
 
@@ -382,11 +387,12 @@ def test_the_access_log_holds_no_token(study: MadeStudy) -> None:
     srv = LocalServer(study.path, extra=["--access-log"])
     with srv:
         for path in (study.admin, study.join, next(iter(study.annotators.values()))):
-            assert httpx.get(srv.url + path).status_code == 200
+            assert httpx.get(srv.url + path, follow_redirects=True).status_code == 200
         time.sleep(0.3)
     log = srv.log()
     tokens = [p.rsplit("/", 1)[1] for p in (study.admin, study.join, *study.annotators.values())]
     assert "GET /admin/… " in log and "GET /join/… " in log and "GET /a/… " in log
+    assert "GET /s " in log  # the participant's pages: no token to redact
     assert not any(t in log for t in tokens)
 
 
@@ -464,6 +470,7 @@ def test_a_launch_burst_through_the_join_link_loses_and_duplicates_nothing(
     study = make_study(tmp_path, "-b", "synthetic", "--sample", "10", "-k", "tot",
                        "--overlap", "2", "--quota", "1")  # fmt: skip
     bots: list[ScriptedAnnotator] = []
+    sessions: set[str] = set()  # each participant's session cookie
     errors: list[BaseException] = []
     gate = threading.Barrier(n)
     with LocalServer(study.path) as srv:
@@ -475,6 +482,7 @@ def test_a_launch_burst_through_the_join_link_loses_and_duplicates_nothing(
                     bots.append(bot)
                     gate.wait(timeout=60)
                     bot.link = bot.join()
+                    sessions.add(c.cookies["lexsem-session"])
                     assert bot.run(max_steps=100)
             except BaseException as exc:
                 errors.append(exc)
@@ -491,7 +499,7 @@ def test_a_launch_burst_through_the_join_link_loses_and_duplicates_nothing(
         joined = len(store.annotators(con)) - len(study.annotators)
     finally:
         con.close()
-    assert joined == n and len({b.link for b in bots}) == n
-    sent = sorted((b.link, u) for b in bots for u, _ in b.answered)
+    assert joined == n and len(sessions) == n
+    sent = sorted((i, u) for i, b in enumerate(bots) for u, _ in b.answered)
     keys = [(r.annotator, r.kind, r.item_id, r.practice) for r in rows]
     assert len(rows) == len(sent) and len(set(keys)) == len(keys)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra
+from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra, open_link
 
 need_annotate_extra()
 
@@ -67,6 +67,9 @@ def test_a_start_and_an_answer_serve_the_next_question_in_their_own_write(
     began = _count_write_transactions(monkeypatch)
     c = TestClient(create_app(study.path), follow_redirects=False)
     (link,) = study.annotators.values()
+    link = open_link(c, link)  # the session: one write
+    assert len(began) == 1
+    began.clear()
     _post_form(c, link)  # consent: one write
     assert len(began) == 1
     _post_form(c, link)  # start: the reservation, the start and the first question, one write
@@ -142,10 +145,11 @@ def test_participants_routes_run_on_the_event_loop_and_admin_routes_in_threads(
     assert {
         "/join/{token}",
         "/a/{token}",
-        "/a/{token}/consent",
-        "/a/{token}/start",
-        "/a/{token}/answer",
-        "/a/{token}/feedback/{page}",
-        "/a/{token}/img/{name}",
+        "/s",
+        "/s/consent",
+        "/s/start",
+        "/s/answer",
+        "/s/feedback/{page}",
+        "/s/img/{name}",
     } <= on_loop
     assert in_threads and all(p.startswith("/admin/") for p in in_threads)  # fmt: skip

@@ -1,5 +1,6 @@
 """The study server's rate limits cannot be turned against people: the crowd link is limited
-per client address, a link's requests per token and per address, requests with an unknown
+per client address, a participant's requests (their link and their sessions' pages) per
+annotator and per address, requests with an unknown
 token store nothing but one count per address, and the limiter's memory is bounded whatever
 the number of distinct tokens and addresses."""
 
@@ -10,7 +11,7 @@ import tracemalloc
 
 import pytest
 
-from builders.annotate_studies import MadeStudy, make_study, need_annotate_extra
+from builders.annotate_studies import HOME, MadeStudy, make_study, need_annotate_extra, open_link
 from lexsem.annotate.security import RateLimiter, client_key
 
 need_annotate_extra()
@@ -45,13 +46,30 @@ def test_a_link_is_limited_per_token_and_per_address(study: MadeStudy) -> None:
     app = create_app(study.path, rate_limit=5, address_limit=8)
     links = list(study.annotators.values())
     one = at(app, "203.0.113.8")
-    assert [one.get(links[0]).status_code for _ in range(6)] == [200] * 5 + [429]
+    # each opening of the link is a 303 that begins a new session
+    assert [one.get(links[0]).status_code for _ in range(6)] == [303] * 5 + [429]
     # the same address with another link: its address bucket (8, the 429 counted) runs out
-    assert [one.get(links[1]).status_code for _ in range(3)] == [200, 200, 429]
+    assert [one.get(links[1]).status_code for _ in range(3)] == [303, 303, 429]
     # another address, the same links: its own buckets (links[1]'s token still has 2 left)
     other = at(app, "198.51.100.3")
-    assert other.get(links[2]).status_code == 200
+    assert other.get(links[2]).status_code == 303
     assert other.get(links[0]).status_code == 429  # the token's bucket is the token's
+
+
+def test_a_session_is_limited_per_annotator_and_a_new_one_starts_no_new_bucket(
+    study: MadeStudy,
+) -> None:
+    app = create_app(study.path, rate_limit=4)
+    links = list(study.annotators.values())
+    one = at(app, "203.0.113.20")
+    open_link(one, links[0])  # 1 of the annotator's 4
+    assert [one.get(HOME).status_code for _ in range(4)] == [200] * 3 + [429]
+    # another browser (another address) opening the same link: the same annotator's bucket
+    other = at(app, "198.51.100.20")
+    assert other.get(links[0]).status_code == 429
+    assert other.get(HOME).status_code == 403  # and no session there
+    open_link(other, links[1])  # another annotator: their own bucket
+    assert other.get(HOME).status_code == 200
 
 
 def test_unknown_tokens_store_nothing_but_one_count_per_address(study: MadeStudy) -> None:
@@ -72,7 +90,7 @@ def test_guessed_tokens_are_throttled_per_address_without_locking_out_real_links
     codes = [c.get(f"/a/{secrets.token_urlsafe(32)}").status_code for _ in range(12)]
     assert codes == [404] * 10 + [429] * 2
     # a real participant behind the same address (a lab, a NAT) still gets their page
-    assert c.get(next(iter(study.annotators.values()))).status_code == 200
+    assert c.get(next(iter(study.annotators.values()))).status_code == 303
     assert at(app, "198.51.100.4").get(f"/a/{secrets.token_urlsafe(32)}").status_code == 404
 
 

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from builders.annotate_studies import (
+    HOME,
     MadeStudy,
     make_study,
     need_annotate_extra,
+    open_link,
     right_policy,
     served,
     value_of,
@@ -231,18 +233,26 @@ def test_join_link_makes_a_consented_annotator(study: MadeStudy) -> None:
     page = parse_page(c.get(study.join).text)
     assert c.post(page.action, data={}).status_code == 403  # no CSRF token
     res = c.post(page.action, data={"csrf": page.csrf}, follow_redirects=False)
-    assert res.status_code == 303 and res.headers["location"].startswith("/a/")
-    assert "Instructions" in c.get(res.headers["location"]).text
+    assert res.status_code == 303 and res.headers["location"] == HOME  # no personal link shown
+    assert "lexsem-session=" in res.headers["set-cookie"]
+    html = c.get(HOME).text
+    assert "Instructions" in html and "in this browser within 24 hours" in html
     con = connect(study.path)
     assert con.execute("SELECT COUNT(*) FROM annotators").fetchone()[0] == 5
 
 
 def test_csrf_is_checked_on_every_form(study: MadeStudy) -> None:
-    c = client(study)
-    link = study.annotators["a0001"]
-    other = parse_page(c.get(study.annotators["a0002"]).text).csrf
+    app = create_app(study.path)
+    c, c2 = TestClient(app), TestClient(app)  # two browsers
+    other = parse_page(c2.get(study.annotators["a0002"]).text).csrf
+    mine = parse_page(c.get(study.annotators["a0001"]).text).csrf
     for bad in ({}, {"csrf": "x" * 64}, {"csrf": other}):
-        assert c.post(f"{link}/consent", data=bad).status_code == 403
+        assert c.post(f"{HOME}/consent", data=bad).status_code == 403
+    # a form's CSRF token is its session's: after the link is opened again, reload
+    open_link(c, study.annotators["a0001"])
+    assert c.post(f"{HOME}/consent", data={"csrf": mine}).status_code == 403
+    fresh = parse_page(c.get(HOME).text).csrf
+    assert fresh != mine and c.post(f"{HOME}/consent", data={"csrf": fresh}).status_code == 200
     assert c.post(f"{study.admin}/invite", data={"n": "1"}).status_code == 403
     admin_csrf = re.search(r'name="csrf" value="(\w+)"', c.get(study.admin).text).group(1)
     res = c.post(f"{study.admin}/invite", data={"n": "2", "csrf": admin_csrf})
@@ -271,27 +281,28 @@ def test_images_only_from_the_study(study: MadeStudy, tmp_path: Path) -> None:
         data = {"csrf": page.csrf} | ({"page": page.page, "answer": "1"} if page.page else {})
         c.post(page.action, data=data)
     (sha,) = re.findall(r"/img/([0-9a-f]{64})", html)
-    res = c.get(f"{link}/img/{sha}")
+    res = c.get(f"{HOME}/img/{sha}")
     assert res.status_code == 200 and res.headers["content-type"].startswith("image/")
     for other in every - {sha}:  # the study's images of questions not yet shown: refused
-        assert c.get(f"{link}/img/{other}").status_code == 404
+        assert c.get(f"{HOME}/img/{other}").status_code == 404
     secret = tmp_path / "secret.txt"
     secret.write_text("secret")
     for name in ("../../../../etc/passwd", "..%2f..%2fetc%2fpasswd", str(secret),
                  "%2e%2e/%2e%2e/etc/passwd", sha.upper(), "0" * 64, f"{sha}.png",
                  "....//....//etc/passwd", "%00" + sha):  # fmt: skip
-        res = c.get(f"{link}/img/{name}")
+        res = c.get(f"{HOME}/img/{name}")
         assert res.status_code == 404, name
         assert b"secret" not in res.content and b"root:" not in res.content
-    assert c.get(f"/a/nobody/img/{sha}").status_code == 404  # images need a token
+    assert client(study).get(f"{HOME}/img/{sha}").status_code == 403  # images need a session
+    assert c.get(f"{link}/img/{sha}").status_code == 404  # the old token-bearing address
 
 
-def test_rate_limit_per_token(study: MadeStudy) -> None:
+def test_rate_limit_per_annotator(study: MadeStudy) -> None:
     c = client(study, rate_limit=5, rate_window=60.0)
-    link = study.annotators["a0001"]
-    codes = [c.get(link).status_code for _ in range(7)]
-    assert codes == [200] * 5 + [429] * 2
-    assert c.get(study.annotators["a0002"]).status_code == 200  # another token is not limited
+    open_link(c, study.annotators["a0001"])  # the link, then its session: one bucket
+    codes = [c.get(HOME).status_code for _ in range(6)]
+    assert codes == [200] * 4 + [429] * 2
+    assert c.get(study.annotators["a0002"]).status_code == 200  # another one is not limited
 
 
 def test_security_headers(study: MadeStudy) -> None:
@@ -338,7 +349,7 @@ def test_seconds_are_timed_from_first_display(study: MadeStudy) -> None:
     _past_consent(c, link)
     page = parse_page(c.get(link).text)
     time.sleep(0.3)
-    c.get(link)  # a reload does not restart the clock
+    c.get(HOME)  # a reload does not restart the clock
     c.post(page.action, data={"csrf": page.csrf, "page": page.page, "answer": "skip"})
     (row,) = answers_table(connect(study.path)).to_pylist()
     assert 0.3 <= row["seconds"] < 30

@@ -31,12 +31,15 @@ def test_kill_9_and_restart_mid_study(tmp_path: Path) -> None:
                 for i, (a, link) in enumerate(made.annotators.items())}  # fmt: skip
         for a in ("a0001", "a0002", "a0003"):  # three annotators answer 2 of their 3 items
             assert not bots[a].run(max_steps=4)
-        pending = parse_page(c.get(made.annotators["a0001"]).text).page
+        pending = parse_page(c.get(made.annotators["a0001"], follow_redirects=True).text).page
+        assert pending is not None
     assert srv.proc is not None and srv.proc.returncode == -9
     before = answers_table(connect(made.path)).to_pylist()
     assert len(before) == 6
     with LocalServer(made.path, port=srv.port) as srv2, httpx.Client(base_url=srv2.url) as c:
-        assert parse_page(c.get(made.annotators["a0001"]).text).page == pending
+        assert (
+            parse_page(c.get(made.annotators["a0001"], follow_redirects=True).text).page == pending
+        )
         for i, (a, link) in enumerate(made.annotators.items()):
             bot = ScriptedAnnotator(c, link, seed=100 + i)
             assert bot.run(max_steps=20), a

@@ -55,6 +55,20 @@ def make_study(folder: Path, *args: str, name: str = "study") -> MadeStudy:
     return MadeStudy(path, urls["admin"], urls["join"], urls["annotators"])
 
 
+#: Where a participant's pages are once their link is opened (`lexsem.annotate.app.HOME`).
+HOME = "/s"
+
+
+def open_link(client: Any, link: str) -> str:
+    """Open a personal link (``/a/TOKEN``) or a join's end on `client` (an httpx client with a
+    cookie jar, one participant at a time) as a browser does: the 303 that sets the session
+    cookie, checked; the token-free address of the participant's pages it leads to."""
+    res = client.get(link, follow_redirects=False)
+    assert res.status_code == 303, (link, res.status_code)
+    assert res.headers["location"] == HOME and "lexsem-session=" in res.headers["set-cookie"]
+    return str(res.headers["location"])
+
+
 def served(path: Path, page: Page) -> Unit:
     """The unit the server served with the page's token (read from the study, as only the
     server can: the page itself names no role)."""

@@ -1,11 +1,19 @@
 """The study web app (FastAPI, server-rendered Jinja2 pages, one tiny inline script for keyboard
 shortcuts): `create_app(study)`; `lexsem annotate serve` runs it under uvicorn.
 
-Routes: ``/join/{token}`` (a crowd link: consent, then a personal link), ``/a/{token}`` (an
-annotator's current page: consent, instructions, the next question, the completion code),
-``POST /a/{token}/consent|start|answer``, ``/a/{token}/feedback/{page}`` (practice feedback),
-``/a/{token}/img/{sha256}`` (the images of the questions shown to that annotator only),
-``/admin/{token}`` (state, participants, per-item progress, agreement, flagged annotators),
+Routes: ``/a/{token}`` (a personal link) checks its token, begins a browser session and
+redirects (303) to ``/s``; ``/join/{token}`` (the crowd link) shows the consent page, and its
+``POST`` makes a new annotator and begins their session the same way. A participant's pages
+then carry no token (OWASP ASVS 4.0.3, V3.1.1: the session rides in a cookie,
+`lexsem.annotate.session`): ``/s`` (the annotator's current page: consent, instructions, the
+next question, the completion code), ``POST /s/consent|start|answer``, ``/s/feedback/{page}``
+(practice feedback), ``/s/img/{sha256}`` (the images of the questions shown to that annotator
+only). Opening the personal link again (another browser, another device) begins a new session
+and ends the one before; a request to ``/s`` without a live session is a 403 page that says to
+open the personal link again (403, not 401: there is no HTTP authentication scheme to name).
+The old token-bearing addresses under ``/a/{token}/...`` are gone (a 404 page says so).
+``/admin/{token}`` (the researcher's own secret address, kept in the URL: state,
+participants, per-item progress, agreement, flagged annotators),
 ``POST /admin/{token}/invite`` (new annotator links), ``POST /admin/{token}/state`` (pause,
 close, reopen) and ``/admin/{token}/export/answers.parquet|participants.csv``.
 
@@ -17,10 +25,12 @@ the answer before: `store.serve_next`). A participant
 who has not started learns that the study is closed, paused or full before the consent page
 (`lexsem.annotate.lifecycle`); a completion code is the participant's own, shown once earned
 (`lexsem.annotate.codes`).
-Trust (`lexsem.annotate.security`): tokens looked up by hash, a CSRF token on every form,
-rate limits per link and per client address (an unknown token stores nothing but a count
-against its address), no-referrer (a link's token never leaks to another site) and a content
-security policy that allows only the page's own script and the server's own files.
+Trust (`lexsem.annotate.security`): tokens and session ids looked up by hash, a CSRF token on
+every form (bound to a participant's session, or to the admin or join link's token), rate
+limits per annotator (a personal link and its sessions), per admin link and per client address
+(an unknown token or session stores nothing but a count against its address), no-referrer (a
+link's token never leaks to another site) and a content security policy that allows only the
+page's own script and the server's own files.
 
 Faults are pages: a number out of range is a 400, a study file that cannot take a write (a full
 disk, a read-only file, a lock held too long) a 503 page saying that nothing was saved; the
@@ -51,7 +61,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.types import Scope
 
-from lexsem.annotate import assign, lifecycle, store
+from lexsem.annotate import assign, lifecycle, session, store
 from lexsem.annotate.codes import earned, participant_code, participant_rows, participants_csv
 from lexsem.annotate.config import ServeConfig
 from lexsem.annotate.images import SHA_RE
@@ -83,6 +93,8 @@ from lexsem.web_templates import app_templates
 __all__ = ["create_app"]
 
 HERE = Path(__file__).parent
+#: Where a participant's pages are, once their link's token has become a session.
+HOME = "/s"
 #: The rate-limit key of the request being served (`security.client_key` of its address).
 _CLIENT: ContextVar[str] = ContextVar("lexsem_annotate_client", default="?")
 
@@ -115,9 +127,10 @@ class _Study:
 
 
 class _Limits:
-    """The server's rate limits (`security.RateLimiter`, each bounded in memory): per link
-    token, per client address, the join link per client address, and the requests with an
-    unknown token per client address (the only thing such a request leaves behind)."""
+    """The server's rate limits (`security.RateLimiter`, each bounded in memory): per
+    annotator (their link and their sessions) and per admin link token, per client address,
+    the join link per client address, and the requests with an unknown token or session per
+    client address (the only thing such a request leaves behind)."""
 
     def __init__(self, rate_limit: int, window: float, address_limit: int, miss_limit: int):
         self.token = RateLimiter(rate_limit, window)
@@ -131,12 +144,15 @@ class _Limits:
 
 class _Site:
     """What every page shares: the study, the rate limits, the templates, and the checks of a
-    link's token and a form's CSRF token."""
+    link's token, a session's cookie and a form's CSRF token."""
 
-    def __init__(self, st: _Study, limits: _Limits, templates: Jinja2Templates) -> None:
+    def __init__(
+        self, st: _Study, limits: _Limits, templates: Jinja2Templates, secure: bool
+    ) -> None:
         self.st = st
         self.limits = limits
         self.templates = templates
+        self.secure = secure  # the session cookie is Secure (`session.set_cookie`)
 
     def page(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         ctx = {"study": self.st.settings.name, "nonce": request.state.nonce, **ctx}
@@ -157,18 +173,41 @@ class _Site:
     def annotator(self, token: str) -> store.Annotator:
         """The annotator of a personal link (404 where there is none, 410 where it was
         revoked or expired before its participant started, 429 over a limit)."""
-        address = _CLIENT.get()
-        th = hash_token(token)
-        who = store.annotator_by_token(self.st.con(), th)
+        who = store.annotator_by_token(self.st.con(), hash_token(token))
         if who is None:
             raise self._unknown()
-        self.limited(self.limits.address, address)
-        self.limited(self.limits.token, th)
+        return self._admitted(who)
+
+    def visitor(self, request: Request) -> tuple[store.Annotator, str]:
+        """The annotator of the request's session and the hash of its id (the key of their
+        forms' CSRF token): 403 where the request has no live session (no cookie, a forged
+        or ended one), counted as an unknown token; else as `annotator`."""
+        sid = session.cookie_value(request)
+        sh = hash_token(sid) if sid else None
+        since = store.clock() - session.LIFETIME
+        who = None if sh is None else store.annotator_by_session(self.st.con(), sh, since)
+        if who is None or sh is None:
+            self.limited(self.limits.miss, _CLIENT.get())
+            raise HTTPException(403, NO_SESSION)
+        return self._admitted(who), sh
+
+    def _admitted(self, who: store.Annotator) -> store.Annotator:
+        self.limited(self.limits.address, _CLIENT.get())
+        self.limited(self.limits.token, who.id)
         if who.revoked_at is not None:
             raise HTTPException(410, "This link was revoked.")
         if who.started_at is None and who.expires_at is not None and who.expires_at < store.clock():
             raise HTTPException(410, "This link has expired.")
         return who
+
+    def begin_session(self, request: Request, aid: str) -> Response:
+        """A new session for the annotator (ending theirs before, `store.new_session`): its
+        cookie, and a redirect to their pages, which carry no token."""
+        sid = session.new_session_id()
+        store.new_session(self.st.con(), aid, hash_token(sid))
+        res = RedirectResponse(HOME, 303, headers={"Cache-Control": "no-store"})
+        session.set_cookie(res, sid, secure=self.secure or request.url.scheme == "https")
+        return res
 
     def shared_link(self, token: str, which: str) -> str:
         """The hash of a study-wide link's token (`which`: the "join" link, the "admin" link)
@@ -217,6 +256,7 @@ def create_app(
     miss_limit: int = 60,
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "testserver"),
     any_address: bool = False,
+    secure_cookies: bool = False,
 ) -> FastAPI:
     """The web app serving the study file `study`, checked first (`study_check.check_study`:
     a `LexsemError` where it cannot be served). `rate_limit` requests per link per
@@ -225,13 +265,16 @@ def create_app(
     an unknown token per client address; `reservation_minutes` replaces the study's idle
     time. `allowed_hosts`, `any_address`: the Host headers answered
     (`lexsem.web_server.HostCheck`; `serve` gives `host_names(--host)` and the host of
-    `--base-url`, and any address for a wildcard `--host`)."""
+    `--base-url`, and any address for a wildcard `--host`). `secure_cookies`: the session
+    cookie is Secure (``serve`` with an https `--base-url`; a request that came over https
+    gets one anyway)."""
     check_study(Path(study), writable=True)
     limits = _Limits(rate_limit, rate_window, address_limit or 20 * rate_limit, miss_limit)
     site = _Site(
         _Study(Path(study), reservation_minutes),
         limits,
         app_templates(HERE / "templates"),
+        secure_cookies,
     )
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, lifespan=_threads)
     app.state.limits = limits
@@ -268,6 +311,13 @@ def _policy(scope: Scope) -> str:
         f"script-src 'nonce-{nonce}'; form-action 'self'; "
         "frame-ancestors 'none'; base-uri 'none'"
     )
+
+
+#: The page of a request to a participant's page without a live session.
+NO_SESSION = (
+    "Your session has ended, or this browser has none: open your personal link again "
+    "(the address you were given to take part)."
+)
 
 
 def _add_error_page(app: FastAPI, site: _Site) -> None:
@@ -342,12 +392,23 @@ def _add_join_routes(app: FastAPI, site: _Site) -> None:
         made = join_annotator(st.con())
         if made is None:
             return site.not_admitted(request, lifecycle.CAPPED)
-        return RedirectResponse(f"/a/{made[1]}", 303)
+        return site.begin_session(request, made[0])
 
 
 def _add_annotator_routes(app: FastAPI, site: _Site) -> None:
-    """An annotator's personal link: the current page, consent and start; answers, practice
-    feedback and the images of their questions."""
+    """An annotator's personal link, exchanged for a session; the session's pages: the
+    current page, consent and start; answers, practice feedback and the images of their
+    questions."""
+
+    @app.get("/a/{token}")
+    async def exchange(request: Request, token: str) -> Response:
+        return site.begin_session(request, site.annotator(token).id)
+
+    @app.api_route("/a/{token}/{rest:path}", methods=["GET", "POST"])
+    async def gone(token: str, rest: str) -> Response:
+        site.limited(site.limits.miss, _CLIENT.get())
+        raise HTTPException(404, "This address is no longer used: open your personal link again.")
+
     _add_page_routes(app, site)
     _add_answer_routes(app, site)
 
@@ -363,12 +424,12 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
             return site.page(request, "done.html", code=st.code(who.id))
         return site.page(request, "done.html", code=None, reason=got.reason)
 
-    @app.get("/a/{token}", response_class=HTMLResponse)
-    async def current(request: Request, token: str) -> Response:
-        who = site.annotator(token)
+    @app.get(HOME, response_class=HTMLResponse)
+    async def current(request: Request) -> Response:
+        who, key = site.visitor(request)
         con = st.con()
-        csrf = csrf_token(st.secret, who.token_hash)
-        base = f"/a/{token}"
+        csrf = csrf_token(st.secret, key)
+        base = HOME
         if not who.reserved:
             why = site.why_not() or (lifecycle.FULL if who.started_at is not None else None)
             if why is not None:
@@ -377,7 +438,8 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
                 return site.page(request, "consent.html", consent=st.settings.consent or CONSENT,
                                  csrf=csrf, action=f"{base}/consent")  # fmt: skip
             return site.page(request, "instructions.html", paragraphs=site.instructions(),
-                             csrf=csrf, base=base, link=str(request.url))  # fmt: skip
+                             csrf=csrf, base=base, joined=who.source == "join",
+                             hours=session.LIFETIME // 3600)  # fmt: skip
         state = lifecycle.state(con)
         if state == "open" and who.released_at is not None:
             assign.reserve(con, who.id, st.settings, st.minutes)
@@ -392,20 +454,20 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
                          total=total, question=QUESTIONS[unit.kind],
                          choices=_choices(unit))  # fmt: skip
 
-    @app.post("/a/{token}/consent")
-    async def consent(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
-        who = site.annotator(token)
-        site.check_csrf(who.token_hash, csrf)
+    @app.post(f"{HOME}/consent")
+    async def consent(request: Request, csrf: str | None = Form(None)) -> Response:
+        who, key = site.visitor(request)
+        site.check_csrf(key, csrf)
         why = None if who.reserved else site.why_not()
         if why is not None:
             return site.not_admitted(request, why)
         store.record_consent(st.con(), who.id)
-        return RedirectResponse(f"/a/{token}", 303)
+        return RedirectResponse(HOME, 303)
 
-    @app.post("/a/{token}/start")
-    async def start(request: Request, token: str, csrf: str | None = Form(None)) -> Response:
-        who = site.annotator(token)
-        site.check_csrf(who.token_hash, csrf)
+    @app.post(f"{HOME}/start")
+    async def start(request: Request, csrf: str | None = Form(None)) -> Response:
+        who, key = site.visitor(request)
+        site.check_csrf(key, csrf)
         if who.consented_at is None:
             raise HTTPException(409, "consent first")
         why = None if who.reserved else site.why_not()
@@ -419,7 +481,7 @@ def _add_page_routes(app: FastAPI, site: _Site) -> None:
                 store.serve_next(con, who.id, new_token)
         if full:
             return site.not_admitted(request, lifecycle.FULL)
-        return RedirectResponse(f"/a/{token}", 303)
+        return RedirectResponse(HOME, 303)
 
 
 def _add_answer_routes(app: FastAPI, site: _Site) -> None:
@@ -427,16 +489,16 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
     shown."""
     st = site.st
 
-    @app.post("/a/{token}/answer")
+    @app.post(f"{HOME}/answer")
     async def answer(
-        token: str,
+        request: Request,
         page: str = Form(..., max_length=100),
         answer: str = Form(..., max_length=20),
         csrf: str | None = Form(None),
         edit: str | None = Form(None),
     ) -> Response:
-        who = site.annotator(token)
-        site.check_csrf(who.token_hash, csrf)
+        who, key = site.visitor(request)
+        site.check_csrf(key, csrf)
         con = st.con()
         state = lifecycle.state(con)
         if state != "open":
@@ -455,21 +517,21 @@ def _add_answer_routes(app: FastAPI, site: _Site) -> None:
         if done is None:
             raise HTTPException(409, "This is not your current question: open your link again.")
         if mine.practice:
-            return RedirectResponse(f"/a/{token}/feedback/{page}", 303)
-        return RedirectResponse(f"/a/{token}", 303)
+            return RedirectResponse(f"{HOME}/feedback/{page}", 303)
+        return RedirectResponse(HOME, 303)
 
-    @app.get("/a/{token}/feedback/{page}", response_class=HTMLResponse)
-    async def feedback(request: Request, token: str, page: str) -> Response:
-        who = site.annotator(token)
+    @app.get(f"{HOME}/feedback/{{page}}", response_class=HTMLResponse)
+    async def feedback(request: Request, page: str) -> Response:
+        who, _ = site.visitor(request)
         unit = store.served_unit(st.con(), who.id, page)
         if unit is None or not unit.practice or unit.answer is None:
             raise HTTPException(404, "no such practice question")
-        return site.page(request, "feedback.html", unit=unit, base=f"/a/{token}",
+        return site.page(request, "feedback.html", unit=unit, base=HOME,
                          question=QUESTIONS[unit.kind], choices=_choices(unit))  # fmt: skip
 
-    @app.get("/a/{token}/img/{name}")
-    async def image(token: str, name: str) -> Response:
-        who = site.annotator(token)
+    @app.get(f"{HOME}/img/{{name}}")
+    async def image(request: Request, name: str) -> Response:
+        who, _ = site.visitor(request)
         if not SHA_RE.fullmatch(name) or name not in _shown_images(st.con(), who.id):
             raise HTTPException(404, "no such image")
         found = store.image(st.con(), name)

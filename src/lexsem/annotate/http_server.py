@@ -1,7 +1,8 @@
 """The study app under uvicorn as `lexsem annotate serve` runs it: `run(app, sock)` serves
 with `lexsem.web_server`'s limits on slow and numerous clients; the access log (off unless
 asked for) writes a link's path with its token redacted (`/a/…`, `/join/…`, `/admin/…`): a
-log never holds a secret link.
+log never holds a secret link. A participant's pages (`/s/…`, after the link's token was
+exchanged for a session cookie) hold no token, and the log never writes a cookie.
 """
 
 from __future__ import annotations

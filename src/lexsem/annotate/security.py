@@ -3,8 +3,11 @@
 - Every annotator, the admin and the crowd join link have a token from
   `secrets.token_urlsafe` (256 bits); the store keeps only its sha256, so a copy of the study
   file lets no one act as an annotator. Links are printed once, at creation or invitation.
-- A form's CSRF token is an HMAC of the page's token hash under the study's secret (kept in
-  the study file): it cannot be made without the secret and is checked on every POST.
+  A personal link's token is exchanged for a session cookie (`lexsem.annotate.session`),
+  whose random id is stored hashed the same way (`hash_token`).
+- A form's CSRF token is an HMAC of a hash under the study's secret (kept in the study file):
+  of a participant's session id, or of the join or admin link's token. It cannot be made
+  without the secret and is checked on every POST.
 - `same_secret` is the one comparison of a secret with what a client or a user gave (a CSRF
   token, a link's token hash, a completion code): in constant time, as UTF-8 bytes, so that
   a value that is not ASCII is a wrong value like any other (`hmac.compare_digest` raises on
@@ -12,10 +15,11 @@
 - `RateLimiter`: a token bucket per key (`limit` requests, refilled over `window` seconds),
   beyond which the server answers 429. Its table is bounded (`max_keys`): a full bucket holds
   nothing worth keeping and is dropped first, then the least recently used; so no stream of
-  distinct keys grows the server's memory. The server keys it by a known link's token, by
-  client address (`client_key`: an IPv6 client by its /64, which one machine gets whole),
-  and by address for the join link and for requests with an unknown token (which create no
-  other state), so that no one client can use up another's requests.
+  distinct keys grows the server's memory. The server keys it by annotator (their link and
+  their sessions) and by the admin link's token, by client address (`client_key`: an IPv6
+  client by its /64, which one machine gets whole), and by address for the join link and for
+  requests with an unknown token or no live session (which create no other state), so that
+  no one client can use up another's requests.
 """
 
 from __future__ import annotations

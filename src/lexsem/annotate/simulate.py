@@ -1,10 +1,12 @@
 """A scripted annotator over HTTP: it follows a personal link through consent, instructions,
-practice and questions the way a browser would (reading the pages' forms, posting them with
-their CSRF token), answering with a given policy. The load benchmark
+practice and questions the way a browser would (opening the link, which sets the session
+cookie and redirects to the participant's pages, then reading the pages' forms and posting
+them with their CSRF token), answering with a given policy. The load benchmark
 (`bench/annotate_bench.py`) runs many at once; the tests use it to answer studies.
 
 The annotator talks through any client with httpx's ``request(method, url, data=...,
-follow_redirects=...)`` (an ``httpx.Client``, FastAPI's test client) or through
+follow_redirects=...)`` and a cookie jar (an ``httpx.Client``, FastAPI's test client: one
+annotator at a time per client, as one browser holds one session) or through
 `KeptAliveClient`: one kept-alive connection, as a browser keeps, on the standard library's
 ``http.client``, a fraction of httpx's processor time per request; many annotators in one
 process (the benchmark's 50 threads, beside the server on the same cores) measure the server,
@@ -14,6 +16,7 @@ not their own client.
 from __future__ import annotations
 
 import http.client
+import http.cookies
 import random
 import re
 import select
@@ -53,15 +56,17 @@ class _Response:
 class KeptAliveClient:
     """An HTTP client over one kept-alive connection to `base_url` (``http://host:port``):
     ``request(method, path, data=FORM)`` sends a form (url-encoded) or nothing and reads the
-    whole response; redirects are returned, not followed. A connection the server closed
-    while idle is opened again before the request is sent (so a request is never sent twice);
-    a response that says ``Connection: close`` closes it."""
+    whole response; redirects are returned, not followed; cookies the server sets are kept and
+    sent back (by name, for the one server: enough for the study's session). A connection the
+    server closed while idle is opened again before the request is sent (so a request is never
+    sent twice); a response that says ``Connection: close`` closes it."""
 
     def __init__(self, base_url: str, timeout: float = 60.0) -> None:
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or url.hostname is None:
             raise ValueError(f"{base_url!r}: KeptAliveClient needs an http://host:port URL")
         self._conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=timeout)
+        self.cookies: dict[str, str] = {}
 
     def request(
         self, method: str, url: str, *, data: Mapping[str, str] | None = None,
@@ -76,10 +81,24 @@ class KeptAliveClient:
         if data is not None:
             body = urllib.parse.urlencode(data)
             headers["Content-Type"] = "application/x-www-form-urlencoded"
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         self._conn.request(method, url, body=body, headers=headers)
         res = self._conn.getresponse()
         text = res.read().decode("utf-8", errors="replace")
+        for line in res.headers.get_all("Set-Cookie") or []:
+            self._keep(line)
         return _Response(res.status, text, {k.lower(): v for k, v in res.getheaders()})
+
+    def _keep(self, set_cookie: str) -> None:
+        """Keep (or, where it expires now, drop) the cookie a ``Set-Cookie`` line sets."""
+        jar = http.cookies.SimpleCookie()
+        jar.load(set_cookie)
+        for name, morsel in jar.items():
+            if morsel.value and morsel["max-age"] not in ("0", 0):
+                self.cookies[name] = morsel.value
+            else:
+                self.cookies.pop(name, None)
 
     def close(self) -> None:
         self._conn.close()
@@ -156,7 +175,8 @@ class ScriptedAnnotator:
         return res
 
     def join(self) -> str:
-        """Consent on the crowd join page at `link`; the new personal link it leads to."""
+        """Consent on the crowd join page at `link`; the address of the new participant's
+        pages it leads to (the session's cookie kept by the client)."""
         page = parse_page(self._timed("GET", self.link).text)
         if page.action is None or page.csrf is None:
             raise RuntimeError(f"{self.link}: a join page without a form")
@@ -165,18 +185,29 @@ class ScriptedAnnotator:
             raise RuntimeError(f"{page.action}: HTTP {res.status_code}")
         return res.headers["location"]
 
+    def enter(self) -> str:
+        """Open `link`: a personal link sets the session cookie and redirects to the
+        participant's pages, whose address this is (`link` itself where it is that already,
+        as after `join`)."""
+        res = self._timed("GET", self.link, follow_redirects=False)
+        if res.status_code in (302, 303, 307):
+            return res.headers["location"]
+        return self.link
+
     def run(self, max_steps: int = 10_000, deadline: float | None = None) -> bool:
-        """Answer until the study says done (True) or the steps or time run out (False)."""
+        """Open the link (`enter`), then answer until the study says done (True) or the steps
+        or time run out (False)."""
         rng = random.Random(self.seed)
+        here = self.enter()
         for _ in range(max_steps):
             if deadline is not None and time.monotonic() > deadline:
                 return False
-            page = parse_page(self._timed("GET", self.link).text)
+            page = parse_page(self._timed("GET", here).text)
             if page.done:
                 self.code = page.code
                 return True
             if page.action is None or page.csrf is None:
-                raise RuntimeError(f"{self.link}: a page without a form")
+                raise RuntimeError(f"{here}: a page without a form")
             data = {"csrf": page.csrf}
             if page.page is not None:
                 chosen = self.policy(page, rng)

@@ -7,10 +7,11 @@ images the server serves), ``units`` (one row per query: kind, item, subset, pra
 right answer, payload JSON), ``annotators`` (an opaque id, the token's sha256, the
 randomisation seed, consent and start times, how they came (a personal link or the join link),
 when the link expires or was revoked, when they were last active, how many items they took and
-when an idle reservation was given back: nothing personal), ``assignments`` (annotator × unit:
-serving order, the option order shown, serve time and the page token it was served with,
-answer, edit, seconds, answer time) and ``schema_history`` (each schema version the file
-reached, when, and with which lexsem).
+when an idle reservation was given back: nothing personal), ``sessions`` (an annotator's one
+browser session: the sha256 of its cookie's random id and when it began), ``assignments``
+(annotator × unit: serving order, the option order shown, serve time and the page token it was
+served with, answer, edit, seconds, answer time) and ``schema_history`` (each schema version
+the file reached, when, and with which lexsem).
 
 Every change is one transaction committed before the response that follows it is sent, so a
 killed server (SIGKILL) loses no answer (a commit is in the write-ahead log, which the
@@ -62,6 +63,7 @@ __all__ = [
     "add_image",
     "add_unit",
     "annotator",
+    "annotator_by_session",
     "annotator_by_token",
     "annotator_count",
     "annotator_unit",
@@ -84,6 +86,7 @@ __all__ = [
     "join_count",
     "main_item_count",
     "mark_reserved",
+    "new_session",
     "next_seq",
     "next_unit",
     "now_iso",
@@ -107,7 +110,8 @@ __all__ = [
 
 Connection = sqlite3.Connection
 
-SCHEMA_VERSION = 3  # 1: the study tables; 2: + schema_history; 3: + the crowd columns
+SCHEMA_VERSION = 4  # 1: the study tables; 2: + schema_history; 3: + the crowd columns;
+# 4: + sessions
 
 _HISTORY_TABLE = (
     "CREATE TABLE schema_history (version INTEGER PRIMARY KEY, applied_at TEXT, lexsem TEXT)"
@@ -148,6 +152,12 @@ _V3_COLUMNS = (
     "ALTER TABLE assignments ADD COLUMN page TEXT",
 )
 
+# schema 4: the participants' browser sessions, one per annotator (`new_session`)
+_V4_SESSIONS = (
+    "CREATE TABLE sessions (hash TEXT PRIMARY KEY,"
+    " annotator TEXT NOT NULL UNIQUE REFERENCES annotators (id), created_at REAL NOT NULL)"
+)
+
 
 def now_iso() -> str:
     """The store's time stamps: ISO 8601, UTC, whole seconds."""
@@ -181,9 +191,18 @@ def _to_3(con: Connection) -> None:
     con.execute("UPDATE annotators SET last_seen = ? WHERE reserved = 1", (clock(),))
 
 
+def _to_4(con: Connection) -> None:
+    """Schema 4: the participants' browser sessions (none yet: each opens their link again)."""
+    con.execute(_V4_SESSIONS)
+
+
 # (version reached, step): each step takes a study of the version before to this version,
 # inside the migration's one write transaction (no COMMIT, no `executescript`).
-MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [(2, _to_2), (3, _to_3)]
+MIGRATIONS: list[tuple[int, Callable[[Connection], None]]] = [
+    (2, _to_2),
+    (3, _to_3),
+    (4, _to_4),
+]
 
 
 def _migrate(con: Connection, path: Path, version: int) -> None:
@@ -263,6 +282,7 @@ def create_schema(con: Connection) -> None:
     con.executescript(_SCHEMA)
     for statement in _V3_COLUMNS:  # the same table text as a migrated study's
         con.execute(statement)
+    con.execute(_V4_SESSIONS)
     set_meta(con, "schema_version", SCHEMA_VERSION)
     con.execute(
         "INSERT INTO schema_history (version, applied_at, lexsem) VALUES (?, ?, ?)",
@@ -464,6 +484,28 @@ def annotator_by_token(con: Connection, token_hash: str) -> Annotator | None:
     return None if row is None else _annotator(row)
 
 
+def annotator_by_session(con: Connection, session_hash: str, since: float) -> Annotator | None:
+    """The annotator whose browser session's id hashes to `session_hash`, where the session
+    began at or after `since` (`clock` time), or None."""
+    row = con.execute(
+        "SELECT a.* FROM sessions s JOIN annotators a ON a.id = s.annotator"
+        " WHERE s.hash = ? AND s.created_at >= ?",
+        (session_hash, since),
+    ).fetchone()
+    return None if row is None else _annotator(row)
+
+
+def new_session(con: Connection, aid: str, session_hash: str) -> None:
+    """The annotator's browser session is now the one whose id hashes to `session_hash`,
+    begun now; any session they had before has ended (committed on return)."""
+    with write(con):
+        con.execute("DELETE FROM sessions WHERE annotator = ?", (aid,))
+        con.execute(
+            "INSERT INTO sessions (hash, annotator, created_at) VALUES (?, ?, ?)",
+            (session_hash, aid, clock()),
+        )
+
+
 def annotators(con: Connection) -> list[Annotator]:
     """Every annotator, by id."""
     return [_annotator(r) for r in con.execute(f"{_ANNOTATOR_SQL} ORDER BY id")]
@@ -588,6 +630,7 @@ def revoke(con: Connection, aid: str) -> bool:
         ).rowcount
         if done:
             release(con, aid)
+            con.execute("DELETE FROM sessions WHERE annotator = ?", (aid,))
     return bool(done)
 
 

@@ -235,6 +235,7 @@ def serve(study: Study, serving: ServeOptions = ServeOptions.DEFAULTS) -> None:
         rate_limit=cfg.rate_limit,
         reservation_minutes=cfg.reservation_minutes,
         allowed_hosts=(*host_names(cfg.host), *((public,) if public else ())),
+        secure_cookies=(cfg.base_url or "").startswith("https:"),
         any_address=is_wildcard(cfg.host),
     )  # checks the study file first
     note = loose_mode(study)
