@@ -283,7 +283,7 @@ def test_each_verdict_line_sits_right_below_its_items_text() -> None:
     item's last caption than to the next item's title (no gap left for images there are not)."""
     from lexsem.explore.figure import FigureItem, grid_figure
 
-    words = [(w, False) for w in "a cup stands left of the laptop".split()]
+    words = [(w, False) for w in ["a", "cup", "stands", "left", "of", "the", "laptop"]]
     image = np.zeros((8, 8, 3), np.uint8)
     for images in ([], [image]):
         cell = FigureItem("title", [("P1", words), ("P2", words), ("N", words)],
