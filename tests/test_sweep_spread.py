@@ -1,8 +1,10 @@
-"""One job's encoding spread over Ray actors (`resources.spread`, `lexsem sweep --spread`)
-gives the run folders and the request store of one process, byte for byte: the real offline
-MiniLM (texts) and a tiny random open_clip (images and captions), on `ray.init(num_cpus=2)`;
-an actor killed mid-encoding is restarted and its unit retried, with the same result; a run
-that would still encode anything after the spread is a failed job."""
+"""One job's encoding spread over Ray actors (`resources.spread`, `lexsem sweep --spread` with
+`--executor ray`) gives the run folders and the request store of one process, within the
+tolerance rule of docs/testing.md (`same_runs`, `same_store_rows`): the real offline MiniLM
+(texts) and a tiny random open_clip (images and captions), on `ray.init(num_cpus=2)`; an actor
+killed mid-encoding is restarted and its unit retried, with the same result; a run that would
+still encode anything after the spread is a failed job; `local` and `shard` refuse a spread
+job before any work."""
 
 from __future__ import annotations
 
@@ -54,8 +56,9 @@ def _spread_and_one_process(tmp_path: Path, model: str, **defaults: Any) -> list
     one = run_sweep(_grid(tmp_path / "c1", model, 1, **defaults), tmp_path / "one")
     assert one.complete, [j.error for j in one.jobs]
     spread = run_sweep(
-        _grid(tmp_path / "c2", model, 2, **defaults), tmp_path / "spread", echo=lines.append
-    )
+        _grid(tmp_path / "c2", model, 2, **defaults), tmp_path / "spread", "ray",
+        echo=lines.append,
+    )  # fmt: skip
     assert spread.complete, [j.error for j in spread.jobs]
     same_runs(tmp_path / "one", tmp_path / "spread")
     same_store_rows(store_rows(tmp_path / "c2"), store_rows(tmp_path / "c1"))
@@ -117,7 +120,7 @@ def test_an_actor_killed_mid_encoding_is_retried_with_the_same_result(
     marker.touch()  # the one-process run: the marker exists, nothing is killed
     assert run_sweep(_grid(tmp_path / "c1", model, 1), tmp_path / "one").complete
     marker.unlink()
-    res = run_sweep(_grid(tmp_path / "c2", model, 2), tmp_path / "spread", max_retries=1)
+    res = run_sweep(_grid(tmp_path / "c2", model, 2), tmp_path / "spread", "ray", max_retries=1)
     assert marker.exists()  # an actor killed itself mid-encoding
     assert res.complete, [j.error for j in res.jobs]
     same_runs(tmp_path / "one", tmp_path / "spread")
@@ -129,10 +132,10 @@ def test_an_actor_lost_more_often_than_retried_fails_its_job_alone(
 ) -> None:
     marker = tmp_path / "crash.marker"
     grid = _grid(tmp_path / "c", f"sweepfake:a?crash_marker={marker}", 2)
-    res = run_sweep(grid, tmp_path / "out", max_retries=0)
+    res = run_sweep(grid, tmp_path / "out", "ray", max_retries=0)
     (job,) = res.jobs
     assert job.status == "failed" and "spread worker was lost" in (job.error or "")
-    assert run_sweep(grid, tmp_path / "out").complete  # the rerun finishes it
+    assert run_sweep(grid, tmp_path / "out", "ray").complete  # the rerun finishes it
 
 
 # -- checks -------------------------------------------------------------------------------------
@@ -165,9 +168,23 @@ def test_spread_settings_are_bounded_and_need_the_store(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--spread" in res.output
 
 
+@pytest.mark.parametrize("executor", ["local", "shard"])
+def test_an_executor_that_does_not_spread_refuses_a_spread_job_before_any_work(
+    tmp_path: Path, executor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray started"))
+    grid = _grid(tmp_path / "c", "sweepfake:a", 2)
+    shard = {"rank": 0, "world_size": 1} if executor == "shard" else {}
+    said = rf"resources.spread = 2: the {executor} executor does not spread .*--executor ray"
+    with pytest.raises(LexsemError, match=said):
+        run_sweep(grid, tmp_path / "out", executor, **shard)
+    assert not (tmp_path / "out").exists()
+    assert run_sweep(grid, tmp_path / "out", executor, spread=1, **shard).complete  # unspread
+
+
 def test_a_spread_that_will_not_pay_says_why(tmp_path: Path, ray_cluster: None) -> None:
     """Two CPU actors and the driver on a Ray of 2 CPUs: a warning, and the job still runs."""
     grid = _grid(tmp_path / "c", "sweepfake:a", 2)
     cores = r"needs 3 cores with the driver; the Ray cluster has 2: they share them"
     with pytest.warns(RuntimeWarning, match=f"spread encoding will not pay here: .*{cores}"):
-        assert run_sweep(grid, tmp_path / "out").complete
+        assert run_sweep(grid, tmp_path / "out", "ray").complete
