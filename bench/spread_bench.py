@@ -7,7 +7,7 @@ actor one CPU (Ray gives it one torch thread). Prints the seconds of each (Ray's
 apart), the ratio one process / spread (above 1: the spread is faster), the texts encoded,
 that the two runs' stores hold the same values (within the fp32 tolerance: the actors run other
 thread counts), and what `lexsem sweep` said of the spread (its warning where the rule of
-`lexsem.sweep.spread_plan.spread_advice` says it will not pay, docs/scale.md).
+`lexsem.sweep.spread.spread_advice` says it will not pay, docs/scale.md).
 
     python bench/spread_bench.py                 # 2 workers
     python bench/spread_bench.py --workers 4 --batch-size 64

@@ -13,17 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
 from builders.sweep_folders import local_ray, same_runs, same_store_rows
 from lexsem.cli.app import app
-from lexsem.engine.request_store import store_rows
+from lexsem.engine.plan import Plan
+from lexsem.engine.request_store import RequestStore, store_rows
+from lexsem.engine.runner import TEXT
+from lexsem.engine.units import UNIT_BATCHES, Encoding, UnitEncoder, batch_ranges
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import Grid, expand
 from lexsem.sweep.runner import run_sweep, with_spread
 from lexsem.sweep.spread import SpreadStats, run_spread_job
-from lexsem.sweep.spread_plan import UNIT_BATCHES, batch_ranges, image_units, text_chunks
 
 ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
 
@@ -75,19 +78,39 @@ def test_units_cover_the_batches_in_order(n_batches: int, workers: int) -> None:
     assert len(ranges) >= min(workers, n_batches)
 
 
-def test_text_chunks_and_image_units_keep_one_process_batches() -> None:
+class _Encoder:
+    """A text encoder of 3 dimensions (its batches: every `batch_size`, in order)."""
+
+    name, fingerprint = "fake", {"backend": "fake"}
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return np.array([[len(t), 1.0, 0.0] for t in texts], np.float32)
+
+
+def test_text_units_keep_one_process_batches_and_fill_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lexsem.engine.units.CHUNK", 10)
     texts = [f"text {'x' * (i % 7)} {i}" for i in range(30)]
-    keys = [f"k{i}" for i in range(30)]
-    n, chunks = text_chunks(texts, keys, {"k3", "k4"}, batch_size=4, workers=3, chunk=10)
-    got = list(chunks)
-    assert n == 28 and [len(c.texts) for c in got] == [10, 10, 8]
-    assert sorted(k for c in got for k in c.keys) == sorted(set(keys) - {"k3", "k4"})
-    for c in got:  # every batch of the chunk in one unit, in order
-        assert [b for r in c.units for b in r] == list(range(-(-len(c.texts) // 4)))
-    missing = [f"m{i}" for i in range(23)]
-    units = image_units(missing, batch_size=4, workers=2)
-    assert [k for u in units for k in u.keys] == missing
-    assert all(len(u.keys) % 4 == 0 for u in units[:-1])  # each starts on a batch boundary
+    model = _Encoder()
+    enc = Encoding(model, {TEXT}, Plan(texts=texts), tmp_path, batch_size=4, workers=3,
+                   images=lambda: None)  # fmt: skip
+    enc.store.put_vectors(enc.units().__next__().keys[:2], np.ones((2, 3), np.float32))
+    enc = Encoding(model, {TEXT}, Plan(texts=texts), tmp_path, batch_size=4, workers=3,
+                   images=lambda: None)  # fmt: skip
+    units, compute = list(enc.units()), UnitEncoder(model)
+    assert enc.n_texts_missing == 28
+    chunks = list(dict.fromkeys(u.keys for u in units))
+    assert [len(c) for c in chunks] == [10, 10, 8]
+    for c in chunks:  # every batch of the chunk in one unit, in order
+        parts = [u.part for u in units if u.keys == c]
+        assert [b for r in parts for b in r] == list(range(-(-len(c) // 4)))  # type: ignore[union-attr]
+    assert all(enc.fill(u, compute(u.shared, u.part)) for u in units)
+    assert enc.n_texts_encoded == 28
+    enc.close()
+    assert list(Encoding(model, {TEXT}, Plan(texts=texts), tmp_path, batch_size=4, workers=3,
+                         images=lambda: None).units()) == []  # fmt: skip
+    assert len(RequestStore(tmp_path, enc.key).get_vectors(list(c for c in chunks[0]))) == 10
 
 
 # -- one process against two actors -------------------------------------------------------------
