@@ -7,7 +7,7 @@ actor one CPU (Ray gives it one torch thread). Prints the seconds of each (Ray's
 apart), the ratio one process / spread (above 1: the spread is faster), the texts encoded,
 that the two runs' stores hold the same values (within the fp32 tolerance: the actors run other
 thread counts), and what `lexsem sweep` said of the spread (its warning where the rule of
-`lexsem.sweep.spread_plan.spread_advice` says it will not pay, docs/scale.md).
+`lexsem.sweep.spread.spread_advice` says it will not pay, docs/scale.md).
 
     python bench/spread_bench.py                 # 2 workers
     python bench/spread_bench.py --workers 4 --batch-size 64
@@ -57,9 +57,9 @@ def _same_values(a: dict[Any, tuple[int, bytes]], b: dict[Any, tuple[int, bytes]
     return True
 
 
-def _timed(grid: Grid, out: Path, lines: list[str]) -> float:
+def _timed(grid: Grid, out: Path, lines: list[str], executor: str = "local") -> float:
     t0 = time.perf_counter()
-    res = run_sweep(grid, out, echo=lines.append)
+    res = run_sweep(grid, out, executor, echo=lines.append)
     assert res.complete, [j.error for j in res.jobs if j.error]
     return time.perf_counter() - t0
 
@@ -84,7 +84,7 @@ def main() -> None:
             grid = _grid(root / "c2", args.workers, args.batch_size, args.model)
             with warnings.catch_warnings(record=True) as said:
                 warnings.simplefilter("always")
-                spread_s = _timed(grid, root / "spread", lines)
+                spread_s = _timed(grid, root / "spread", lines, "ray")
         finally:
             ray.shutdown()
         advice = [str(w.message) for w in said if "spread encoding" in str(w.message)]

@@ -1,8 +1,10 @@
-"""One job's encoding spread over Ray actors (`resources.spread`, `lexsem sweep --spread`)
-gives the run folders and the request store of one process, byte for byte: the real offline
-MiniLM (texts) and a tiny random open_clip (images and captions), on `ray.init(num_cpus=2)`;
-an actor killed mid-encoding is restarted and its unit retried, with the same result; a run
-that would still encode anything after the spread is a failed job."""
+"""One job's encoding spread over Ray actors (`resources.spread`, `lexsem sweep --spread` with
+`--executor ray`) gives the run folders and the request store of one process, within the
+tolerance rule of docs/testing.md (`same_runs`, `same_store_rows`): the real offline MiniLM
+(texts) and a tiny random open_clip (images and captions), on `ray.init(num_cpus=2)`; an actor
+killed mid-encoding is restarted and its unit retried, with the same result; a run that would
+still encode anything after the spread is a failed job; `local` and `shard` refuse a spread
+job before any work."""
 
 from __future__ import annotations
 
@@ -11,17 +13,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
 from builders.sweep_folders import local_ray, same_runs, same_store_rows
 from lexsem.cli.app import app
-from lexsem.engine.request_store import store_rows
+from lexsem.engine.plan import Plan
+from lexsem.engine.request_store import RequestStore, store_rows
+from lexsem.engine.runner import TEXT
+from lexsem.engine.units import UNIT_BATCHES, Encoding, UnitEncoder, batch_ranges
 from lexsem.errors import LexsemError
 from lexsem.sweep.grid import Grid, expand
 from lexsem.sweep.runner import run_sweep, with_spread
 from lexsem.sweep.spread import SpreadStats, run_spread_job
-from lexsem.sweep.spread_plan import UNIT_BATCHES, batch_ranges, image_units, text_chunks
 
 ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
 
@@ -54,8 +59,9 @@ def _spread_and_one_process(tmp_path: Path, model: str, **defaults: Any) -> list
     one = run_sweep(_grid(tmp_path / "c1", model, 1, **defaults), tmp_path / "one")
     assert one.complete, [j.error for j in one.jobs]
     spread = run_sweep(
-        _grid(tmp_path / "c2", model, 2, **defaults), tmp_path / "spread", echo=lines.append
-    )
+        _grid(tmp_path / "c2", model, 2, **defaults), tmp_path / "spread", "ray",
+        echo=lines.append,
+    )  # fmt: skip
     assert spread.complete, [j.error for j in spread.jobs]
     same_runs(tmp_path / "one", tmp_path / "spread")
     same_store_rows(store_rows(tmp_path / "c2"), store_rows(tmp_path / "c1"))
@@ -72,19 +78,39 @@ def test_units_cover_the_batches_in_order(n_batches: int, workers: int) -> None:
     assert len(ranges) >= min(workers, n_batches)
 
 
-def test_text_chunks_and_image_units_keep_one_process_batches() -> None:
+class _Encoder:
+    """A text encoder of 3 dimensions (its batches: every `batch_size`, in order)."""
+
+    name, fingerprint = "fake", {"backend": "fake"}
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        return np.array([[len(t), 1.0, 0.0] for t in texts], np.float32)
+
+
+def test_text_units_keep_one_process_batches_and_fill_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("lexsem.engine.units.CHUNK", 10)
     texts = [f"text {'x' * (i % 7)} {i}" for i in range(30)]
-    keys = [f"k{i}" for i in range(30)]
-    n, chunks = text_chunks(texts, keys, {"k3", "k4"}, batch_size=4, workers=3, chunk=10)
-    got = list(chunks)
-    assert n == 28 and [len(c.texts) for c in got] == [10, 10, 8]
-    assert sorted(k for c in got for k in c.keys) == sorted(set(keys) - {"k3", "k4"})
-    for c in got:  # every batch of the chunk in one unit, in order
-        assert [b for r in c.units for b in r] == list(range(-(-len(c.texts) // 4)))
-    missing = [f"m{i}" for i in range(23)]
-    units = image_units(missing, batch_size=4, workers=2)
-    assert [k for u in units for k in u.keys] == missing
-    assert all(len(u.keys) % 4 == 0 for u in units[:-1])  # each starts on a batch boundary
+    model = _Encoder()
+    enc = Encoding(model, {TEXT}, Plan(texts=texts), tmp_path, batch_size=4, workers=3,
+                   images=lambda: None)  # fmt: skip
+    enc.store.put_vectors(enc.units().__next__().keys[:2], np.ones((2, 3), np.float32))
+    enc = Encoding(model, {TEXT}, Plan(texts=texts), tmp_path, batch_size=4, workers=3,
+                   images=lambda: None)  # fmt: skip
+    units, compute = list(enc.units()), UnitEncoder(model)
+    assert enc.n_texts_missing == 28
+    chunks = list(dict.fromkeys(u.keys for u in units))
+    assert [len(c) for c in chunks] == [10, 10, 8]
+    for c in chunks:  # every batch of the chunk in one unit, in order
+        parts = [u.part for u in units if u.keys == c]
+        assert [b for r in parts for b in r] == list(range(-(-len(c) // 4)))  # type: ignore[union-attr]
+    assert all(enc.fill(u, compute(u.shared, u.part)) for u in units)
+    assert enc.n_texts_encoded == 28
+    enc.close()
+    assert list(Encoding(model, {TEXT}, Plan(texts=texts), tmp_path, batch_size=4, workers=3,
+                         images=lambda: None).units()) == []  # fmt: skip
+    assert len(RequestStore(tmp_path, enc.key).get_vectors(list(c for c in chunks[0]))) == 10
 
 
 # -- one process against two actors -------------------------------------------------------------
@@ -117,7 +143,7 @@ def test_an_actor_killed_mid_encoding_is_retried_with_the_same_result(
     marker.touch()  # the one-process run: the marker exists, nothing is killed
     assert run_sweep(_grid(tmp_path / "c1", model, 1), tmp_path / "one").complete
     marker.unlink()
-    res = run_sweep(_grid(tmp_path / "c2", model, 2), tmp_path / "spread", max_retries=1)
+    res = run_sweep(_grid(tmp_path / "c2", model, 2), tmp_path / "spread", "ray", max_retries=1)
     assert marker.exists()  # an actor killed itself mid-encoding
     assert res.complete, [j.error for j in res.jobs]
     same_runs(tmp_path / "one", tmp_path / "spread")
@@ -129,10 +155,10 @@ def test_an_actor_lost_more_often_than_retried_fails_its_job_alone(
 ) -> None:
     marker = tmp_path / "crash.marker"
     grid = _grid(tmp_path / "c", f"sweepfake:a?crash_marker={marker}", 2)
-    res = run_sweep(grid, tmp_path / "out", max_retries=0)
+    res = run_sweep(grid, tmp_path / "out", "ray", max_retries=0)
     (job,) = res.jobs
     assert job.status == "failed" and "spread worker was lost" in (job.error or "")
-    assert run_sweep(grid, tmp_path / "out").complete  # the rerun finishes it
+    assert run_sweep(grid, tmp_path / "out", "ray").complete  # the rerun finishes it
 
 
 # -- checks -------------------------------------------------------------------------------------
@@ -165,9 +191,23 @@ def test_spread_settings_are_bounded_and_need_the_store(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--spread" in res.output
 
 
+@pytest.mark.parametrize("executor", ["local", "shard"])
+def test_an_executor_that_does_not_spread_refuses_a_spread_job_before_any_work(
+    tmp_path: Path, executor: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray started"))
+    grid = _grid(tmp_path / "c", "sweepfake:a", 2)
+    shard = {"rank": 0, "world_size": 1} if executor == "shard" else {}
+    said = rf"resources.spread = 2: the {executor} executor does not spread .*--executor ray"
+    with pytest.raises(LexsemError, match=said):
+        run_sweep(grid, tmp_path / "out", executor, **shard)
+    assert not (tmp_path / "out").exists()
+    assert run_sweep(grid, tmp_path / "out", executor, spread=1, **shard).complete  # unspread
+
+
 def test_a_spread_that_will_not_pay_says_why(tmp_path: Path, ray_cluster: None) -> None:
     """Two CPU actors and the driver on a Ray of 2 CPUs: a warning, and the job still runs."""
     grid = _grid(tmp_path / "c", "sweepfake:a", 2)
     cores = r"needs 3 cores with the driver; the Ray cluster has 2: they share them"
     with pytest.warns(RuntimeWarning, match=f"spread encoding will not pay here: .*{cores}"):
-        assert run_sweep(grid, tmp_path / "out").complete
+        assert run_sweep(grid, tmp_path / "out", "ray").complete

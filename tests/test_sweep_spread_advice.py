@@ -4,7 +4,7 @@ that one process is faster; GPU actors and big jobs on enough cores get none."""
 
 from __future__ import annotations
 
-from lexsem.sweep.spread_plan import spread_advice
+from lexsem.sweep.spread import spread_advice
 
 
 def _advice(n: int, workers: int, cpus: float = 1, gpus: float = 0, cores: float = 16) -> str:

@@ -55,5 +55,6 @@ class SweepConfig(BaseModel):
         ge=1,
         le=MAX_SPREAD,
         description="Spread each job's text and image encoding over this many Ray actors "
-        "(default: each job's resources.spread; results as one process).",
+        "(default: each job's resources.spread; results as one process; needs --executor ray, "
+        "1 runs every job in one process).",
     )

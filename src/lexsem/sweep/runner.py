@@ -123,8 +123,9 @@ def run_sweep(
     folder afterwards (also in `OUT/sweep.json`). `stores`: `shared` or `per-job` (default:
     the executor's, `per-job` on Ray, else `shared`; see `lexsem.sweep.job_run`). `dry_run`:
     say which jobs would run, write nothing. `spread`: the Ray actors every job's encoding is
-    spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread`. `extend`:
-    add the grid's jobs to a folder holding another grid's sweep (else refused). Ctrl-C
+    spread over (`lexsem.sweep.spread`), instead of each job's `resources.spread` (an
+    executor that does not spread, `Executor.spreads`, refuses a spread job before any work).
+    `extend`: add the grid's jobs to a folder holding another grid's sweep (else refused). Ctrl-C
     stops it, keeping every job's run that ended, and says how to resume."""
     source = None if isinstance(grid, Grid) else grid
     if not isinstance(grid, Grid):
@@ -137,6 +138,13 @@ def run_sweep(
     import_plugins(grid.plugins)  # before the executor and the check: a plugin may register
     ex = get_executor(executor)
     check_jobs(jobs, source)  # every model, benchmark, subset and task, before any work
+    wide = next((job for job in jobs if job.resources.spread > 1), None)
+    if wide is not None and not ex.spreads:
+        raise LexsemError(
+            f"job {wide.id}: resources.spread = {wide.resources.spread}: the {executor} "
+            "executor does not spread a job's encoding; use --executor ray, or --spread 1 to "
+            "run it in one process"
+        )
 
     def report(status: JobStatus) -> None:
         write_status(out, status)
@@ -175,12 +183,8 @@ def _run(
     merge: dict[str, Any] | None = None
     stopped: KeyboardInterrupt | None = None
     try:
-        spread_jobs = [job for job in todo if job.resources.spread > 1]
-        if spread_jobs:
-            _spread(spread_jobs, ctx)
-        rest = [job for job in todo if job.resources.spread == 1]
-        if rest:
-            ex.run(rest, ctx)
+        if todo:
+            ex.run(todo, ctx)
     except KeyboardInterrupt as exc:  # Ctrl-C: what ended is kept; say how to resume
         stopped = exc
     finally:
@@ -239,28 +243,6 @@ def with_spread(jobs: list[Job], spread: int) -> list[Job]:
         res = job.resources.model_copy(update={"spread": spread})
         out.append(job.model_copy(update={"resources": res}))
     return out
-
-
-def _spread(jobs: list[Job], ctx: SweepContext) -> None:
-    """Run `jobs` here, one after another, each job's encoding spread over its Ray actors
-    (`lexsem.sweep.spread`), its run through the main store."""
-    from lexsem.sweep.executors.ray import connect
-    from lexsem.sweep.spread import run_spread_job
-
-    started = connect(ctx.address)
-    try:
-        for job in jobs:
-            ctx.report(
-                run_spread_job(
-                    job, ctx.out, spread=job.resources.spread, max_retries=ctx.max_retries,
-                    rank=ctx.rank, executor=ctx.executor, echo=ctx.echo,
-                )
-            )  # fmt: skip
-    finally:
-        if started:
-            import ray
-
-            ray.shutdown()
 
 
 def _skip_done(jobs: list[Job], ctx: SweepContext) -> list[Job]:

@@ -1,27 +1,26 @@
-"""Spread one job's encoding over Ray actors, with the results of one process.
+"""Spread one job's encoding over Ray actors, with the results of one process: the `ray`
+executor's spread jobs (`Executor.spreads`).
 
 For a job whose `resources.spread` is N > 1 (or `lexsem sweep --spread N`), the process that
-runs the sweep plans the job's unique requests with the Evaluator's own planning
-(`Evaluator.plan`), finds what the model's request store already holds, and splits the rest
-into units of whole batches, the batches one process makes (`lexsem.sweep.spread_plan`).
-N actors (`lexsem.sweep.spread_worker`), each with the job's resources and the model loaded
-once, encode the units; each result is written to the main request store under the keys one
-process uses, as it arrives. Then `Evaluator(config).run(model)` finds every embedding stored
-and encodes nothing (checked: a job whose run encodes anything fails). Every encoder call sees
-the batch it sees in one process, so the vectors, the per-item results and the run record
-(but its timings) are those of one process.
+runs the sweep plans the job's requests with the Evaluator's own planning (`Evaluator.plan`)
+and hands them to the engine's public step for spreading (`lexsem.engine.units.Encoding`),
+which finds what the model's request store already holds and cuts the rest into units of
+whole batches, the batches one process makes. N actors (`SpreadWorker`), each with the job's
+resources and the model loaded once, compute the units (`lexsem.engine.units.UnitEncoder`);
+each result is written to the main request store (`Encoding.fill`) as it arrives. Then
+`Evaluator(config).run(model)` finds every embedding stored and encodes nothing (checked: a
+job whose run encodes anything fails). Every encoder call sees the batch it sees in one
+process, so the vectors agree with one process's within the fp32 tolerance (docs/testing.md).
 
-What is spread: the text embeddings of a text encoder and the image (and caption) embeddings
-of a dual encoder. Other requests (pair scorers, blind scorers, chat models) are made by the
-job's own run, in one process. An actor lost mid-unit (a node gone, a process killed) is
-restarted and its unit retried, up to `max_retries` times. An image that cannot be read or
-decoded is left to the job's run, which raises or skips it as in one process. Where the spread
-will not pay (`lexsem.sweep.spread_plan.spread_advice`: CPU actors that need more cores than
-the Ray cluster has, or under two batches per actor), a warning says so as the actors start.
+An actor lost mid-unit (a node gone, a process killed) is restarted and its unit retried, up to
+`max_retries` times. Where the spread will not pay (`spread_advice`: CPU actors that need more
+cores than the Ray cluster has, or under two batches per actor), a warning says so as the
+actors start.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -29,30 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from lexsem.config import EvalConfig
-from lexsem.engine.image_scan import pixel_limit, scan_for
-from lexsem.engine.keys import content_key
-from lexsem.engine.request_store import RequestStore
-from lexsem.engine.runner import CHAT_SCORES, IMAGE, PAIR, SCORER, TEXT
-from lexsem.errors import LexsemError, ModelError
-from lexsem.evaluator import Evaluator, Planned
-from lexsem.images.refs import ImageError, ResolvedImage
+from lexsem.engine.units import Encoding, Unit, UnitEncoder
+from lexsem.errors import LexsemError
+from lexsem.evaluator import Evaluator
 from lexsem.models.protocols import fingerprint_key
 from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.sweep.grid import Job, Resources
-from lexsem.sweep.job_run import evaluate, job_status, one_line, save_results
+from lexsem.sweep.job_run import evaluate, import_plugins, job_status, one_line, save_results
 from lexsem.sweep.record import JobStatus, worker_name
-from lexsem.sweep.spread_plan import image_units, spread_advice, text_chunks
-from lexsem.sweep.spread_worker import SpreadWorker, Unreadable
 
-__all__ = ["IN_FLIGHT", "SpreadStats", "run_spread_job", "spread_encode"]
+__all__ = ["IN_FLIGHT", "SpreadStats", "SpreadWorker", "run_spread_job", "spread_advice",
+           "spread_encode"]  # fmt: skip
 
 IN_FLIGHT = 2  # units queued per actor: the next is ready when one ends
-
-# a unit: how to start it on an actor, and what to do with its result (False: stop)
-Unit = tuple[Callable[[Any], Any], Callable[[Any], bool]]
 
 
 @dataclass
@@ -67,6 +56,28 @@ class SpreadStats:
     n_texts_missing: int = 0  # what the store lacked when the units were planned
     n_images_missing: int = 0
     seconds: float = 0.0
+
+
+class SpreadWorker:
+    """A Ray actor: loads the model `spec` once and computes units (`UnitEncoder`); it never
+    writes a store (the driver does)."""
+
+    def __init__(
+        self, spec: str, *, device: str | None, dtype: str | None, offline: bool,
+        plugins: tuple[str, ...] = (),
+    ) -> None:  # fmt: skip
+        from lexsem.models.factory import load_model
+
+        import_plugins(plugins)
+        self.model = load_model(spec, device=device, dtype=dtype, offline=offline)
+        self.compute = UnitEncoder(self.model)
+
+    def fingerprint_key(self) -> str:
+        """The key of the model's fingerprint here (the driver checks it is its own)."""
+        return fingerprint_key(self.model.fingerprint)
+
+    def unit(self, shared: tuple[Any, ...], part: range | None) -> Any:
+        return self.compute(shared, part)
 
 
 class _Pool:
@@ -88,16 +99,8 @@ class _Pool:
         if resources.memory is not None:
             options["memory"] = resources.memory
         actor = ray.remote(SpreadWorker).options(**options)
-        self.actors = [
-            actor.remote(
-                spec,
-                device=config.device,
-                dtype=config.dtype,
-                offline=config.offline,
-                plugins=plugins,
-            )
-            for _ in range(workers)
-        ]
+        kw = {"device": config.device, "dtype": config.dtype, "offline": config.offline}
+        self.actors = [actor.remote(spec, plugins=plugins, **kw) for _ in range(workers)]
 
     def check(self, key: str) -> None:
         """Every actor's model has the fingerprint `key` (the driver's)."""
@@ -110,14 +113,14 @@ class _Pool:
                     "give every node the same weights and lexsem"
                 )
 
-    def run(self, units: Iterable[Unit]) -> int:
-        """Run `units`; the number run. A handler returning False stops new units."""
+    def run(self, units: Iterable[Unit], fill: Callable[[Unit, Any], bool]) -> int:
+        """Run `units`; the number run. `fill` returning False stops new units."""
         import ray
 
         todo: Iterator[Unit] = iter(units)
-        running: dict[Any, tuple[Any, Callable[[Any], bool]]] = {}
+        running: dict[Any, tuple[Any, Unit]] = {}
         load = {id(a): 0 for a in self.actors}
-        n, stop = 0, False
+        n, stop, shared = 0, False, (None, None)  # the last unit's shared part, put once
         try:
             while True:
                 while not stop:
@@ -128,16 +131,17 @@ class _Pool:
                     if unit is None:
                         stop = True
                         break
-                    start, handle = unit
-                    running[start(actor)] = (actor, handle)
+                    if shared[0] is not unit.shared:
+                        shared = (unit.shared, ray.put(unit.shared))
+                    running[actor.unit.remote(shared[1], unit.part)] = (actor, unit)
                     load[id(actor)] += 1
                 if not running:
                     return n
                 (ref,), _ = ray.wait(list(running), num_returns=1)
-                actor, handle = running.pop(ref)
+                actor, unit = running.pop(ref)
                 load[id(actor)] -= 1
                 n += 1
-                if not handle(_get(ray.get, ref)):
+                if not fill(unit, _get(ray.get, ref)):
                     stop = True
         finally:
             for ref in running:
@@ -179,61 +183,31 @@ def spread_encode(
     t0 = time.perf_counter()
     ev = evaluator or Evaluator(config)
     planned = ev.plan(model)
-    stats = SpreadStats(workers=workers)
-    caps = planned.caps
-    do_texts = TEXT in caps and SCORER not in caps and bool(planned.plan.texts)
-    do_images = IMAGE in caps and not caps & {PAIR, CHAT_SCORES} and bool(planned.plan.pairs)
-    if not (do_texts or do_images):
-        return stats
-    key = fingerprint_key(planned.model.fingerprint)
-    store = RequestStore(default_cache_dir(config.cache_dir), key)
-    pool: _Pool | None = None
-
+    enc = Encoding(
+        planned.model, planned.caps, planned.plan, default_cache_dir(config.cache_dir),
+        batch_size=config.batch_size, workers=workers, images=ev.image_store,
+        skip_bad_images=config.skip_bad_images, num_workers=config.num_workers,
+        exif_transpose=config.exif_transpose,
+    )  # fmt: skip
     res = resources or Resources()
-
-    def started() -> _Pool:
-        nonlocal pool
-        if pool is None:
-            _advise(stats, config, workers, res)
-            pool = _Pool(model, config, workers, res, plugins, max_retries)
-            pool.check(key)
-        return pool
-
+    units, pool, n = enc.units(), None, 0
     try:
-        dim: list[int] = []
-        if do_texts:
-            units = _text_units(planned, store, config, workers, stats, dim)
-            stats.units += _run_lazily(started, units)
-        if do_images:
-            units = _image_units(ev, planned, store, config, workers, stats, dim)
-            stats.units += _run_lazily(started, units)
+        first = next(units, None)  # the pool starts only when there is a unit
+        if first is not None:
+            _advise(enc.n_texts_missing + enc.n_images_missing, config, workers, res)
+            pool = _Pool(model, config, workers, res, plugins, max_retries)
+            pool.check(enc.key)
+            n = pool.run(_chain(first, units), enc.fill)
     finally:
-        store.close()
+        enc.close()
         if pool is not None:
             pool.close()
-    stats.seconds = time.perf_counter() - t0
-    return stats
-
-
-def _advise(stats: SpreadStats, config: EvalConfig, workers: int, res: Resources) -> None:
-    """A warning where the spread will not pay (`spread_advice`), as the actors start."""
-    import ray
-
-    why = spread_advice(
-        stats.n_texts_missing + stats.n_images_missing, batch_size=config.batch_size,
-        workers=workers, cpus_per_actor=res.num_cpus, gpus_per_actor=res.num_gpus,
-        cluster_cpus=float(ray.cluster_resources().get("CPU", 0.0)),
+    return SpreadStats(
+        workers=workers, units=n, n_texts_encoded=enc.n_texts_encoded,
+        n_images_encoded=enc.n_images_encoded, n_images_failed=enc.n_images_failed,
+        n_texts_missing=enc.n_texts_missing, n_images_missing=enc.n_images_missing,
+        seconds=time.perf_counter() - t0,
     )  # fmt: skip
-    if why is not None:
-        warnings.warn(f"spread encoding will not pay here: {why}", RuntimeWarning, stacklevel=2)
-
-
-def _run_lazily(pool: Callable[[], _Pool], units: Iterator[Unit]) -> int:
-    """Run `units` on the pool, started only when there is a first unit."""
-    first = next(units, None)
-    if first is None:
-        return 0
-    return pool().run(_chain(first, units))
 
 
 def _chain(first: Unit, rest: Iterator[Unit]) -> Iterator[Unit]:
@@ -241,102 +215,45 @@ def _chain(first: Unit, rest: Iterator[Unit]) -> Iterator[Unit]:
     yield from rest
 
 
-def _same_dim(dim: list[int], vecs: np.ndarray, model: str) -> None:
-    """Every vector of the store has one dimension (the first seen, or the store's)."""
-    if not dim:
-        dim.append(int(vecs.shape[1]))
-    elif vecs.shape[1] != dim[0]:
-        raise ModelError(
-            f"encoder {model!r} returned dimension {vecs.shape[1]}, expected {dim[0]} "
-            "(from the store or earlier batches)"
-        )
-
-
-def _text_units(
-    planned: Planned, store: RequestStore, config: EvalConfig, workers: int,
-    stats: SpreadStats, dim: list[int],
-) -> Iterator[Unit]:  # fmt: skip
+def _advise(n_missing: int, config: EvalConfig, workers: int, res: Resources) -> None:
+    """A warning where the spread will not pay (`spread_advice`), as the actors start."""
     import ray
 
-    texts = planned.plan.texts
-    keys = [content_key("text", t) for t in texts]
-    found = store.get_vectors(keys)
-    if found:
-        dim.append(len(next(iter(found.values()))))
-    n, chunks = text_chunks(texts, keys, found, batch_size=config.batch_size, workers=workers)
-    stats.n_texts_missing += n
-    del found
-    name, bs = planned.spec, config.batch_size
-    for chunk in chunks:
-        ref = ray.put(chunk.texts)
-
-        def handle(result: Any, chunk_keys: list[str] = chunk.keys) -> bool:
-            for idx, vecs in result:
-                _same_dim(dim, vecs, name)
-                store.put_vectors([chunk_keys[i] for i in idx], vecs)
-                stats.n_texts_encoded += len(idx)
-            return True
-
-        for r in chunk.units:
-            yield (
-                lambda a, i=chunk.index, ref=ref, r=r: a.texts.remote(i, ref, r, bs),
-                handle,
-            )
+    why = spread_advice(
+        n_missing, batch_size=config.batch_size, workers=workers, cpus_per_actor=res.num_cpus,
+        gpus_per_actor=res.num_gpus, cluster_cpus=float(ray.cluster_resources().get("CPU", 0.0)),
+    )  # fmt: skip
+    if why is not None:
+        warnings.warn(f"spread encoding will not pay here: {why}", RuntimeWarning, stacklevel=2)
 
 
-def _bytes_of(src: ResolvedImage) -> ResolvedImage | Unreadable:
-    """The image `src` with its bytes (the workers need no file system of the driver's), or
-    the failure reading it."""
-    try:
-        return ResolvedImage(src.ref, data=src.read())
-    except ImageError as exc:
-        return Unreadable(src.ref, exc.reason, exc.detail)
+def spread_advice(
+    n_missing: int, *, batch_size: int, workers: int, cpus_per_actor: float, gpus_per_actor: float,
+    cluster_cpus: float,
+) -> str | None:  # fmt: skip
+    """Why spreading a job's encoding will not pay, or None where it may. The rule:
 
-
-def _image_units(
-    ev: Evaluator, planned: Planned, store: RequestStore, config: EvalConfig, workers: int,
-    stats: SpreadStats, dim: list[int],
-) -> Iterator[Unit]:  # fmt: skip
-    images = ev.image_store()
-    plan, bs = planned.plan, config.batch_size
-    on_error = "skip" if config.skip_bad_images else "raise"
-    n_workers = 0 if config.num_workers is None else config.num_workers
-    failed: list[bool] = []
-    limit = pixel_limit(images)
-
-    def handle(result: Any) -> bool:
-        for keys, vecs, failures in result:
-            if vecs is not None:
-                _same_dim(dim, vecs, planned.spec)
-                store.put_vectors(keys, vecs)
-                stats.n_images_encoded += len(keys)
-            stats.n_images_failed += len(failures)
-            if failures and (on_error == "raise" or any(r == "preprocess" for _, r, _ in failures)):
-                failed.append(True)  # the job's run raises it, as one process does
-        return not failed
-
-    for profile, pairs in plan.pairs.items():
-        refs = list(dict.fromkeys(r for r, _ in pairs))
-        scan = scan_for(
-            planned.model, refs, images, store, on_error=on_error, labels=plan.labels,
-            exif_transpose=config.exif_transpose, profiles=profile, batch_size=bs,
-        )  # fmt: skip
-        keys = list(scan.source_of)
-        found = store.get_vectors(keys)
-        if found and not dim:
-            dim.append(len(next(iter(found.values()))))
-        missing = [k for k in keys if k not in found]
-        stats.n_images_missing += len(missing)
-        del found
-        for unit in image_units(missing, batch_size=bs, workers=workers):
-            if failed:
-                return
-            entries = [(k, _bytes_of(scan.source_of[k])) for k in unit.keys]
-            profiles = {k: scan.profile_of[k] for k in unit.keys if k in scan.profile_of}
-            yield (
-                lambda a, e=entries, p=profiles: a.images.remote(e, p, limit, bs, n_workers),
-                handle,
-            )
+    - CPU actors that, with the driver, need more cores than the cluster has
+      (`workers` × `cpus_per_actor` + 1 > `cluster_cpus`) share them: each gets a slice of what
+      one process uses whole, and loads a model of its own (docs/scale.md has measurements);
+    - a job with fewer than two batches per actor to encode spends more on the actors'
+      start-up (each loads the model) than it saves.
+    """
+    n_batches = math.ceil(n_missing / batch_size) if batch_size > 0 else 0
+    if gpus_per_actor == 0 and workers * max(cpus_per_actor, 1) + 1 > cluster_cpus:
+        return (
+            f"spreading over {workers} actors of {cpus_per_actor:g} CPU each needs "
+            f"{workers * max(cpus_per_actor, 1) + 1:g} cores with the driver; the Ray cluster "
+            f"has {cluster_cpus:g}: they share them; expect no speed-up over one process "
+            "(--spread 1) unless other work loads the cores"
+        )
+    if n_batches < 2 * workers:
+        return (
+            f"only {n_missing} to encode ({n_batches} batches of {batch_size}) over {workers} "
+            "actors: each loads the model for under two batches; one process (--spread 1) is "
+            f"faster below {2 * workers * batch_size}"
+        )
+    return None
 
 
 def run_spread_job(

@@ -5,7 +5,9 @@ the job ends: `run_sweep` has already skipped the jobs that are done, records ea
 merges the per-job request stores afterwards. The one signature, `run(jobs, ctx)`, serves
 every executor; `SweepContext` carries everything a sweep's options say (the sweep folder, the
 store mode, the Ray address, the shard rank). An executor that runs only a part of the grid in
-each process (`shard`) also says which part (`select`) and sets `partial`.
+each process (`shard`) also says which part (`select`) and sets `partial`. An executor that
+spreads a job's encoding over workers (`ray`, `lexsem.sweep.spread`) sets `spreads`; the
+others never get a job of `resources.spread` > 1 (`run_sweep` refuses it before any work).
 
 A new executor is a class with `run` (subclass `Executor` for the defaults of the rest), an
 instance of it, and one line in `lexsem.sweep.executors.catalog` (or `EXECUTORS.add` in a
@@ -67,6 +69,7 @@ class Executor(Protocol):
     stores: ClassVar[StoreMode] = "shared"  # the store mode when the sweep names none
     partial: ClassVar[bool] = False  # True: each process runs a part (`select`); the stores
     # are merged by a later whole (non-partial) run of the sweep
+    spreads: ClassVar[bool] = False  # True: `run` also takes jobs of `resources.spread` > 1
 
     def select(self, jobs: list[Job], ctx: SweepContext) -> tuple[list[Job], SweepContext]:
         """The jobs this process answers for, and the context to run them with (all of
@@ -75,7 +78,7 @@ class Executor(Protocol):
         return jobs, ctx
 
     def run(self, jobs: list[Job], ctx: SweepContext) -> None:
-        """Run `jobs` (none of them done; spread jobs are not among them), calling
+        """Run `jobs` (none of them done; spread ones only where `spreads`), calling
         `ctx.report(status)` once per job as it ends. A job's own error is its `failed`
         status, never an exception."""
         ...

@@ -40,6 +40,7 @@ from lexsem.sweep.job_run import (
     store_seed,
 )
 from lexsem.sweep.record import JobStatus, worker_name
+from lexsem.sweep.spread import run_spread_job
 
 __all__ = ["EXECUTOR", "Ray", "connect"]
 
@@ -116,9 +117,12 @@ def _loopback() -> Iterator[None]:
 
 
 class Ray(Executor):
-    """One Ray task per job; each status reported as its task ends (in any order)."""
+    """One Ray task per job; each status reported as its task ends (in any order). A job of
+    `resources.spread` > 1 runs first, in the driver, its encoding spread over that many
+    actors (`lexsem.sweep.spread`), the spread jobs one after another."""
 
     stores = "per-job"  # the workers need no cache shared with the driver
+    spreads = True
 
     def run(self, jobs: list[Job], ctx: SweepContext) -> None:
         import ray
@@ -127,8 +131,15 @@ class Ray(Executor):
         refs: dict[Any, Job] = {}
         seeds: dict[tuple[object, ...], Any] = {}  # one snapshot per model and cache
         try:
+            for job in [job for job in jobs if job.resources.spread > 1]:
+                ctx.report(
+                    run_spread_job(
+                        job, ctx.out, spread=job.resources.spread, max_retries=ctx.max_retries,
+                        rank=ctx.rank, executor=ctx.executor, echo=ctx.echo,
+                    )
+                )  # fmt: skip
             task = ray.remote(ray_job)
-            for job in jobs:
+            for job in [job for job in jobs if job.resources.spread == 1]:
                 cfg = job.config
                 seed_key = (job.model, cfg.cache_dir, cfg.device, cfg.dtype, cfg.offline)
                 if ctx.stores == "per-job" and seed_key not in seeds:
