@@ -1,7 +1,8 @@
 """`lexsem list`: benchmarks (with subsets and tasks), model aliases, tasks, model backends
 (spec prefix, what to install, options), the `FORMAT:PATH` file formats (fields and a minimal
-file), and the registered recipes, stages, study kinds, sweep executors and paper tables: one
-entry a line, its name first (`models`: after a header line, with whether each alias can run
+file), the registered recipes, stages, study kinds, sweep executors and paper tables, and the
+plugins loaded (`lexsem.plugins`): one entry a line, its name first, a plugin's entry marked
+`(plugin: NAME)` (`models`: after a header line, with whether each alias can run
 here). Nothing here imports torch, but `list models` asks each alias's backend whether its files
 are here, and the open_clip backend reads its registry facts from open_clip the first time
 (then from their memo, `models/backends/openclip/facts.py`)."""
@@ -148,7 +149,11 @@ def _executors() -> None:
         note = EXECUTORS.plugin_note(name)
         text = ""
         if note:
-            text = _first_line(type(EXECUTORS.get(name)).__doc__).split(". ")[0]
+            import sys
+
+            cls = type(EXECUTORS.get(name))
+            doc = cls.__doc__ or getattr(sys.modules.get(cls.__module__), "__doc__", None)
+            text = _first_line(doc).split(". ")[0].rstrip(".")
         elif (spec := importlib.util.find_spec(f"lexsem.sweep.executors.{name}")) and spec.origin:
             import ast
             from pathlib import Path

@@ -13,6 +13,8 @@ from lexsem.sweep.job_run import run_job
 
 
 class Reverse(Executor):
+    """The jobs still to run in reverse order, one after another, in this process."""
+
     def run(self, jobs: list[Job], ctx: SweepContext) -> None:
         for job in reversed(jobs):
             status = run_job(

@@ -27,6 +27,11 @@ class BagOfWords:
         self.name = name or f"bow:{spec.name}"
         self.dim = int(spec.get("dim"))
 
+    @classmethod
+    def offline_needs(cls, spec: Any) -> str | None:
+        """What building `spec`'s model here needs beyond lexsem: nothing (no files)."""
+        return None
+
     @property
     def fingerprint(self) -> dict[str, Any]:
         """Everything that changes the vectors (the key of the model's request store)."""
