@@ -298,3 +298,14 @@ def test_the_installed_example_plugin_is_seen_by_every_command(venv: Path, tmp_p
     _lexsem(venv, tmp_path, "reproduce", "word_swaps_table", "-o", "rep", "-q")
     comparison = (tmp_path / "rep" / "comparison.csv").read_text()
     assert "Bag of words" in comparison and "Replace" in comparison
+
+
+def test_the_doc_shows_the_example_package() -> None:
+    """docs/extending.md shows the example package's registrations and entry point as they are."""
+    doc = (ROOT / "docs" / "extending.md").read_text()
+    init = PACKAGE / "src" / "lexsem_example_plugin" / "__init__.py"
+    assert init.read_text() in doc
+    assert '[project.entry-points."lexsem.plugins"]\nexample = "lexsem_example_plugin"' in doc
+    assert '[project.entry-points."lexsem.plugins"]\nexample = "lexsem_example_plugin"' in (
+        PACKAGE / "pyproject.toml"
+    ).read_text()
