@@ -306,6 +306,7 @@ def test_the_doc_shows_the_example_package() -> None:
     init = PACKAGE / "src" / "lexsem_example_plugin" / "__init__.py"
     assert init.read_text() in doc
     assert '[project.entry-points."lexsem.plugins"]\nexample = "lexsem_example_plugin"' in doc
-    assert '[project.entry-points."lexsem.plugins"]\nexample = "lexsem_example_plugin"' in (
-        PACKAGE / "pyproject.toml"
-    ).read_text()
+    assert (
+        '[project.entry-points."lexsem.plugins"]\nexample = "lexsem_example_plugin"'
+        in (PACKAGE / "pyproject.toml").read_text()
+    )
