@@ -6,6 +6,7 @@ warning line and the command goes on; a plugin the user named that fails is an e
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -190,9 +191,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (Path(site) / "lexsem-checkout.pth").write_text(
         f"{ROOT / 'src'}\n{sysconfig.get_paths()['purelib']}\n"
     )
+    source = tmp_path_factory.mktemp("package") / PACKAGE.name  # the checkout stays unwritten
+    shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     subprocess.run(
         [python, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         str(PACKAGE)],
+         str(source)],
         check=True, capture_output=True,
     )  # fmt: skip
     return python
