@@ -8,11 +8,13 @@ import functools
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 import typer.rich_utils
 
+from lexsem import plugins
 from lexsem.cli.annotate import ANNOTATE_COMMANDS, annotate_app
 from lexsem.cli.annotate_stats import STATS_COMMANDS
 from lexsem.cli.ask import ask
@@ -69,10 +71,42 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @app.callback()
-def _main() -> None:
+def _main(
+    plugin: Annotated[
+        list[str],
+        typer.Option(
+            "--plugin",
+            help="A plugin to load: a module, or the path of a .py file, that registers "
+            "backends, benchmarks, tasks, stages, study kinds, executors or tables "
+            "(repeatable; also LEXSEM_PLUGINS; installed plugins load by themselves: "
+            "lexsem list plugins).",
+            metavar="MODULE_OR_PATH",
+        ),
+    ] = [],  # noqa: B006  (typer's way of a repeatable option)
+) -> None:
     """Runs before any command's own parsing, so before its `--help`: a piped `--help` gets
-    PIPED_HELP_WIDTH columns instead of rich's 80."""
+    PIPED_HELP_WIDTH columns instead of rich's 80. Loads the plugins (installed, `LEXSEM_PLUGINS`,
+    `--plugin`): a plugin the user named that fails is one line and exit status 2."""
     help_width_when_piped()
+    try:
+        with warning_lines(lambda text: typer.echo(redact(text), err=True)):
+            load_cli_plugins(plugin)
+    except LexsemError as exc:
+        typer.echo(redact(f"error: {exc}"), err=True)
+        raise typer.Exit(2) from None
+
+
+def load_cli_plugins(values: list[str]) -> None:
+    """Load the installed plugins and `LEXSEM_PLUGINS`, then `--plugin`'s, which join
+    `LEXSEM_PLUGINS` (as absolute paths where they are files) so that the command's worker
+    processes load them too."""
+    plugins.ensure_loaded()
+    if not values:
+        return
+    plugins.load(values, "--plugin")
+    given = [str(Path(v).resolve()) if v.endswith(".py") else v for v in values]
+    have = plugins.split_env(os.environ.get(plugins.ENV))
+    os.environ[plugins.ENV] = ",".join([*have, *(v for v in given if v not in have)])
 
 
 def help_width_when_piped() -> None:

@@ -1,7 +1,8 @@
 """`lexsem list`: benchmarks (with subsets and tasks), model aliases, tasks, model backends
 (spec prefix, what to install, options), the `FORMAT:PATH` file formats (fields and a minimal
-file), and the registered recipes, stages, study kinds, sweep executors and paper tables: one
-entry a line, its name first (`models`: after a header line, with whether each alias can run
+file), the registered recipes, stages, study kinds, sweep executors and paper tables, and the
+plugins loaded (`lexsem.plugins`): one entry a line, its name first, a plugin's entry marked
+`(plugin: NAME)` (`models`: after a header line, with whether each alias can run
 here). Nothing here imports torch, but `list models` asks each alias's backend whether its files
 are here, and the open_clip backend reads its registry facts from open_clip the first time
 (then from their memo, `models/backends/openclip/facts.py`)."""
@@ -30,6 +31,7 @@ class ListWhat(str, Enum):
     kinds = "kinds"
     executors = "executors"
     tables = "tables"
+    plugins = "plugins"
 
 
 def list_cmd(
@@ -37,7 +39,7 @@ def list_cmd(
         str,
         typer.Argument(
             help="benchmarks, models, tasks, backends, formats, recipes, stages, kinds, "
-            "executors or tables.",
+            "executors, tables or plugins.",
             callback=one_of(ListWhat),
         ),
     ] = "benchmarks",
@@ -48,7 +50,8 @@ def list_cmd(
     model backends (spec prefix, what to install, options with their defaults), the formats
     of your own benchmark files (`-b FORMAT:PATH`: fields and a minimal file), the shipped
     build recipes (`lexsem build NAME`), build stages, study kinds (`lexsem annotate create
-    -k`), sweep executors or paper tables (`lexsem reproduce`)."""
+    -k`), sweep executors, paper tables (`lexsem reproduce`) or the plugins loaded (where each
+    came from, what it adds). A plugin's entry is marked `(plugin: NAME)`."""
     {
         ListWhat.benchmarks.value: _benchmarks,
         ListWhat.models.value: _models,
@@ -60,7 +63,26 @@ def list_cmd(
         ListWhat.kinds.value: _kinds,
         ListWhat.executors.value: _executors,
         ListWhat.tables.value: _tables,
+        ListWhat.plugins.value: _plugins,
     }[what]()
+
+
+def _plugins() -> None:
+    """Each plugin tried: its name, where it came from, then what it adds (registry kind:
+    names) or why it failed; `no plugins` when there are none."""
+    from lexsem import plugins
+
+    plugins.ensure_loaded()
+    tried = plugins.loaded()
+    if not tried:
+        typer.echo("no plugins (install a package with a `lexsem.plugins` entry point, or give "
+                   "--plugin MODULE_OR_PATH or LEXSEM_PLUGINS)")  # fmt: skip
+    for plugin in tried:
+        _entry(plugin.name, f"{plugin.target} ({plugin.source})")
+        if plugin.error is not None:
+            typer.echo(f"  not loaded: {plugin.error}")
+        for what, names in plugin.adds.items():
+            typer.echo(f"  {what}: {', '.join(names)}")
 
 
 def _entry(name: str, text: str) -> None:
@@ -82,7 +104,8 @@ def list_recipes() -> None:
         path = RECIPES.get(name)
         lines = path.read_text(encoding="utf-8").splitlines()
         head = " ".join(x.lstrip("# ").strip() for x in lines if x.startswith("#"))
-        _entry(name, f"{re.split(r'(?<!App)[.:] ', head)[0]} ({path.name})")
+        text = f"{re.split(r'(?<!App)[.:] ', head)[0]} ({path.name})"
+        _entry(name, text + RECIPES.plugin_note(name))
 
 
 def _stages() -> None:
@@ -95,7 +118,8 @@ def _stages() -> None:
         needs = [w for w, on in (("asks the generator", stage.generator),
                                  ("makes images", stage.image_generator)) if on]  # fmt: skip
         text = _first_line(stage.fn.__doc__)
-        _entry(name, f"{text} ({', '.join(needs)})" if needs else text)
+        text = f"{text} ({', '.join(needs)})" if needs else text
+        _entry(name, text + STAGES.plugin_note(name))
 
 
 def _kinds() -> None:
@@ -105,7 +129,7 @@ def _kinds() -> None:
     for name in KINDS.names():
         kind = KINDS.get(name)
         items = " or ".join(t.__name__ for t in kind.items)
-        _entry(name, f"{kind.question} ({items})")
+        _entry(name, f"{kind.question} ({items}){KINDS.plugin_note(name)}")
 
 
 def executor_names() -> list[str]:
@@ -116,19 +140,27 @@ def executor_names() -> list[str]:
 
 
 def _executors() -> None:
-    """The sweep executors: name, its module's first sentence."""
+    """The sweep executors: name, its module's first sentence (a plugin's: its class's)."""
     import importlib.util
 
+    from lexsem.sweep.executors import EXECUTORS
+
     for name in executor_names():
-        spec = importlib.util.find_spec(f"lexsem.sweep.executors.{name}")
+        note = EXECUTORS.plugin_note(name)
         text = ""
-        if spec is not None and spec.origin:
+        if note:
+            import sys
+
+            cls = type(EXECUTORS.get(name))
+            doc = cls.__doc__ or getattr(sys.modules.get(cls.__module__), "__doc__", None)
+            text = _first_line(doc).split(". ")[0].rstrip(".")
+        elif (spec := importlib.util.find_spec(f"lexsem.sweep.executors.{name}")) and spec.origin:
             import ast
             from pathlib import Path
 
             doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text(encoding="utf-8")))
             text = _first_line(doc).split(": ", 1)[-1].split(". ")[0]
-        _entry(name, text)
+        _entry(name, text + note)
 
 
 def table_names() -> list[str]:
@@ -140,11 +172,11 @@ def table_names() -> list[str]:
 
 def _tables() -> None:
     """The paper tables: name, paper and table, what it holds."""
-    from lexsem.reproduce.catalog import get_table
+    from lexsem.reproduce.catalog import TABLES, get_table
 
     for name in table_names():
         table = get_table(name)
-        _entry(name, f"{table.paper}, {table.table}: {table.description}")
+        _entry(name, f"{table.paper}, {table.table}: {table.description}{TABLES.plugin_note(name)}")
 
 
 def _formats() -> None:
@@ -162,7 +194,8 @@ def _benchmarks() -> None:
         tasks = ", ".join(
             [*spec.text_tasks, *spec.image_tasks, *(f"{t} (opt-in)" for t in spec.opt_in_tasks)]
         )
-        typer.echo(f"{name}: {spec.description}\n  subsets: {subs}\n  tasks: {tasks}")
+        note = registry.BENCHMARKS.plugin_note(name)
+        typer.echo(f"{name}: {spec.description}{note}\n  subsets: {subs}\n  tasks: {tasks}")
 
 
 def _models() -> None:
@@ -208,7 +241,8 @@ def _tasks() -> None:
 
     for t in [*(TASKS.get(n) for n in TASKS.names()), BLIND_TRIPLET]:
         metrics = ", ".join(t.metrics)
-        typer.echo(f"{t.name:10s} {t.description} (metrics: {metrics})")
+        note = TASKS.plugin_note(t.name) if t.name in TASKS else ""
+        typer.echo(f"{t.name:10s} {t.description} (metrics: {metrics}){note}")
 
 
 def _backends() -> None:
@@ -222,14 +256,16 @@ def _backends() -> None:
         try:
             backend = BACKENDS.get(name)
         except Exception as exc:  # its optional dependency, or a user's entry, does not import
-            typer.echo(f"{name}:NAME  (does not import: {type(exc).__name__}: {exc})")
+            why = f"does not import: {type(exc).__name__}: {exc}"
+            typer.echo(f"{name}:NAME  ({why}){BACKENDS.plugin_note(name)}")
             typer.echo(f"  needs: {needs}")
             continue
         options = ", ".join(
             k if opt.default is None else f"{k}={_text(opt.default)}"
             for k, opt in backend.options.items()
         )
-        typer.echo(f"{name}:NAME  {getattr(backend, 'description', '')}")
+        note = BACKENDS.plugin_note(name)
+        typer.echo(f"{name}:NAME  {getattr(backend, 'description', '')}{note}")
         typer.echo(f"  needs: {needs}")
         typer.echo(f"  options: {options or 'none'}")
 

@@ -10,11 +10,11 @@ below; a user's stage is one `register_stage` call in a module the recipe `impor
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lexsem import plugins
 from lexsem.construct.stage import FilesFn, RequestsFn, Stage, StageFn
 from lexsem.errors import LexsemError
 from lexsem.registry import Registry, did_you_mean
@@ -154,6 +154,6 @@ def shipped_recipe(name: str, *, or_file: bool = False) -> Path:
 
 
 def import_modules(names: Sequence[str]) -> None:
-    """Import a recipe's `plugins` (the user's modules that register stages or sources)."""
-    for name in names:
-        importlib.import_module(name)
+    """Load a recipe's `plugins` (`lexsem.plugins.load`: modules or `.py` paths that register
+    stages or sources); one that fails is a `LexsemError` naming it."""
+    plugins.load(names, "recipe plugins")

@@ -311,7 +311,7 @@ def _with_input_refs(recipe: Recipe, path: Path) -> Recipe:
 def _check_stages(recipe: Recipe, path: Path) -> None:
     try:
         import_modules(recipe.plugins)
-    except ImportError as exc:
+    except LexsemError as exc:
         raise LexsemError(f"{path}: plugins: {exc}") from None
     labels: set[str] = set()
     for n, spec in enumerate(recipe.stages, 1):

@@ -21,7 +21,6 @@ Request stores (`stores`):
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import shutil
@@ -31,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from lexsem import plugins
 from lexsem.atomic import atomic_path
 from lexsem.config import EvalConfig
 from lexsem.engine.request_store import RequestStore, store_files, store_keys, store_snapshot
@@ -59,12 +59,9 @@ StoreMode = Literal["shared", "per-job"]
 
 
 def import_plugins(modules: tuple[str, ...] | list[str]) -> None:
-    """Import a grid's plugins (modules that register backends or benchmarks)."""
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except ImportError as exc:
-            raise LexsemError(f"grid plugin {name!r} cannot be imported: {exc}") from None
+    """Load a grid's plugins (`lexsem.plugins.load`: modules or `.py` paths that register
+    backends, benchmarks, executors, ...); one that fails is a `LexsemError` naming it."""
+    plugins.load(modules, "grid plugins")
 
 
 def _settings(config: EvalConfig | dict[str, Any]) -> Any:

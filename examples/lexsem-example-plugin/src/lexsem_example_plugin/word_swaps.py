@@ -1,0 +1,55 @@
+"""`word_swaps`: text triplets (P1, P2, N) in a format of its own, one triplet a line as
+`P1 | P2 | N`, `[subset]` lines starting each subset; the file ships inside this package."""
+
+from __future__ import annotations
+
+import hashlib
+from importlib.resources import files
+from pathlib import Path
+
+from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, SubsetSpec
+from lexsem.benchmarks.items import TripletItem
+from lexsem.errors import DataError
+
+DATA = Path(str(files(__package__) / "data" / "word_swaps.txt"))
+
+
+def parse_word_swaps(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
+    """The triplets of `subset`; a line that is not three `|`-separated texts names its line."""
+    items, current = [], None
+    for line_no, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1]
+            continue
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) != 3 or not all(parts):
+            if strict:
+                raise DataError("not 'P1 | P2 | N'", file=path, line=line_no)
+            continue
+        if current == subset:
+            items.append(TripletItem(f"{subset}-{len(items)}", subset, None, *parts))
+    return items
+
+
+def load(bench: Benchmark, sub: SubsetSpec, ctx: LoadContext) -> LoadedSubset:
+    sha256 = hashlib.sha256(DATA.read_bytes()).hexdigest()
+    return LoadedSubset(sub, parse_word_swaps(DATA, sub.name, strict=ctx.strict), str(DATA), sha256)
+
+
+BENCHMARK = Benchmark(
+    name="word_swaps",
+    description="text triplets whose negative swaps or replaces a word (an example plugin's)",
+    item_kind="triplet",
+    subsets=(
+        SubsetSpec("swap", None, expected_items=3),
+        SubsetSpec("replace", None, expected_items=2),
+    ),
+    loader=load,
+    text_tasks=("tot", "anchor_p2"),
+    image_tasks=(),
+    paper="(an example)",
+    images="none",
+)
