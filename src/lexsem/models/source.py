@@ -25,7 +25,7 @@ Digests (documented contract; changing it changes every fingerprint):
   `.cache`, `.gitattributes`, ...) and `__pycache__`.
 - a weights digest is the same over the weight files only: per folder the `*.safetensors`, or
   where there are none the `*.bin`/`*.pt`/`*.pth` files, outside `onnx/` and `openvino/`.
-- file digests are memoised per (path, size, mtime).
+- file digests are memoised per (path, size, mtime) (`lexsem.digests.memo_file`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import lexsem.paths as paths
-from lexsem.digests import file_sha256, head_tail_sha256
+from lexsem.digests import file_sha256, head_tail_sha256, memo_file
 from lexsem.errors import ModelError
 from lexsem.models.aliases import OFFLINE_COPIES, offline_copy
 
@@ -63,31 +63,21 @@ _OTHER_WEIGHTS = (
 )
 _TORCH_WEIGHTS = (".bin", ".pt", ".pth")
 
-_file_digests: dict[tuple[str, int, int], str] = {}
-
 
 # -- digests -----------------------------------------------------------------------------------
 def file_digest(path: str | Path) -> str:
-    """Digest of one file (see the module doc), memoised per (path, size, mtime). A file that
-    cannot be read is a `ModelError` naming it."""
+    """Digest of one file (see the module doc), memoised per (path, size, mtime) by
+    `lexsem.digests.memo_file`. A file that cannot be read is a `ModelError` naming it."""
     try:
-        return _file_digest(Path(path))
+        return memo_file(path, "model file", _file_digest)
     except OSError as exc:
         raise ModelError(f"cannot read the model file {path}: {exc.strerror or exc}") from exc
 
 
 def _file_digest(p: Path) -> str:
-    st = p.stat()
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
-    hit = _file_digests.get(key)
-    if hit is not None:
-        return hit
-    if st.st_size <= WHOLE_FILE_LIMIT:
-        out = f"sha256:{file_sha256(p)}"
-    else:
-        out = f"head-tail-16MiB:{head_tail_sha256(p, HEAD_TAIL)}"
-    _file_digests[key] = out
-    return out
+    if p.stat().st_size <= WHOLE_FILE_LIMIT:
+        return f"sha256:{file_sha256(p)}"
+    return f"head-tail-16MiB:{head_tail_sha256(p, HEAD_TAIL)}"
 
 
 def _walk_files(root: Path) -> list[str]:
