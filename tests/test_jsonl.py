@@ -139,3 +139,12 @@ def test_a_whole_json_file_is_read_with_the_same_bounds(tmp_path: Path) -> None:
         read_json(bad)
     with pytest.raises(DataError, match=r"none\.json: cannot read the file"):
         read_json(tmp_path / "none.json")
+
+
+def test_read_json_says_what_the_file_was_to_be(tmp_path: Path) -> None:
+    path = tmp_path / "train.json"
+    path.write_text('{"a": ', encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        read_json(path, what="a readable training record")
+    assert str(info.value).startswith(f"{path}:1: not a readable training record (malformed JSON")
+    assert info.value.line == 1

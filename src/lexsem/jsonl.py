@@ -116,11 +116,27 @@ def read_json(
     *,
     max_depth: int = MAX_DEPTH,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    what: str | None = None,
 ) -> Any:
     """The JSON value that the whole file at `path` holds (see the module doc for the errors;
     text that is not JSON: ``malformed JSON`` with its line and column; a second value after
     the first, as in a JSON Lines file: the line where it starts). An exception that
-    `object_pairs_hook` raises is the caller's, as it is."""
+    `object_pairs_hook` raises is the caller's, as it is. `what`: what the file was to be,
+    said by each error (``train.json: not a readable training record (malformed JSON: ...)``
+    for ``what="a readable training record"``)."""
+    try:
+        return _read_json(path, max_depth, object_pairs_hook)
+    except DataError as exc:
+        if what is None:
+            raise
+        raise DataError(f"not {what} ({exc.detail})", file=path, line=exc.line) from None
+
+
+def _read_json(
+    path: str | Path,
+    max_depth: int,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None,
+) -> Any:
     text = read_text(path)
     check_depth(text, path, max_depth=max_depth)
     try:

