@@ -153,12 +153,6 @@ def _hf_config(folder: Path) -> Any:
     return read_config(folder)
 
 
-def _vlm_config(folder: Path) -> Any:
-    from lexsem.models.vlm.original_format import read_config
-
-    return read_config(folder)
-
-
 def _model_files(folder: Path) -> Any:
     from lexsem.models.integrity import check_model_files
 
@@ -189,8 +183,7 @@ READERS: dict[str, tuple[Callable[[Path], Any], Callable[[Path], str] | str]] = 
     "sweep.json": (_sweep_summary, "sweep.json"),
     "train.json": (_training_evaluations, "train.json"),
     "train.json (resume)": (_resumed_training, "train.json"),
-    "config.json (hf)": (_hf_config, "config.json"),
-    "config.json (vlm)": (_vlm_config, "config.json"),
+    "config.json": (_hf_config, "config.json"),
     "a model folder's JSON": (_model_files, "tokenizer.json"),
     "open_clip model config": (_open_clip_config, "arch.json"),
     "detector record": (_detector, _detector_record),

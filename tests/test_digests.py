@@ -7,6 +7,7 @@ import datetime
 import hashlib
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -15,7 +16,14 @@ import pytest
 
 from lexsem.config import EvalConfig
 from lexsem.construct.runner import _Run
-from lexsem.digests import canonical_json, file_sha256, json_sha256
+from lexsem.digests import (
+    canonical_json,
+    file_sha256,
+    json_sha256,
+    memo_file,
+    remember_file,
+    sha256_file,
+)
 from lexsem.engine.keys import chat_request_key, request_key
 from lexsem.models.protocols import fingerprint_key
 from lexsem.models.source import file_digest
@@ -114,3 +122,27 @@ def test_synthetic_content_digests_are_pinned() -> None:
     assert synthetic_images.bidirectional_content_sha256(2, 5) == (
         "8243e8165ede57da20004d73e72aadda5d947c28a99f68f24698701bbee7cc5d"
     )
+
+
+def test_one_file_memo_keyed_by_recipe_and_file(tmp_path: Path) -> None:
+    """`memo_file`: one memo of file digests; two recipes of one file are kept apart, a changed
+    file is digested again; `sha256_file` is `file_sha256` memoised."""
+    f = tmp_path / "x.bin"
+    f.write_bytes(b"abc")
+    calls: list[str] = []
+
+    def recipe(name: str) -> Callable[[Path], str]:
+        def compute(p: Path) -> str:
+            calls.append(name)
+            return f"{name}:{p.read_bytes().decode()}"
+
+        return compute
+
+    assert memo_file(f, "a", recipe("a")) == memo_file(f, "a", recipe("a")) == "a:abc"
+    assert memo_file(f, "b", recipe("b")) == "b:abc"
+    assert calls == ["a", "b"]
+    f.write_bytes(b"abcd")
+    assert memo_file(f, "a", recipe("a")) == "a:abcd" and calls == ["a", "b", "a"]
+    assert sha256_file(f) == file_sha256(f)
+    remember_file(f, "a", "told")
+    assert memo_file(f, "a", recipe("a")) == "told"

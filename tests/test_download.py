@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from lexsem import digests
 from lexsem import download as dl
-from lexsem.download import SourceFile, download, resolve_source, sha256_file
+from lexsem.digests import sha256_file
+from lexsem.download import SourceFile, download, resolve_source
 from lexsem.errors import DataError, DownloadError
 
 BODY = os.urandom(300_000) + b"end of the benchmark file\n"
@@ -159,13 +161,13 @@ def test_sha256_file_is_memoised_for_unchanged_files(
     f = tmp_path / "x.bin"
     f.write_bytes(b"abc")
     calls: list[Path] = []
-    real = dl.file_sha256
+    real = digests.file_sha256
 
     def counting(path: Path) -> str:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(dl, "file_sha256", counting)
+    monkeypatch.setattr(digests, "file_sha256", counting)
     first = sha256_file(f)
     assert sha256_file(f) == first
     assert len(calls) == 1

@@ -78,6 +78,34 @@ def test_an_over_long_line_is_refused(tmp_path: Path) -> None:
     assert list(read_jsonl(exact, max_line_bytes=64)) == [(1, "x" * 62)]
 
 
+def test_bytes_already_read_a_bom_and_a_hook(tmp_path: Path) -> None:
+    """`data`: the bytes a caller read (and hashed); a BOM before the first line; a ValueError
+    of `object_pairs_hook` is a DataError naming the file and line."""
+    path = tmp_path / "not-on-disk.jsonl"
+    data = b'\xef\xbb\xbf{"a": 1}\n{"a": 2, "a": 3}\n'
+    assert list(read_jsonl(path, data=data)) == [(1, {"a": 1}), (2, {"a": 3})]
+
+    def unique(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        keys = [k for k, _ in pairs]
+        if len(set(keys)) < len(keys):
+            raise ValueError("a key given twice")
+        return dict(pairs)
+
+    with pytest.raises(DataError, match=r"not-on-disk\.jsonl:2: a key given twice"):
+        list(read_jsonl(path, data=data, object_pairs_hook=unique))
+
+
+def test_bad_lines_skipped_with_on_error(tmp_path: Path) -> None:
+    """`on_error`: each bad line's DataError is given to it and the line skipped; an over-long
+    line is skipped whole."""
+    path = tmp_path / "torn.jsonl"
+    path.write_bytes(b'"a"\n{"torn": \n"caf\xe9"\n"' + b"x" * 200 + b'"\n"b"\n[[[[1]]]]\n{"c')
+    bad: list[DataError] = []
+    got = list(read_jsonl(path, max_line_bytes=64, max_depth=3, on_error=bad.append))
+    assert got == [(1, "a"), (5, "b")]
+    assert [e.line for e in bad] == [2, 3, 4, 6, 7]
+
+
 def test_a_whole_json_file_is_read_with_the_same_bounds(tmp_path: Path) -> None:
     """`read_json`: a BOM is allowed; bad bytes, bad JSON and deep nesting are one-line
     `DataError`s naming the file (and the line where there is one), never a RecursionError."""
@@ -111,3 +139,12 @@ def test_a_whole_json_file_is_read_with_the_same_bounds(tmp_path: Path) -> None:
         read_json(bad)
     with pytest.raises(DataError, match=r"none\.json: cannot read the file"):
         read_json(tmp_path / "none.json")
+
+
+def test_read_json_says_what_the_file_was_to_be(tmp_path: Path) -> None:
+    path = tmp_path / "train.json"
+    path.write_text('{"a": ', encoding="utf-8")
+    with pytest.raises(DataError) as info:
+        read_json(path, what="a readable training record")
+    assert str(info.value).startswith(f"{path}:1: not a readable training record (malformed JSON")
+    assert info.value.line == 1

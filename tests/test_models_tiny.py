@@ -21,7 +21,7 @@ def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_bert(tmp_path_factory.mktemp("tiny") / "bert")
 
 
-# -- folder and weights digests -----------------------------------------------------------------
+# -- folder and weight-files digests ------------------------------------------------------------
 def test_folder_digest_is_content_addressed(bert: Path, tmp_path: Path) -> None:
     d = S.folder_digest(bert)
     assert d == S.folder_digest(bert)
@@ -39,20 +39,20 @@ def test_folder_digest_sees_changed_weights(tmp_path: Path) -> None:
     a = write_tiny_bert(tmp_path / "a", seed=0)
     b = write_tiny_bert(tmp_path / "b", seed=1)
     assert S.folder_digest(a) != S.folder_digest(b)
-    assert S.weights_digest(a) != S.weights_digest(b)
+    assert S.weight_files_digest(a) != S.weight_files_digest(b)
 
 
-def test_weights_digest_reads_weight_files_only(bert: Path, tmp_path: Path) -> None:
+def test_weight_files_digest_reads_weight_files_only(bert: Path, tmp_path: Path) -> None:
     copy = shutil.copytree(bert, tmp_path / "copy")
-    w = S.weights_digest(bert)
+    w = S.weight_files_digest(bert)
     (copy / "README.md").write_text("notes")
     (copy / "tf_model.h5").write_bytes(b"tf")
     (copy / "pytorch_model.bin").write_bytes(b"old format, shadowed by safetensors")
     (copy / "onnx").mkdir()
     (copy / "onnx" / "model.onnx").write_bytes(b"onnx")
-    assert S.weights_digest(copy) == w
+    assert S.weight_files_digest(copy) == w
     (copy / "model.safetensors").write_bytes(b"different weights")
-    assert S.weights_digest(copy) != w
+    assert S.weight_files_digest(copy) != w
 
 
 def test_select_files() -> None:

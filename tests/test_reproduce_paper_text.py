@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from lexsem.report.paper.catalog import get_table, table_names
 from lexsem.report.paper.facts import Cell, PaperTable
-from lexsem.reproduce.catalog import get_table, table_names
 
 # tables whose text reads column by column in blocks of rows (SugarCrepe++ Tables 2-4)
 BLOCKS = {"scpp_table2", "scpp_table3", "scpp_table4", "scpp_table19"}

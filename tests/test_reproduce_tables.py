@@ -1,5 +1,5 @@
 """The built-in paper tables (`lexsem.report.paper.tables`, registered in
-`lexsem.reproduce.catalog`) are well-formed facts: every cell names a benchmark, a task, a
+`lexsem.report.paper.catalog`) are well-formed facts: every cell names a benchmark, a task, a
 metric and a subset (or aggregate row) that lexsem's registries know for that benchmark; every
 spec parses to a known backend; every number is a percentage; and each table expands to jobs
 that run the right tasks under the paper's row names."""
@@ -11,8 +11,8 @@ import pytest
 from lexsem.benchmarks.catalog import get as get_benchmark
 from lexsem.models.backend_registry import BACKENDS
 from lexsem.models.spec import parse_model_spec
+from lexsem.report.paper.catalog import get_table, table_names
 from lexsem.report.paper.facts import Column, PaperTable
-from lexsem.reproduce.catalog import get_table, table_names
 from lexsem.reproduce.grid import runnable_rows, table_grid
 from lexsem.sweep.grid import expand
 from lexsem.tasks.blind import NAME as BLIND

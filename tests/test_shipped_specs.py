@@ -1,6 +1,6 @@
 """Every model spec lexsem ships passes the checks a spec passes before weights load: the
 training presets, `lexsem train-detector`'s default, the rows of `lexsem reproduce`'s paper
-tables (read through `lexsem.reproduce.catalog`), the aliases, and every `openclip:` spec in
+tables (read through `lexsem.report.paper.catalog`), the aliases, and every `openclip:` spec in
 the fenced code blocks of docs/*.md and README.md. An `openclip:` registry tag is built into its
 encoder (registry, arch config, activation; no weights) with every warning an error, runs the
 activation its weights were trained with, and has a fact with a source in
@@ -31,7 +31,7 @@ from lexsem.models.backends.openclip.trained_activation import (
 )
 from lexsem.models.factory import load_model
 from lexsem.models.spec import parse_model_spec
-from lexsem.reproduce import catalog
+from lexsem.report.paper import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^\s*(```|~~~)")

@@ -146,7 +146,7 @@ def test_every_jsonl_refusal_names_file_and_line(folder: Path, row: Any, message
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"image": "manifest:images/a.png", "caption": ', "malformed JSON"),
+        ('{"image": "manifest:images/a.png", "caption": ', "not valid JSON"),
         ('{"image": "a", "image": "b", "caption": "c"}', "the field 'image' appears twice"),
     ],
 )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from filelock import FileLock
 import lexsem.paths as paths
 from lexsem._version import __version__
 from lexsem.atomic import atomic_path, fsync_dir
-from lexsem.digests import file_sha256
+from lexsem.digests import file_sha256, remember_file, sha256_file
 from lexsem.errors import DataError, DownloadError
 
 if TYPE_CHECKING:  # httpx is imported when a download starts: a run from local files needs none
@@ -36,15 +35,10 @@ __all__ = [
     "part_path",
     "remove_if_present",
     "resolve_source",
-    "sha256_file",
 ]
 
 _MAX_BACKOFF = 30.0  # seconds; cap on one sleep between attempts
 _RETRY_STATUS = frozenset({408, 425, 429})  # retried besides every 5xx
-
-# (resolved path, size, mtime_ns) -> sha256 hex digest, for files hashed in this process.
-_hash_memo: dict[tuple[str, int, int], str] = {}
-_hash_memo_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -54,31 +48,6 @@ class SourceFile:
     name: str  # path relative to the data folder / download cache, e.g. "visla/Generic_VISLA.tsv"
     url: str
     sha256: str
-
-
-def sha256_file(path: Path) -> str:
-    """The sha256 hex digest of the file at `path`, read in 1 MiB chunks.
-
-    Results are memoised for the life of the process, keyed on the resolved path, size and
-    modification time (ns), so re-hashing an unchanged file is free.
-    """
-    path = Path(path)
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    with _hash_memo_lock:
-        cached = _hash_memo.get(key)
-    if cached is not None:
-        return cached
-    digest = file_sha256(path)
-    with _hash_memo_lock:
-        _hash_memo[key] = digest
-    return digest
-
-
-def _remember(path: Path, digest: str) -> None:
-    st = path.stat()
-    with _hash_memo_lock:
-        _hash_memo[(str(path.resolve()), st.st_size, st.st_mtime_ns)] = digest
 
 
 def _matches(path: Path, expected: str, *, memo: bool = True) -> tuple[bool, str]:
@@ -258,7 +227,7 @@ def download(
                 f"got {actual}; nothing was saved (the file may have changed upstream)"
             )
         os.replace(part, dest)
-        _remember(dest, actual)
+        remember_file(dest, "sha256", actual)
         fsync_dir(dest.parent)
     return dest
 

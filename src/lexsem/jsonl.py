@@ -11,11 +11,12 @@ a file that cannot be read, bytes that are not UTF-8, text that is not JSON, a J
 longer than `MAX_LINE_BYTES` (refused before it is held whole in memory) and a value nested
 deeper than `MAX_DEPTH` (refused before it is parsed, so no reader or later walk of the value
 ever recurses that deep). `check_depth` is that depth check, for a reader of JSON text of its
-own (the training manifest).
+own (the fake LLM server's request bodies).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,39 +33,65 @@ _STRUCTURE = b'[]{}"\\'  # the bytes `_too_deep` looks at
 
 
 def read_jsonl(
-    path: str | Path, *, max_line_bytes: int = MAX_LINE_BYTES, max_depth: int = MAX_DEPTH
+    path: str | Path,
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_depth: int = MAX_DEPTH,
+    data: bytes | None = None,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    on_error: Callable[[DataError], None] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """(line number, value) of each non-blank line of the JSON Lines file at `path`, lines
-    numbered from 1 (see the module doc for the errors)."""
+    numbered from 1, a BOM allowed before the first (see the module doc for the errors).
+
+    `data`: the file's bytes, already read (a reader that also hashes them parses what it
+    hashed); `path` then only names the file in errors. `object_pairs_hook`: as `json.loads`'s;
+    a `ValueError` it raises is a `DataError` with its message, naming the file and line.
+    `on_error`: a bad line (not UTF-8, not JSON, too long, too deep) is given to it as its
+    `DataError` and skipped, instead of raised (a cache that a killed run may have left with a
+    torn line)."""
     try:
-        with open(path, "rb") as fh:
-            yield from _lines(fh, path, max_line_bytes, max_depth)
+        with io.BytesIO(data) if data is not None else open(path, "rb") as fh:
+            yield from _lines(fh, path, max_line_bytes, max_depth, object_pairs_hook, on_error)
     except OSError as exc:
         raise DataError(f"cannot read the file: {exc.strerror or exc}", file=path) from None
 
 
 def _lines(
-    fh: BinaryIO, path: str | Path, max_line_bytes: int, max_depth: int
+    fh: BinaryIO,
+    path: str | Path,
+    max_line_bytes: int,
+    max_depth: int,
+    hook: Callable[[list[tuple[str, Any]]], Any] | None,
+    on_error: Callable[[DataError], None] | None,
 ) -> Iterator[tuple[int, Any]]:
     n = 0
     while raw := fh.readline(max_line_bytes + 1):
         n += 1
-        if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
-            raise DataError(
-                f"a line longer than {max_line_bytes} bytes (JSON Lines: one record per line)",
-                file=path,
-                line=n,
-            )
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
-                file=path,
-                line=n,
-            ) from None
-        if text.strip():
-            yield n, _parse(text.rstrip("\r\n"), max_depth, path, n)
+            if len(raw) > max_line_bytes and not raw.endswith(b"\n"):
+                while on_error and (rest := fh.readline(max_line_bytes + 1)):
+                    if rest.endswith(b"\n"):  # the rest of the line, unread, skipped with it
+                        break
+                raise DataError(
+                    f"a line longer than {max_line_bytes} bytes (JSON Lines: one record per line)",
+                    file=path,
+                    line=n,
+                )
+            try:
+                text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(
+                    f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                    file=path,
+                    line=n,
+                ) from None
+            if text.strip():
+                yield n, _parse(text.rstrip("\r\n"), max_depth, path, n, hook)
+        except DataError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
 
 
 def read_text(path: str | Path) -> str:
@@ -89,11 +116,27 @@ def read_json(
     *,
     max_depth: int = MAX_DEPTH,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    what: str | None = None,
 ) -> Any:
     """The JSON value that the whole file at `path` holds (see the module doc for the errors;
     text that is not JSON: ``malformed JSON`` with its line and column; a second value after
     the first, as in a JSON Lines file: the line where it starts). An exception that
-    `object_pairs_hook` raises is the caller's, as it is."""
+    `object_pairs_hook` raises is the caller's, as it is. `what`: what the file was to be,
+    said by each error (``train.json: not a readable training record (malformed JSON: ...)``
+    for ``what="a readable training record"``)."""
+    try:
+        return _read_json(path, max_depth, object_pairs_hook)
+    except DataError as exc:
+        if what is None:
+            raise
+        raise DataError(f"not {what} ({exc.detail})", file=path, line=exc.line) from None
+
+
+def _read_json(
+    path: str | Path,
+    max_depth: int,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None,
+) -> Any:
     text = read_text(path)
     check_depth(text, path, max_depth=max_depth)
     try:
@@ -128,16 +171,24 @@ def _too_deep_error(path: str | Path, line: int | None, max_depth: int) -> DataE
     return DataError(f"JSON nested more than {max_depth} deep", file=path, line=line)
 
 
-def _parse(text: str, max_depth: int, path: str | Path, line: int) -> Any:
+def _parse(
+    text: str,
+    max_depth: int,
+    path: str | Path,
+    line: int,
+    hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+) -> Any:
     check_depth(text, path, line, max_depth=max_depth)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
         raise DataError(
             f"not valid JSON ({exc.msg}, column {exc.colno})", file=path, line=line
         ) from None
     except RecursionError:
         raise _too_deep_error(path, line, max_depth) from None
+    except ValueError as exc:  # the hook's
+        raise DataError(str(exc), file=path, line=line) from None
 
 
 def _too_deep(text: str, max_depth: int) -> bool:

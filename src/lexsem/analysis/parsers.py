@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from lexsem.errors import LexsemError
+from lexsem.jsonl import read_jsonl
 from lexsem.paths import cache_dir, offline
 from lexsem.registry import Registry, did_you_mean
 
@@ -342,15 +343,12 @@ class CachingParser:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def _load(self, path: Path) -> None:
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                    key, tree = rec["key"], rec["tree"]
-                except (ValueError, KeyError, TypeError):
-                    continue
-                if isinstance(key, str) and isinstance(tree, str):
-                    self._memo[key] = tree
+        for _, rec in read_jsonl(path, on_error=lambda _bad_line: None):
+            if not isinstance(rec, dict):
+                continue
+            key, tree = rec.get("key"), rec.get("tree")
+            if isinstance(key, str) and isinstance(tree, str):
+                self._memo[key] = tree
 
     def _store(self, new: dict[str, str]) -> None:
         if self.path is None or not new:

@@ -131,12 +131,7 @@ def read_key(path: str | Path) -> ExportKey:
     path = Path(path)
     if not path.exists():
         raise DataError(f"no such key file (the export's {KEY_FILE})", file=path)
-    try:
-        raw = read_json(path)
-    except DataError as exc:
-        raise DataError(
-            f"not a lexsem Label Studio key file ({exc.detail})", file=path, line=exc.line
-        ) from None
+    raw = read_json(path, what="a lexsem Label Studio key file")
     if not isinstance(raw, dict) or raw.get("format") != KEY_FORMAT:
         raise DataError(
             f'not a lexsem Label Studio key file (no "format": "{KEY_FORMAT}"): give the '

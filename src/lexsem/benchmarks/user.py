@@ -26,7 +26,7 @@ from lexsem.benchmarks.formats import (
 )
 from lexsem.benchmarks.frozen import CARD_JSON
 from lexsem.benchmarks.sources.files import Parser, parse_keeping_complete
-from lexsem.download import sha256_file
+from lexsem.digests import sha256_file
 from lexsem.errors import DataError, LexsemError
 from lexsem.registry import did_you_mean
 

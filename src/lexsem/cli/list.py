@@ -50,8 +50,9 @@ def list_cmd(
     model backends (spec prefix, what to install, options with their defaults), the formats
     of your own benchmark files (`-b FORMAT:PATH`: fields and a minimal file), the shipped
     build recipes (`lexsem build NAME`), build stages, study kinds (`lexsem annotate create
-    -k`), sweep executors, paper tables (`lexsem reproduce`) or the plugins loaded (where each
-    came from, what it adds). A plugin's entry is marked `(plugin: NAME)`."""
+    -k`), sweep executors, paper tables (those `lexsem reproduce` runs and the report's
+    layouts) or the plugins loaded (where each came from, what it adds). A plugin's entry is
+    marked `(plugin: NAME)`."""
     {
         ListWhat.benchmarks.value: _benchmarks,
         ListWhat.models.value: _models,
@@ -163,20 +164,14 @@ def _executors() -> None:
         _entry(name, text + note)
 
 
-def table_names() -> list[str]:
-    """The paper tables of `lexsem reproduce`."""
-    from lexsem.reproduce.catalog import table_names as names
-
-    return names()
-
-
 def _tables() -> None:
-    """The paper tables: name, paper and table, what it holds."""
-    from lexsem.reproduce.catalog import TABLES, get_table
+    """The paper tables, both kinds: name, kind (a reproducible table, `lexsem reproduce`, or a
+    report layout), paper and table, what it holds."""
+    from lexsem.report.paper.catalog import TABLES, describe
 
-    for name in table_names():
-        table = get_table(name)
-        _entry(name, f"{table.paper}, {table.table}: {table.description}{TABLES.plugin_note(name)}")
+    for name in TABLES.names():
+        kind, cite, text = describe(TABLES.get(name))
+        _entry(name, f"{kind:19s} {cite}: {text}{TABLES.plugin_note(name)}")
 
 
 def _formats() -> None:

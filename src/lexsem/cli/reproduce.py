@@ -78,7 +78,7 @@ def reproduce(
     if table is None:
         raise LexsemError("give a TABLE (lexsem reproduce --list lists them)")
     from lexsem.cli.quiet import quiet_libraries
-    from lexsem.reproduce.catalog import get_table
+    from lexsem.report.paper.catalog import get_table
     from lexsem.reproduce.render import to_markdown_text
     from lexsem.reproduce.session import failure
     from lexsem.reproduce.session import reproduce as run_table
@@ -121,7 +121,7 @@ def list_text(settings: Mapping[str, Any] | None = None, *, only_installed: bool
     table; under it, one line per other row with what it needs
     (`lexsem.reproduce.session.plan_rows`, with the run's `settings`)."""
     from lexsem.paths import offline
-    from lexsem.reproduce.catalog import get_table, table_names
+    from lexsem.report.paper.catalog import get_table, table_names
     from lexsem.reproduce.session import plan_rows
 
     is_offline = offline()

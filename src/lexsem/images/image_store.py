@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lexsem.download import sha256_file
+from lexsem.digests import sha256_file
 from lexsem.errors import DataError, LexsemError
 from lexsem.images.confine import confined_file, refuse_unsafe
 from lexsem.images.locations import COCO_HINT, COCO_TRAIN_ENV, COCO_VAL_ENV, env_path, image_base

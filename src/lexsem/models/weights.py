@@ -47,7 +47,8 @@ def weights_state(obj: Any) -> State:
 
 
 def weights_digest(obj: Any) -> str:
-    """sha256 of every parameter and buffer's bytes, in module order."""
+    """sha256 of every parameter and buffer's bytes, in module order: the weights as loaded in
+    memory (a folder's weight files on disk: `lexsem.models.source.weight_files_digest`)."""
     import torch
 
     h = hashlib.sha256()

@@ -1,7 +1,8 @@
 """Reports of generative-model runs: the papers' tables of them, and their position bias.
 
-Paper-style tables (`paper_tables`): the layouts of `LAYOUTS` (each defined with the paper's
-table, `lexsem.report.paper.tables`: its rows, its column names and order) filled with our runs
+Paper-style tables (`paper_tables`): the report layouts of the catalog of paper tables
+(`lexsem.report.paper.catalog.layouts`, each defined with the paper's table in
+`lexsem.report.paper.tables`: its rows, its column names and order) filled with our runs
 by `lexsem.report.paper.layout.render`, the accuracies shown as in the other report tables
 (`60.00`, the coverage when items were not scored, the interval with `ci`): SugarCrepe++
 Tables 8 (§3.3, multiple choice, Prompts 1-3), 14 (App. E.4, few-shot), 17 (App. G.1, yes/no
@@ -27,31 +28,14 @@ from typing import Any
 from lexsem.analysis.position_bias import NO_OPTION, PositionBias, position_bias
 from lexsem.report.html import Section
 from lexsem.report.labels import run_labels
+from lexsem.report.paper.catalog import layouts
 from lexsem.report.paper.generative_runs import is_generative
-from lexsem.report.paper.layout import RunLayout, render
-from lexsem.report.paper.tables import (
-    bivlc_table2,
-    scpp_table8,
-    scpp_table14,
-    scpp_table17,
-    scpp_table18,
-    scpp_table19,
-)
+from lexsem.report.paper.layout import render
 from lexsem.report.tables import Table, unique_runs
 from lexsem.results.same_data import comparable_groups
 from lexsem.results.schema import RunRecord
 
-__all__ = ["LAYOUTS", "bias_figure", "bias_table", "generative_sections", "paper_tables"]
-
-# the papers' tables of generative runs, in the report's order
-LAYOUTS: tuple[RunLayout, ...] = (
-    scpp_table8.LAYOUT,
-    scpp_table14.LAYOUT,
-    scpp_table17.LAYOUT,
-    scpp_table18.LAYOUT,
-    scpp_table19.LAYOUT,
-    bivlc_table2.LAYOUT,
-)
+__all__ = ["bias_figure", "bias_table", "generative_sections", "paper_tables"]
 
 
 def _records(runs: Iterable[Any]) -> list[RunRecord]:
@@ -60,7 +44,7 @@ def _records(runs: Iterable[Any]) -> list[RunRecord]:
 
 def _tables(records: Sequence[RunRecord], ci: bool) -> list[Table]:
     labels = run_labels(records)
-    return [t for layout in LAYOUTS for t in render(layout, records, labels, ci)]
+    return [t for layout in layouts() for t in render(layout, records, labels, ci)]
 
 
 def paper_tables(runs: Iterable[Any], *, ci: bool = False) -> list[Table]:

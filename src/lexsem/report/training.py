@@ -27,12 +27,7 @@ def is_training_run(path: str | Path) -> bool:
 def read_training_record(folder: str | Path) -> dict[str, Any]:
     """`train.json` of the training run in `folder`; a `DataError` naming it when damaged."""
     path = Path(folder) / "train.json"
-    try:
-        record = read_json(path)
-    except DataError as exc:
-        raise DataError(
-            f"not a readable training record ({exc.detail})", file=path, line=exc.line
-        ) from None
+    record = read_json(path, what="a readable training record")
     if not isinstance(record, dict) or not isinstance(record.get("progress"), dict):
         raise DataError(f"{path}: not a training record (no progress)")
     return record

@@ -22,9 +22,9 @@ from lexsem.atomic import atomic_open
 from lexsem.errors import LexsemError
 from lexsem.outputs import check_output_dir, check_outputs
 from lexsem.paths import offline
+from lexsem.report.paper.catalog import get_table
 from lexsem.report.paper.facts import ModelRow, PaperTable
 from lexsem.reproduce.availability import missing
-from lexsem.reproduce.catalog import get_table
 from lexsem.reproduce.grid import table_grid
 from lexsem.reproduce.published_vs_measured import Comparison, compare
 from lexsem.reproduce.render import CSV_FIELDS, to_csv_text, to_markdown_text

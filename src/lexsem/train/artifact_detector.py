@@ -37,20 +37,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from lexsem.config import EvalConfig
 from lexsem.errors import DataError
+from lexsem.train.config import EvalPlaces
 
 __all__ = ["DetectorConfig", "DetectorResult", "detector_pairs", "train_detectors"]
-
-_EVAL = EvalConfig.model_fields
 
 #: Training and validation split names of a manifest.
 TRAIN_SPLIT, VAL_SPLIT = "train", "dev"
 
 
-class DetectorConfig(BaseModel):
+class DetectorConfig(EvalPlaces):
     """What `train_detectors` trains; every field has the CLI's default (BiVLC's, App. E)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -81,12 +79,6 @@ class DetectorConfig(BaseModel):
         description="Share of the train rows held out to select on when the manifest has no "
         "dev rows (datasets' train_test_split with --seed).",
     )
-    data_dir: Path | None = _EVAL["data_dir"]
-    cache_dir: Path | None = _EVAL["cache_dir"]
-    coco_val2017: Path | None = _EVAL["coco_val2017"]
-    coco_train2017: Path | None = _EVAL["coco_train2017"]
-    image_root: Path | None = _EVAL["image_root"]
-    device: str | None = _EVAL["device"]
 
     def epochs(self, kind: str) -> int:
         return self.text_epochs if kind == "text" else self.image_epochs

@@ -42,6 +42,21 @@ REGIME_DRAW: dict[str, str] = {
 _EVAL = EvalConfig.model_fields  # the fields a training run shares with its evaluations
 
 
+class EvalPlaces(BaseModel):
+    """Where data, caches and images are, and the device: `EvalConfig`'s fields, shared by a
+    training run (`TrainConfig`) and a detector's training (`DetectorConfig`) with the
+    evaluations they run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    data_dir: Path | None = _EVAL["data_dir"]
+    cache_dir: Path | None = _EVAL["cache_dir"]
+    coco_val2017: Path | None = _EVAL["coco_val2017"]
+    coco_train2017: Path | None = _EVAL["coco_train2017"]
+    image_root: Path | None = _EVAL["image_root"]
+    device: str | None = _EVAL["device"]
+
+
 class LoraConfig(BaseModel):
     """LoRA adapters (peft) on the modules named in `targets` (suffixes of module names, as
     peft matches them); everything else frozen."""
@@ -56,7 +71,7 @@ class LoraConfig(BaseModel):
     dropout: float = Field(0.0, ge=0, lt=1, description="LoRA dropout.")
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(EvalPlaces):
     """A fine-tuning run; every field has the CLI's default (the paper's where it has one).
     No float may be NaN or infinite."""
 
@@ -128,17 +143,10 @@ class TrainConfig(BaseModel):
         description="Record an overlap of the training data with a judged benchmark instead "
         "of refusing it.",
     )
-    # where data and images are, the device, the evaluations' resamples: EvalConfig's fields
-    data_dir: Path | None = _EVAL["data_dir"]
-    cache_dir: Path | None = _EVAL["cache_dir"]
-    coco_val2017: Path | None = _EVAL["coco_val2017"]
-    coco_train2017: Path | None = _EVAL["coco_train2017"]
-    image_root: Path | None = _EVAL["image_root"]
-    device: str | None = _EVAL["device"]
     num_workers: int = Field(
         0, ge=0, description="DataLoader workers of the training batches (0: none)."
     )
-    n_boot: int = _EVAL["n_boot"]
+    n_boot: int = _EVAL["n_boot"]  # the evaluations' resamples: EvalConfig's field
 
     @model_validator(mode="after")
     def _checked(self) -> TrainConfig:

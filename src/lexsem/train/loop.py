@@ -622,12 +622,7 @@ def _read_record(out: Path) -> dict[str, Any]:
     path = out / "train.json"
     if not path.exists():
         raise DataError(f"nothing to resume in {out}: no train.json")
-    try:
-        record = read_json(path)
-    except DataError as exc:
-        raise DataError(
-            f"not a readable training record ({exc.detail})", file=path, line=exc.line
-        ) from None
+    record = read_json(path, what="a readable training record")
     if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
         raise DataError(f"{path}: not a training record (no config)")
     return record

@@ -19,8 +19,9 @@ A row has the fields
 - ``split``: ``train`` (the default) or ``dev`` (model selection).
 
 `read_manifest` refuses a file with an unknown field, a missing or mistyped field, an empty
-caption, an unknown split, a JSONL line nested deeper than `lexsem.jsonl.MAX_DEPTH` (the depth
-check of `lexsem.jsonl.check_depth`, made before the line is parsed), or an image that does not
+caption, an unknown split, a JSONL line that `lexsem.jsonl.read_jsonl` refuses (not UTF-8, not JSON,
+nested deeper than `lexsem.jsonl.MAX_DEPTH`: checked before the line is parsed) or that gives a
+field twice, or an image that does not
 resolve (outside its root, missing, not an image, over the pixel limit); every error is a
 `DataError` naming the file and the line (JSONL, from 1) or row (Parquet, from 0). Missing required
 fields are reported for every row at once: the first row lacking any, with all it lacks, and the
@@ -53,7 +54,7 @@ from lexsem.errors import DataError, DataWarning
 from lexsem.images.image_store import ImageStore
 from lexsem.images.pixels import open_image
 from lexsem.images.refs import ImageError, ResolvedImage
-from lexsem.jsonl import MAX_DEPTH, check_depth
+from lexsem.jsonl import read_jsonl
 
 __all__ = [
     "FIELDS",
@@ -261,28 +262,16 @@ def _where(path: Path, fmt: ManifestFormat, row: int) -> dict[str, Any]:
 
 
 def _jsonl_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:
-    """(line number, parsed value) of every non-blank line."""
+    """(line number, parsed value) of every non-blank line (`lexsem.jsonl.read_jsonl` over the
+    bytes read, a field given twice in a line an error naming it)."""
+    return list(read_jsonl(path, data=raw, object_pairs_hook=_unique_fields))
+
+
+def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise DataError("not valid UTF-8", file=path, line=line) from None
-    out = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        check_depth(line, path, n)
-        try:
-            out.append((n, json.loads(line, object_pairs_hook=unique_keys)))
-        except DuplicateKey as exc:
-            raise DataError(f"the field {exc.args[0]!r} appears twice", file=path, line=n) from None
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"malformed JSON: {exc.msg} (column {exc.colno})", file=path, line=n
-            ) from None
-        except RecursionError:  # `check_depth` refuses what nests that deep; never reached
-            raise DataError(f"JSON nested more than {MAX_DEPTH} deep", file=path, line=n) from None
-    return out
+        return unique_keys(pairs)
+    except DuplicateKey as exc:
+        raise ValueError(f"the field {exc.key!r} appears twice") from None
 
 
 def _parquet_records(raw: bytes, path: Path) -> list[tuple[int, Any]]:

@@ -15,12 +15,7 @@ def evaluation_folders(folder: str | Path) -> list[Path]:
     epoch); a `DataError` when it has none yet."""
     folder = Path(folder)
     path = folder / "train.json"
-    try:
-        record = read_json(path)
-    except DataError as exc:
-        raise DataError(
-            f"not a readable training record ({exc.detail})", file=path, line=exc.line
-        ) from None
+    record = read_json(path, what="a readable training record")
     runs = [Path(e["run"]) for e in record.get("progress", {}).get("evaluations", [])]
     if not runs:
         raise DataError(f"{folder}: the training run has no evaluation yet (judge_on / select_on)")

@@ -7,7 +7,7 @@ from lexsem.annotate.kinds import KINDS
 from lexsem.benchmarks.catalog import register
 from lexsem.construct.catalog import STAGES
 from lexsem.models.backend_registry import register_backend
-from lexsem.reproduce.catalog import TABLES
+from lexsem.report.paper.catalog import TABLES
 from lexsem.sweep.executors import EXECUTORS
 from lexsem.tasks.catalog import TASKS
 

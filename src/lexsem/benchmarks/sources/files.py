@@ -8,7 +8,8 @@ from pathlib import Path
 
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.items import Item
-from lexsem.download import SourceFile, resolve_source, sha256_file
+from lexsem.digests import sha256_file
+from lexsem.download import SourceFile, resolve_source
 
 # parse(path, subset name, *, strict) -> items
 Parser = Callable[..., list[Item]]

@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from lexsem.errors import ModelError
+from lexsem.models.hf_config import read_config
 from lexsem.models.vlm.image_token_processor import VICUNA_V1_SYSTEM, Conversation
 from lexsem.models.vlm.original_format import (
     checkpoint_processor,
     companion,
-    read_config,
     read_state_dict,
     strict_load,
     tower_source,

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lexsem.models.hf_config import read_config
 from lexsem.models.vlm import clip_t5, llava_original
-from lexsem.models.vlm.original_format import companion, read_config, tower_source
+from lexsem.models.vlm.original_format import companion, tower_source
 
 __all__ = ["FAMILY_LOADERS", "FamilyLoader", "companions", "family_of", "load_vlm"]
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lexsem.errors import DataError, ModelError
-from lexsem.jsonl import read_json
+from lexsem.errors import ModelError
 from lexsem.models.source import ModelSource, resolve_source, weight_files
 from lexsem.models.vlm.image_token_processor import (
     Conversation,
@@ -23,7 +22,6 @@ from lexsem.models.vlm.image_token_processor import (
 __all__ = [
     "checkpoint_processor",
     "companion",
-    "read_config",
     "read_state_dict",
     "strict_load",
     "tower_image_processor",
@@ -32,18 +30,6 @@ __all__ = [
 ]
 
 FEATURES = ("patch", "cls_patch")
-
-
-def read_config(folder: Path) -> dict[str, Any]:
-    """The folder's config.json (a `ModelError` naming it when missing or not JSON)."""
-    path = Path(folder) / "config.json"
-    try:
-        data = read_json(path)
-    except DataError as exc:
-        raise ModelError(f"cannot read {path}: {exc.detail}") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"{path} is not a JSON object")
-    return data
 
 
 def companion(name: str, what: str, folder: Path, offline: bool | None) -> ModelSource:

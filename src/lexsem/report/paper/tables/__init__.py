@@ -1,3 +1,3 @@
-"""The built-in paper tables, one module each, citing the paper by title and table; those with
-published numbers are registered in `lexsem.reproduce.catalog`, those laid out from generative
-runs listed in `lexsem.report.generative.LAYOUTS`."""
+"""The built-in paper tables, one module each, citing the paper by title and table; each is
+registered in `lexsem.report.paper.catalog`, as a reproducible table (published numbers) or as
+a report layout (generative runs laid out as the paper's table)."""
