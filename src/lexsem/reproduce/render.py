@@ -3,7 +3,11 @@ lexsem with Δ per cell, a `*` on each Δ whose published number lies outside th
 confidence interval, and the rows that did not run with what they need. Each row says the
 activation its model runs where the model has one to say (open_clip: QuickGELU or GELU, as its
 weights were trained; `activation`); a Markdown table has that column when one of its rows
-does. Markdown tables are `lexsem.report.tables.Table`s, rendered by `to_markdown`."""
+does. A published number that no k/n over the public items gives at the paper's precision
+(`lexsem.report.paper.attainability`) is marked `†`, with a legend line naming the n; the CSV
+gives each cell's n (`n`, or the subsets' counts of a macro joined by `+`) and `attainable`
+(true, false, or empty when not checked). Markdown tables are `lexsem.report.tables.Table`s,
+rendered by `to_markdown`."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from lexsem.outputs import TABLE_MARKS
+from lexsem.report.paper.attainability import MARK, PublishedCell, check_table, unattainable
 from lexsem.report.paper.facts import PaperTable
 from lexsem.report.tables import Table, to_markdown
 from lexsem.reproduce.published_vs_measured import Comparison
@@ -20,8 +25,12 @@ from lexsem.reproduce.published_vs_measured import Comparison
 OUTSIDE = "*"
 CSV_FIELDS = (
     "table", "model", "spec", "benchmark", "task", "metric", "subset", "column", "published",
-    "lexsem", "delta", "ci_low", "ci_high", "outside_ci", "status", "why", "activation",
+    "lexsem", "delta", "ci_low", "ci_high", "outside_ci", "status", "why", "activation", "n",
+    "attainable",
 )  # fmt: skip
+# the header lines of the comparison CSVs lexsem wrote: now, before `n` and `attainable`, and
+# before `activation`
+CSV_HEADS = (CSV_FIELDS, CSV_FIELDS[:-2], CSV_FIELDS[:-3])
 NO_ACTIVATION = "—"
 ACTIVATION_NOTE = (
     "Activation: what the row's open_clip model runs, as its weights were trained (— for "
@@ -71,13 +80,30 @@ def summary(comparisons: Sequence[Comparison]) -> str:
     return "; ".join(parts)
 
 
+def unattainable_legend(cells: Sequence[PublishedCell]) -> str:
+    """`† no k/n over the public items gives this value ... (n: swap_obj 245)`: the legend of
+    the marked `cells`, naming their n."""
+    ns = ", ".join(dict.fromkeys(c.subsets for c in cells))
+    return (
+        f"{MARK} no k/n over the public items gives this value at the paper's precision "
+        f"(n: {ns}): no implementation can match it exactly"
+    )
+
+
 def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
     """The comparison table (left out when no cell was compared), then the rows that did not
-    run or failed, with why; the summary line under the first, and the legend of `*` only when
-    a cell is marked."""
+    run or failed, with why; the summary line under the first, and the legend of `*` and of
+    `†` only when a cell is marked so."""
     title = f"{table.name}: {table.paper}, {table.table}"
     marked = any(c.outside for c in comparisons if c.status == "compared")
     legend = [f"{OUTSIDE} the published number lies outside the run's confidence interval"]
+    no_k = unattainable(table)
+    daggers = [
+        no_k[c.model, c.column]
+        for c in comparisons
+        if c.status == "compared" and (c.model, c.column) in no_k
+    ]
+    legends = [*(legend if marked else []), *([unattainable_legend(daggers)] if daggers else [])]
     said = any(activation(row.spec) for row in table.rows)
     act = ["Activation"] if said else []
     note = [ACTIVATION_NOTE] if said else []
@@ -88,7 +114,7 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
     compared = Table(
         title=f"{title} — published vs lexsem",
         headers=["Model", "Benchmark", "Column", "Published", "lexsem", "Δ", "CI", *act],
-        notes=[*(legend if marked else []), *note, summary(comparisons)],
+        notes=[*legends, *note, summary(comparisons)],
     )
     for c in comparisons:
         if c.status != "compared":
@@ -99,7 +125,7 @@ def tables(table: PaperTable, comparisons: Sequence[Comparison]) -> list[Table]:
                 c.model,
                 where,
                 c.column.header,
-                f"{c.published:.2f}",
+                f"{c.published:.2f}" + (f" {MARK}" if (c.model, c.column) in no_k else ""),
                 _num(c.lexsem),
                 delta_text(c),
                 ci_text(c),
@@ -133,15 +159,19 @@ def to_csv_text(table: PaperTable, comparisons: Sequence[Comparison]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
+    checked = {(p.model, p.column): p for p in check_table(table)}
     for c in comparisons:
         col = c.column
+        p = checked.get((c.model, col))
+        n = "" if p is None or not p.ns else "+".join(map(str, p.ns)) if p.mean == "macro" else p.n
+        can = "" if p is None or p.attainable is None else str(p.attainable).lower()
         outside = "" if c.outside is None else str(c.outside).lower()
         w.writerow(
             [
                 table.name, c.model, c.spec or "", col.benchmark, col.task, col.metric,
                 col.subset, col.header, c.published, _num(c.lexsem, ".6f"),
                 _num(c.delta, ".6f"), _num(c.ci_low, ".6f"), _num(c.ci_high, ".6f"), outside,
-                c.status, c.why or "", activation(c.spec) or "",
+                c.status, c.why or "", activation(c.spec) or "", n, can,
             ]
         )  # fmt: skip
     return buf.getvalue()

@@ -27,7 +27,7 @@ from lexsem.report.paper.facts import ModelRow, PaperTable
 from lexsem.reproduce.availability import missing
 from lexsem.reproduce.grid import table_grid
 from lexsem.reproduce.published_vs_measured import Comparison, compare
-from lexsem.reproduce.render import CSV_FIELDS, to_csv_text, to_markdown_text
+from lexsem.reproduce.render import CSV_HEADS, to_csv_text, to_markdown_text
 from lexsem.results.run_folder import load_run
 from lexsem.results.schema import RunRecord
 from lexsem.sweep.executors.catalog import get_executor
@@ -106,8 +106,8 @@ def check_comparison_files(out: Path, *, force: bool) -> None:
     not write (`lexsem.outputs.check_outputs`), unless `force`. A CSV has no mark: one that
     opens with the comparison's own header line is the comparison's."""
     csv_file = out / CSV
-    heads = (CSV_FIELDS, CSV_FIELDS[:-1])  # one without the activation column is lexsem's too
-    csv_ours = force or any(_opens_with(csv_file, ",".join(h) + "\n") for h in heads)
+    # one of an earlier lexsem's header (without the activation, n, attainable) is lexsem's too
+    csv_ours = force or any(_opens_with(csv_file, ",".join(h) + "\n") for h in CSV_HEADS)
     check_outputs({"-o": out / MARKDOWN}, inputs=(), force=force)
     check_outputs({"-o": csv_file}, inputs=(), force=csv_ours)
 
