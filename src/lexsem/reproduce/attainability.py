@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lexsem.report.paper.attainability import PublishedCell, check_tables
-from lexsem.reproduce.catalog import get_table, table_names
+from lexsem.report.paper.catalog import get_table, table_names
 
 __all__ = ["PublishedCell", "published_cells"]
 
