@@ -19,9 +19,9 @@ from lexsem.report.paper.attainability import (
     printed_decimals,
     unattainable,
 )
+from lexsem.report.paper.catalog import get_table
 from lexsem.report.paper.facts import Column, ModelRow, PaperTable, cells
 from lexsem.reproduce.attainability import published_cells
-from lexsem.report.paper.catalog import get_table
 from lexsem.reproduce.published_vs_measured import compare
 from lexsem.reproduce.render import to_csv_text, to_markdown_text
 from lexsem.results.schema import MetricResult
