@@ -146,7 +146,7 @@ def test_site_files_data_and_escaping(tmp_path: Path) -> None:
     bad = next(r for r in section["rows"] if r["model"].startswith("<"))
     page = (site / "models" / f"{bad['model_id']}.html").read_text()
     assert "<script>alert(1)</script>" not in page
-    assert "lexsem eval --model" in page and "0" * 64 in page
+    assert "lexsem eval --model" in page and "0" * 64 in page and "b&#39;{" not in page
     hardest = _embedded(page, "model-data")["hardest"]
     assert hardest and all(h["right"] >= 1 for h in hardest)
 

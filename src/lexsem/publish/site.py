@@ -183,6 +183,11 @@ def _hardest(details: pa.Table) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def _compact(value: Any) -> str:
+    """A recorded value as one line of canonical JSON (keys sorted)."""
+    return canonical_json(value).decode()
+
+
 def _run_data(entry_run: Any) -> dict[str, Any]:
     rec = entry_run.record
     evaluation = {k: v for k, v in rec.config.evaluation.items()
@@ -191,10 +196,10 @@ def _run_data(entry_run: Any) -> dict[str, Any]:
     return {
         "run_id": rec.run_id, "created_at": rec.created_at, "lexsem_version": rec.lexsem_version,
         "lock_sha256": rec.environment.get("lock_sha256"), "digest": entry_run.digest,
-        "fingerprint": canonical_json(rec.model.fingerprint),
-        "settings": canonical_json({"tasks": rec.config.tasks, "tie_policy":
-                                    rec.config.tie_policy, **evaluation}),
-        "environment": canonical_json(rec.environment), "command": rerun_command(rec),
+        "fingerprint": _compact(rec.model.fingerprint),
+        "settings": _compact({**evaluation, "tasks": rec.config.tasks,
+                              "tie_policy": rec.config.tie_policy}),
+        "environment": _compact(rec.environment), "command": rerun_command(rec),
         "files": [{"benchmark": b.name, "subset": f.subset, "file": f.file, "sha256": f.sha256}
                   for b in rec.benchmarks for f in b.files],
     }  # fmt: skip
