@@ -277,3 +277,18 @@ def test_cli(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["publish", *map(str, runs), str(dup), "-o",
                                    str(tmp_path / "site")])  # fmt: skip
     assert res.exit_code == 2 and "two runs" in res.output
+
+
+def test_rank_groups_pair_only_items_every_model_scored(tmp_path: Path) -> None:
+    """A run that scored fewer items: the table's models are compared on the items all of
+    them scored (paired by subset and item id), its accuracy stays its own."""
+    full = _run(tmp_path, "full", [True] * 50 + [False] * 10)
+    short = _run(tmp_path, "short", [False] * 40)
+    publish([full, short], tmp_path / "site")
+    data = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
+    (section,) = data["sections"]
+    micro = next(c for c in section["columns"] if c["subset"] == "_micro")
+    assert micro["paired_n"] == 40
+    rows = {r["model"]: r for r in section["rows"]}
+    assert rows["full"]["cells"]["_micro"]["accuracy"] == pytest.approx(100 * 50 / 60)
+    assert (rows["full"]["rank"], rows["short"]["rank"]) == (1, 2)  # 40 vs 0 of 40: p < 1e-11

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import reduce
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from lexsem.publish.facts import FAMILIES, benchmark_family
@@ -77,8 +77,8 @@ def _ci(r: MetricResult) -> tuple[tuple[float, float] | None, str]:
 
 def _paired(table: BoardTable) -> dict[str, np.ndarray]:
     """model -> its hits on the items every model of `table` with per-item hits scored, in
-    one order (subset and item id)."""
-    keyed: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    one order (the items are keyed by subset and item id, the keys numbered once for all)."""
+    models, keys, values = [], [], []
     for row in table.rows:
         hits = row.entry.run.hits
         mask = pc.and_(
@@ -91,17 +91,23 @@ def _paired(table: BoardTable) -> dict[str, np.ndarray]:
         mine = hits.filter(mask)
         if mine.num_rows == 0:
             continue
-        keys = np.char.add(
-            np.char.add(np.asarray(mine["subset"].to_pylist(), dtype=str), "\x1f"),
-            np.asarray(mine["item_id"].to_pylist(), dtype=str),
-        )
-        values = np.asarray(mine["hit"].fill_null(False).to_pylist(), dtype=bool)
-        unique, first = np.unique(keys, return_index=True)
-        keyed[row.model] = (unique, values[first])
-    if not keyed:
+        models.append(row.model)
+        keys.append(pc.binary_join_element_wise(mine["subset"], mine["item_id"], "\x1f"))
+        values.append(mine["hit"].fill_null(False).to_numpy(zero_copy_only=False).astype(bool))
+    if not models:
         return {}
-    common = reduce(np.intersect1d, (k for k, _ in keyed.values()))
-    return {m: v[np.searchsorted(k, common)] for m, (k, v) in keyed.items()}
+    codes = pa.chunked_array([c for k in keys for c in pa.chunked_array(k).chunks])
+    encoded = codes.combine_chunks().dictionary_encode()
+    indices = encoded.indices.to_numpy(zero_copy_only=False)
+    n_keys = len(encoded.dictionary)
+    dense, start = [], 0
+    for v in values:
+        row = np.full(n_keys, -1, dtype=np.int8)
+        row[indices[start : start + len(v)]] = v
+        start += len(v)
+        dense.append(row)
+    common = np.logical_and.reduce([d >= 0 for d in dense])
+    return {m: d[common].astype(bool) for m, d in zip(models, dense, strict=True)}
 
 
 def _rank(table: BoardTable) -> None:
