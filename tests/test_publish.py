@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -199,6 +200,10 @@ def test_incremental_rebuild_reads_only_changed_runs(tmp_path: Path) -> None:
     done = publish(runs, site, loader=counting)
     assert done.read == 1 and read == [runs[1]]
     assert (site / "leaderboard.json").read_text() != before
+    moved = tmp_path / "elsewhere"
+    shutil.copytree(runs[0], moved)  # the same files in another folder: found by digest
+    read.clear()
+    assert publish([moved, *runs[1:]], site, loader=counting).read == 0
 
 
 def test_outputs_are_checked_and_written_whole(tmp_path: Path, monkeypatch) -> None:

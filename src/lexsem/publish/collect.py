@@ -1,7 +1,8 @@
 """The runs a site is made from, each read once: the site keeps a manifest (run folder → the
 sha256 of its run.json and items.parquet, and the two files' sizes and modification times) and
 a cache of what it read (the record and the per-item hits, under the digest), so publishing
-again reads (`load_run`, `load_items`) only the runs that changed. A run whose two files have the
+again reads (`load_run`, `load_items`) only the runs that changed (a run copied or moved to
+another folder is found in the cache by its digest). A run whose two files have the
 size and modification time the manifest says is taken as unchanged without hashing (as make and
 rsync do); any other is hashed, and read only when its digest is new. A cache file that cannot be
 read is no error: the run is read again.
@@ -153,7 +154,7 @@ def collect(folders: Sequence[Path], site: Path, loader: Loader | None = None) -
         before = old.get(key) if isinstance(old.get(key), dict) else {}
         digest = before.get("sha256") if before.get("stat") == stats else None
         digest = digest if isinstance(digest, str) else _digest(files)
-        got = _cached(site, digest) if before.get("sha256") == digest else None
+        got = _cached(site, digest)  # by digest: a run moved to another folder is not read
         if got is None:
             got = load(folder)
             read += 1
