@@ -297,3 +297,10 @@ def test_rank_groups_pair_only_items_every_model_scored(tmp_path: Path) -> None:
     rows = {r["model"]: r for r in section["rows"]}
     assert rows["full"]["cells"]["_micro"]["accuracy"] == pytest.approx(100 * 50 / 60)
     assert (rows["full"]["rank"], rows["short"]["rank"]) == (1, 2)  # 40 vs 0 of 40: p < 1e-11
+
+
+def test_family_anchors_stay_apart() -> None:
+    from lexsem.publish.site import anchor
+
+    assert anchor("SugarCrepe++") != anchor("SugarCrepe")
+    assert anchor("scpp:/a/b.json|tot|tot") != anchor("scpp:/a_b.json|tot|tot")

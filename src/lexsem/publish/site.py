@@ -13,6 +13,7 @@ elsewhere). Every text a run gives (model names, specs, file names) is escaped b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ from lexsem.publish.published import PublishedRow
 from lexsem.stats.bootstrap import MICRO
 from lexsem.web_templates import static_templates
 
-__all__ = ["CSP", "HARDEST_PER", "write_site"]
+__all__ = ["CSP", "HARDEST_PER", "anchor", "write_site"]
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -62,8 +63,11 @@ class _Section:
         return next((t for t in self.tables if t.subset == MICRO), self.tables[0])
 
 
-def _anchor(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+def anchor(text: str) -> str:
+    """An id or file name for `text`: made safe, and 6 hex digits of its sha256 so that texts
+    alike once made safe (SugarCrepe++ and SugarCrepe) stay apart."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "x"
+    return f"{slug}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 def _params_text(n: int | None) -> str:
@@ -150,7 +154,7 @@ def _section_data(
                      r["model"]))  # fmt: skip
     key = f"{first.benchmark}|{first.task}|{first.metric}"
     return {
-        "key": key, "anchor": _anchor(key), "family": section.family, "title": first.title,
+        "key": key, "anchor": anchor(key), "family": section.family, "title": first.title,
         "benchmark": first.benchmark, "task": first.task, "metric": first.metric,
         "primary": primary.subset, "primary_label": primary.subset_label, "plot": plot,
         "columns": [{"subset": t.subset, "label": t.subset_label, "sha256": t.sha256,
@@ -223,7 +227,7 @@ def write_site(
     if plots:
         (folder / "plots").mkdir(exist_ok=True)
     for key, svg in plots.items():
-        name = f"plots/{_anchor(key)}.svg"
+        name = f"plots/{anchor(key)}.svg"
         (folder / name).write_bytes(svg)
         plot_files[key] = name
     sections = []
@@ -238,7 +242,7 @@ def write_site(
     common = {"csp": CSP, "version": __version__, "n_models": len(models), "n_runs": len(runs)}
     families = []
     for fam in family_order([s["family"] for s in sections]):
-        families.append({"name": fam, "anchor": "family-" + _anchor(fam),
+        families.append({"name": fam, "anchor": "family-" + anchor(fam),
                          "sections": [s for s in sections if s["family"] == fam]})  # fmt: skip
     filters = [
         {"key": key, "label": label, "options": sorted({m[field] for m in models.values()})}
