@@ -25,6 +25,7 @@ from lexsem.cli.download import download
 from lexsem.cli.eval import eval_cmd
 from lexsem.cli.explore import explore
 from lexsem.cli.list import list_cmd
+from lexsem.cli.publish import publish_cmd
 from lexsem.cli.report import report
 from lexsem.cli.reproduce import reproduce
 from lexsem.cli.score_answers import score_answers
@@ -129,6 +130,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "compare": compare,
     "explore": explore,
     "reproduce": reproduce,
+    "publish": publish_cmd,
     "list": list_cmd,
     "ask": ask,
     "train": train,
