@@ -237,7 +237,7 @@ def test_published_rows_beside_measured(tmp_path: Path, monkeypatch) -> None:
     runs = _board(tmp_path)
     row = PublishedRow(source="paper_table1", model="Good (paper)", spec="test:good",
                        benchmark="bench", task="tot", metric="tot", subset="_micro",
-                       accuracy=50.0)  # fmt: skip
+                       accuracy=50.0, attainable=False)  # fmt: skip
     monkeypatch.setattr(publisher_module, "published_rows", lambda: [row])
     publish(runs, tmp_path / "site")
     index = (tmp_path / "site" / "index.html").read_text()
@@ -247,6 +247,21 @@ def test_published_rows_beside_measured(tmp_path: Path, monkeypatch) -> None:
     delta = good["cells"]["_micro"]["accuracy"] - 50.0
     assert pub["cells"]["_micro"]["delta"] == pytest.approx(delta)
     assert 'class="published"' in index and f"Δ {delta:+.2f}" in index
+    assert index.count('<span class="unattainable"') == 1  # the published cell only
+
+
+def test_the_papers_cells_are_published_rows_with_their_specs() -> None:
+    """SugarCrepe++ Table 2's CLIP swap_obj ITT 45.18 over the 245 public items: no k/n gives it
+    (110/245 = 44.90, 111/245 = 45.31); its row runs as CLIP ViT-B/32."""
+    from lexsem.publish.published import published_rows
+
+    rows = published_rows()
+    (clip,) = [r for r in rows if r.source.endswith("Table 2") and r.model == "CLIP"
+               and (r.benchmark, r.metric, r.subset) == ("sugarcrepe_pp", "itt", "swap_obj")
+               and "SUGARCREPE++" in r.source.upper()]  # fmt: skip
+    assert clip.accuracy == 45.18 and clip.attainable is False
+    assert clip.spec == "clip:openai/clip-vit-base-patch32"
+    assert len(rows) == 1195
 
 
 def test_hf_dataset_layout(tmp_path: Path) -> None:

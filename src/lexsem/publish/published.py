@@ -1,11 +1,9 @@
-"""The papers' published numbers beside lexsem's (the hook). A published row is one cell of a
-paper's table (`lexsem.reproduce.catalog.TABLES`, `lexsem.report.paper.facts`) for the model
-spec that paper row stands for; the board shows it under the measured rows of its table,
-marked "published", with Δ = measured − published where the same spec was measured.
-
-`published_rows` returns no row until the function listing the published cells and their
-attainability (`lexsem.stats.attainable`, written beside `lexsem reproduce`) lands: then it
-maps that function's cells to `PublishedRow`s, and nothing else here changes.
+"""The papers' published numbers beside lexsem's. A published row is one cell of a paper's
+table (`lexsem.report.paper.catalog.TABLES`, `lexsem.report.paper.facts`) for the model spec
+that paper row stands for; the board shows it under the measured rows of its table, marked
+"published", with Δ = measured − published where the same spec was measured, and `†` where no
+k/n over the public items gives the number (`lexsem.reproduce.attainability.published_cells`,
+the cells `lexsem reproduce` marks the same way).
 """
 
 from __future__ import annotations
@@ -33,5 +31,19 @@ class PublishedRow:
 
 
 def published_rows() -> list[PublishedRow]:
-    """The published cells to show beside the measured ones: none yet (module doc)."""
-    return []
+    """Every published cell of the catalog's reproducible tables, with the spec its paper row
+    runs as (empty where lexsem has none) and whether a k/n over the public items gives it."""
+    from lexsem.report.paper.catalog import get_table
+    from lexsem.reproduce.attainability import published_cells
+
+    specs: dict[str, dict[str, str]] = {}
+    out = []
+    for c in published_cells():
+        if c.table not in specs:
+            specs[c.table] = {r.name: r.spec or "" for r in get_table(c.table).rows}
+        out.append(PublishedRow(
+            source=f"{c.paper}, {c.table_label}", model=c.model, spec=specs[c.table][c.model],
+            benchmark=c.column.benchmark, task=c.column.task, metric=c.column.metric,
+            subset=c.column.subset, accuracy=c.published, attainable=c.attainable,
+        ))  # fmt: skip
+    return out
