@@ -423,6 +423,18 @@ def test_missing_image_refs_of_triplets_and_pairs() -> None:
     assert _ids(pairs, "missing_image") == ["31"]
 
 
+def test_a_text_only_subset_has_no_missing_images() -> None:
+    """No item with an image (a frozen text-only build): `missing_image` is n/a, not a warning
+    per item; one item with an image makes the others' missing ones findings again."""
+    bare = [_t(k, f"A cat {k}.", f"A cat sits {k}.", f"A dog {k}.", None) for k in range(3)]
+    report = _report(bare)
+    assert _ids(report, "missing_image") == []
+    assert "- missing_image " in (text := render_report(report))
+    assert "a text-only subset: no item has an image" in text
+    mixed = _report([*bare, _t(9, "A cow.", "A cow stands.", "A hen.")])
+    assert _ids(mixed, "missing_image") == ["0", "1", "2"]
+
+
 def test_summary_wording_says_what_matches_and_what_differs() -> None:
     subsets = (SubsetSpec("same", None, 2, 2), SubsetSpec("short", None, 3, 4),
                SubsetSpec("nopaper", None, 2))  # fmt: skip

@@ -154,6 +154,7 @@ class SubsetHealth:
     complete_items: int  # items none of whose texts is empty or whitespace-only
     non_ascii_chars: dict[str, int] = field(default_factory=dict)  # char -> occurrences
     findings: list[Finding] = field(default_factory=list)
+    text_only: bool = False  # no item has an image: `missing_image` does not apply
 
     @property
     def checks(self) -> tuple[Check, ...]:
@@ -517,9 +518,13 @@ def validate_subset(
     _duplicate_findings(name, items, findings)
     _label_findings(name, items, findings)
     non_ascii: Counter[str] = Counter()
+    text_only = bool(items) and all(
+        ref is None or not str(ref).strip() for it in items for ref in _images(it).values()
+    )
     for it in items:
         _equality_findings(name, it, findings)
-        _image_findings(name, it, findings)
+        if not text_only:
+            _image_findings(name, it, findings)
         _text_findings(name, it, findings, non_ascii, long_chars=long_chars, long_words=long_words)
     order = {c.name: i for i, c in enumerate(CHECKS)}
     findings.sort(key=lambda f: order[f.check])  # stable: file order within a check
@@ -534,6 +539,7 @@ def validate_subset(
         complete_items=sum(all(t.strip() for t in it.texts()) for it in items),
         non_ascii_chars=dict(non_ascii.most_common()),
         findings=findings,
+        text_only=text_only,
     )
 
 
@@ -622,6 +628,8 @@ def _count_status(c: Check, s: SubsetHealth, origin: str) -> tuple[str, str]:
 def _summary_line(c: Check, s: SubsetHealth, origin: str, width: int) -> str:
     if c.name in ("count_vs_file", "count_vs_paper"):
         status, text = _count_status(c, s, origin)
+    elif c.name == "missing_image" and s.text_only:
+        status, text = "n/a", "a text-only subset: no item has an image"
     else:
         n = s.count(c.name)
         status, text = (f"{n} {c.severity}", c.title) if n else ("ok", c.ok)
