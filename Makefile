@@ -116,6 +116,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/sweep_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/spread_bench.py
 	HF_HUB_OFFLINE=1 $(BIN)/python bench/explore_bench.py
+	HF_HUB_OFFLINE=1 $(BIN)/python bench/publish_bench.py
 
 # on a machine with a CUDA GPU: 5000 generated JPEGs, ViT-B/32-size tower, bf16; then the text
 # generation of `lexsem build` (chat:), and its image generation where a diffusers: backend

@@ -1,7 +1,6 @@
 """`lexsem publish`: rank groups (a hand-worked case), the merge rules and --replace, the
 incremental rebuild, the site's files and data, escaping, output safety and the dataset
-folder. (Left for later: headless-Chromium tests of the page's sorting and filters, and the
-50-model speed bench.)"""
+folder. The pages in Chromium: tests/test_publish_browser.py; the speed: bench/publish_bench.py."""
 
 from __future__ import annotations
 

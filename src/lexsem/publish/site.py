@@ -163,6 +163,14 @@ def _section_data(
     }  # fmt: skip
 
 
+def _svg_size(svg: bytes) -> list[int] | None:
+    """The figure's size in CSS pixels (its `<svg width=... height=...>` in pt), for the
+    page's `<img width height>`: the page keeps the figure's room before it loads (figures
+    load lazily, as they scroll near)."""
+    m = re.search(rb'<svg[^>]*?width="([0-9.]+)pt"[^>]*?height="([0-9.]+)pt"', svg[:2000])
+    return [round(float(v) * 4 / 3) for v in m.groups()] if m else None
+
+
 def _hardest(details: pa.Table) -> dict[str, list[dict[str, Any]]]:
     """model -> the items it got wrong that most other models got right (`HARDEST_PER` per
     benchmark, task and metric), as compact rows."""
@@ -223,18 +231,18 @@ def write_site(
     (folder / "static").mkdir(parents=True, exist_ok=True)
     for name in ("site.js", "site.css"):
         (folder / "static" / name).write_bytes((PACKAGE / "static" / name).read_bytes())
-    plot_files: dict[str, str] = {}
+    plot_files: dict[str, tuple[str, list[int] | None]] = {}
     if plots:
         (folder / "plots").mkdir(exist_ok=True)
     for key, svg in plots.items():
         name = f"plots/{anchor(key)}.svg"
         (folder / name).write_bytes(svg)
-        plot_files[key] = name
+        plot_files[key] = (name, _svg_size(svg))
     sections = []
     for s in _sections(tables):
         first = s.tables[0]
-        plot = plot_files.get(f"{first.benchmark}|{first.task}|{first.metric}")
-        sections.append(_section_data(s, published, plot))
+        plot, size = plot_files.get(f"{first.benchmark}|{first.task}|{first.metric}", (None, None))
+        sections.append({**_section_data(s, published, plot), "plot_size": size})
     models = {e.run.name: _model_facts(e) for e in entries}
     runs = {e.run.digest for e in entries}
     data = {"generator": "lexsem", "version": __version__, "sections": sections,
