@@ -279,12 +279,12 @@ def test_hf_dataset_layout(tmp_path: Path) -> None:
         assert f"| `{column}` |" in text
     micro = [r for r in summary.to_pylist() if r["subset"] == "_micro"]
     assert {r["rank"] for r in micro} >= {1} and all(r["data_sha256"] for r in micro)
-    try:
-        import datasets
-    except ImportError:
-        return
-    loaded = datasets.load_dataset(str(ds), "summary")
+    import datasets  # in the test environment (the `hf` extra): never skipped
+
+    cache = str(tmp_path / "hf-cache")
+    loaded = datasets.load_dataset(str(ds), "summary", cache_dir=cache)
     assert loaded["train"].num_rows == 9
+    assert datasets.load_dataset(str(ds), "details", cache_dir=cache)["train"].num_rows == 180
 
 
 def test_cli(tmp_path: Path) -> None:
