@@ -151,6 +151,30 @@ def test_site_files_data_and_escaping(tmp_path: Path) -> None:
     assert hardest and all(h["right"] >= 1 for h in hardest)
 
 
+def test_model_pages_link_hardest_items_to_a_running_explorer(tmp_path: Path) -> None:
+    """With --explore-url, each hardest item opens that item's slice in `lexsem explore`
+    (bench, subset, metric, item); the page also says the activation its spec runs."""
+    from urllib.parse import parse_qs, urlsplit
+
+    runs = _board(tmp_path)
+    publish(runs, tmp_path / "site", explore_url="http://127.0.0.1:8765/")
+    page = next((tmp_path / "site" / "models").glob("*.html")).read_text()
+    hardest = _embedded(page, "model-data")["hardest"]
+    assert hardest
+    for h in hardest:
+        url = urlsplit(h["url"])
+        assert (url.scheme, url.netloc, url.path) == ("http", "127.0.0.1:8765", "/")
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        assert query == {"bench": h["b"], "subset": h["s"], "metric": h["m"], "item": h["id"]}
+    assert f'<a href="{hardest[0]["url"].replace("&", "&amp;")}">' in page
+    assert "<th>Activation</th><td>—</td>" in page  # not an open_clip model
+    res = CliRunner().invoke(app, ["publish", *map(str, runs), "-o", str(tmp_path / "s2"),
+                                   "--explore-url", "127.0.0.1:8765"])  # fmt: skip
+    assert res.exit_code != 0 and "--explore-url 127.0.0.1:8765: give http://HOST:PORT" in (
+        res.output
+    )
+
+
 def test_refuses_other_data_and_settings(tmp_path: Path) -> None:
     a = _run(tmp_path, "one", [True, False] * 5)
     b = _run(tmp_path, "two", [True] * 10, sha="1" * 64)

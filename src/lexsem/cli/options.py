@@ -215,6 +215,14 @@ JsonOut = Annotated[
 ]
 
 
+def check_explore_url(url: str | None) -> None:
+    """`--explore-url` (report, publish): a web address of a running `lexsem explore`."""
+    from lexsem.errors import LexsemError
+
+    if url is not None and not url.startswith(("http://", "https://")):
+        raise LexsemError(f"--explore-url {url}: give http://HOST:PORT")
+
+
 def quiet_option(help: str) -> Any:
     """`--quiet` / `-q`, a switch in every command that prints progress: `help` says what the
     command still prints."""

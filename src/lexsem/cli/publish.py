@@ -31,14 +31,25 @@ def publish_cmd(
             "datasets.load_dataset reads.",
         ),
     ] = None,
+    explore_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A running `lexsem explore` (http://HOST:PORT): the model pages' hardest items "
+            "link to it."
+        ),
+    ] = None,
 ) -> None:
     """Publish runs as a leaderboard: a static site (index.html, a page per model, JSON; opens
     from file://) with 95% intervals and rank groups (McNemar, Holm). Runs that do not compare
     (other data, other scoring settings, one model twice) are refused, one line each."""
+    from lexsem.cli.options import check_explore_url
     from lexsem.cli.run_paths import run_folders
     from lexsem.publish import publish
 
-    done = publish(run_folders(runs), out, replace=replace, hf_dataset=hf_dataset)
+    check_explore_url(explore_url)
+    done = publish(
+        run_folders(runs), out, replace=replace, hf_dataset=hf_dataset, explore_url=explore_url
+    )
     for line in done.said:
         typer.echo(line, err=True)
     cached = done.runs - done.read

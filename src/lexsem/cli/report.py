@@ -113,14 +113,13 @@ def _check_options(
 ) -> None:  # fmt: skip
     """The options checked before any run is read: bounds, the explorer's address, the output
     files (never an input, never another program's file without --force)."""
-    from lexsem.cli.options import check_bounds
+    from lexsem.cli.options import check_bounds, check_explore_url
     from lexsem.cli.run_paths import check_output_file
     from lexsem.config import EvalConfig
     from lexsem.outputs import check_outputs
 
     check_bounds(EvalConfig, {"--n-boot": ("n_boot", n_boot)})
-    if explore_url is not None and not explore_url.startswith(("http://", "https://")):
-        raise LexsemError(f"--explore-url {explore_url}: give http://HOST:PORT")
+    check_explore_url(explore_url)
     if seed < 0:
         raise LexsemError(f"--seed {seed}: must be at least 0")
     for path, option, example in ((out, "--out", f"tables.{fmt}"), (html, "--html", "report.html")):

@@ -110,6 +110,7 @@ def publish(
     hf_dataset: Path | None = None,
     loader: Loader | None = None,
     plots: bool = True,
+    explore_url: str | None = None,
 ) -> PublishResult:
     """Publish the run folders `folders` (already expanded: `lexsem.cli.run_paths.run_folders`)
     as the site `site`, and with `hf_dataset` as a dataset folder (module doc)."""
@@ -140,7 +141,8 @@ def publish(
     t0 = time.perf_counter()
     with contextlib.ExitStack() as stack:
         tmp_site = stack.enter_context(_building(site))
-        write_site(tmp_site, tables, merged.entries, details, published_rows(), figures)
+        write_site(tmp_site, tables, merged.entries, details, published_rows(), figures,
+                   explore_url=explore_url)  # fmt: skip
         _cache(tmp_site, site, collected.runs)
         manifest = {"generator": "lexsem", "version": __version__, "runs": collected.manifest}
         (tmp_site / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")

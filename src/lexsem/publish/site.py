@@ -21,11 +21,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pyarrow as pa
 
 from lexsem._version import __version__
 from lexsem.digests import canonical_json
+from lexsem.errors import LexsemError
+from lexsem.models.activation import spec_activation
 from lexsem.publish.board import BoardRow, BoardTable, family_order
 from lexsem.publish.facts import (
     modality,
@@ -79,6 +82,15 @@ def _params_text(n: int | None) -> str:
     return str(n)
 
 
+def _activation(spec: str) -> str:
+    """The activation the spec's model runs (open_clip's, as trained), "—" where it says none
+    or its backend is not installed here (a board of other people's runs)."""
+    try:
+        return spec_activation(spec) or "—"
+    except LexsemError:
+        return "—"
+
+
 def _model_facts(row_or_entry: BoardRow | Entry) -> dict[str, Any]:
     entry = row_or_entry.entry if isinstance(row_or_entry, BoardRow) else row_or_entry
     rec = entry.run.record
@@ -88,6 +100,7 @@ def _model_facts(row_or_entry: BoardRow | Entry) -> dict[str, Any]:
         "model_family": model_family(rec), "parameters": params,
         "params_text": _params_text(params), "size": size_class(params),
         "modality": modality(rec), "dtype": rec.model.dtype or "unknown",
+        "activation": _activation(rec.model.spec),
     }  # fmt: skip
 
 
@@ -224,6 +237,8 @@ def write_site(
     details: pa.Table,
     published: Sequence[PublishedRow],
     plots: dict[str, bytes],
+    *,
+    explore_url: str | None = None,
 ) -> dict[str, Any]:
     """Write the site's pages into the (new, empty) `folder`; the board's data (what
     leaderboard.json and the index page hold). `plots`: section key → SVG bytes."""
@@ -265,7 +280,7 @@ def write_site(
         encoding="utf-8",
     )
     (folder / "leaderboard.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    _write_models(folder, env, entries, sections, details, common)
+    _write_models(folder, env, entries, sections, details, common, explore_url)
     return data
 
 
@@ -276,8 +291,15 @@ def _write_models(
     sections: Sequence[dict[str, Any]],
     details: pa.Table,
     common: dict[str, Any],
+    explore_url: str | None = None,
 ) -> None:
     hardest = _hardest(details)
+    if explore_url:
+        for items in hardest.values():
+            for h in items:
+                query = urlencode({"bench": h["b"], "subset": h["s"], "metric": h["m"],
+                                   "item": h["id"]})  # fmt: skip
+                h["url"] = f"{explore_url.rstrip('/')}/?{query}"
     (folder / "models").mkdir(exist_ok=True)
     template = env.get_template("model.html")
     by_model: dict[str, list[Entry]] = {}
