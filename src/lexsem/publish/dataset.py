@@ -62,11 +62,7 @@ SUMMARY_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "run_id": (pa.string(), "the run's id (run.json `run_id`)"),
 }
 DETAILS_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
-    "model": (pa.string(), "the model's name"),
-    "run_id": (pa.string(), "the run's id"),
-    "benchmark": (pa.string(), "the benchmark"),
-    "task": (pa.string(), "the task"),
-    "metric": (pa.string(), "the metric"),
+    **{k: SUMMARY_COLUMNS[k] for k in ("model", "run_id", "benchmark", "task", "metric")},
     "subset": (pa.string(), "the item's subset"),
     "item_id": (pa.string(), "the item's id in its benchmark file"),
     "hit": (pa.bool_(), "whether the model got the item right"),
