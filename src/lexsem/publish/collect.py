@@ -10,8 +10,6 @@ read is no error: the run is read again.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +19,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lexsem.errors import LexsemError
+from lexsem.digests import file_sha256, json_sha256
+from lexsem.errors import DataError, LexsemError
+from lexsem.jsonl import read_json
 from lexsem.results.run_folder import RUN_JSON, items_path, load_items, load_run
 from lexsem.results.schema import RunRecord
 
@@ -94,20 +94,15 @@ def _stat(path: Path) -> list[int]:
 
 
 def _digest(files: Sequence[Path]) -> str:
-    h = hashlib.sha256()
-    for file in files:
-        h.update(file.name.encode() + b"\0")
-        with open(file, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-    return h.hexdigest()
+    """One sha256 of a run folder's files: of their names and each file's sha256."""
+    return json_sha256([[file.name, file_sha256(file)] for file in files])
 
 
 def read_manifest(site: Path) -> dict[str, Any]:
     """The runs of the manifest of `site` ({} when there is none, or it cannot be read)."""
     try:
-        raw = json.loads((site / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_json(site / MANIFEST)
+    except (OSError, DataError):
         return {}
     runs = raw.get("runs") if isinstance(raw, dict) else None
     return runs if isinstance(runs, dict) else {}
@@ -116,9 +111,9 @@ def read_manifest(site: Path) -> dict[str, Any]:
 def _cached(site: Path, digest: str) -> tuple[RunRecord, pa.Table] | None:
     base = site / CACHE_DIR / digest
     try:
-        record = RunRecord.model_validate_json(base.with_suffix(".json").read_bytes())
+        record = RunRecord.model_validate(read_json(base.with_suffix(".json")))
         hits = pq.read_table(base.with_suffix(".parquet"))
-    except (OSError, ValueError, pa.ArrowException):
+    except (OSError, DataError, ValueError, pa.ArrowException):
         return None
     if hits.column_names != list(HIT_COLUMNS):
         return None

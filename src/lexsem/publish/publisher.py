@@ -23,7 +23,8 @@ from pathlib import Path
 
 from lexsem._version import __version__
 from lexsem.atomic import replace_dir
-from lexsem.errors import LexsemError
+from lexsem.errors import DataError, LexsemError
+from lexsem.jsonl import read_json
 from lexsem.outputs import check_output_dir
 from lexsem.publish.board import BoardTable, board_tables
 from lexsem.publish.collect import CACHE_DIR, MANIFEST, Loaded, Loader, collect, write_cache
@@ -49,8 +50,8 @@ class PublishResult:
 
 def _owned(folder: Path, marker: str) -> bool:
     try:
-        raw = json.loads((folder / marker).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        raw = read_json(folder / marker)
+    except (OSError, DataError):
         return False
     return isinstance(raw, dict) and raw.get("generator") == "lexsem"
 
