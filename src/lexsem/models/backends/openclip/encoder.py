@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 import lexsem.paths as paths
+from lexsem.clock import span
 from lexsem.errors import LexsemError, ModelError
 from lexsem.models.backends.openclip import install
 from lexsem.models.backends.openclip.checkpoints import (
@@ -322,11 +323,12 @@ class OpenClipEncoder(LazyTextEncoder):
         """Token ids (n, context) of formatted texts, reusing the rows `_token_lengths` made."""
         import torch
 
-        memo = self._token_memo
-        missing = [t for t in dict.fromkeys(formatted) if t not in memo]
-        if missing:
-            memo.update(zip(missing, self.tokenizer(missing), strict=True))
-        return torch.stack([memo[t] for t in formatted])
+        with span("tokenize"):
+            memo = self._token_memo
+            missing = [t for t in dict.fromkeys(formatted) if t not in memo]
+            if missing:
+                memo.update(zip(missing, self.tokenizer(missing), strict=True))
+            return torch.stack([memo[t] for t in formatted])
 
     def _token_lengths(self, texts: list[str]) -> list[int] | None:
         """Tokens up to the pooled (end-of-text) one, where batches are trimmed to them; None
