@@ -172,8 +172,8 @@ class Evaluator:
         """What `run` asks of `model`: the model (a spec is loaded lazily: no weights), its
         capabilities, each benchmark's tasks and the plan of unique requests. A model that can
         run none of them, or a file of it that cannot be read, fails here."""
-        model, spec = self._model(model)
-        with clock.span("model_load"):
+        with clock.span("model_load"):  # its library imported, its files checked
+            model, spec = self._model(model)
             _check_files(model)  # an unreadable or damaged model file fails before any data work
         caps = capabilities(model)
         if not caps:

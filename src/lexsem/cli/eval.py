@@ -101,7 +101,7 @@ def eval_cmd(
 # how `--profile` names each part of the wall
 PART_LABELS = {
     "start_up": "start-up (imports, command line)",
-    "model_load": "model load (files checked, weights)",
+    "model_load": "model load (library, files, weights)",
     "data": "benchmarks loaded",
     "image_read": "images read and hashed",
     "image_decode": "waiting for decoded images",
