@@ -66,6 +66,9 @@ from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, TEXT_INPUT, Option, flag
 from lexsem.models.text_encoder import LazyTextEncoder
 
+# the most token rows `_tokenize` keeps between encoder calls (the engine's chunk is 4,096)
+TOKEN_MEMO_MAX = 16384
+
 
 class OpenClipEncoder(LazyTextEncoder):
     """TextEncoder + ImageEncoder over an open_clip model (lazy); see the module doc."""
@@ -320,7 +323,10 @@ class OpenClipEncoder(LazyTextEncoder):
         return self._tokenizer
 
     def _tokenize(self, formatted: list[str]) -> Any:
-        """Token ids (n, context) of formatted texts, reusing the rows `_token_lengths` made."""
+        """Token ids (n, context) of formatted texts, reusing the rows `_token_lengths` made:
+        the engine counts a whole chunk's tokens (`batch_order`, `batch_sizes`), then encodes it
+        one batch per call, and each text goes through the tokenizer once. `_encode_batches`
+        drops the rows of the texts it encoded (all of them past `TOKEN_MEMO_MAX`)."""
         import torch
 
         with span("tokenize"):
@@ -353,8 +359,12 @@ class OpenClipEncoder(LazyTextEncoder):
                     else:
                         emb = model.encode_text(tokens)
                     out.append(emb.to(torch.float32).cpu().numpy())
-        finally:
-            self._token_memo.clear()
+        finally:  # this call's rows go; rows counted for the caller's next calls stay
+            memo = self._token_memo
+            for text in formatted:
+                memo.pop(text, None)
+            if len(memo) > TOKEN_MEMO_MAX:
+                memo.clear()
         return np.concatenate(out, axis=0)
 
     def batch_sizes(self, texts: Sequence[str], batch_size: int) -> list[int]:
