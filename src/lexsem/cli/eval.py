@@ -123,6 +123,11 @@ def profile_table(b: Any) -> str:
         share = 100 * seconds / wall if wall > 0 else 0.0
         lines.append(f"{PART_LABELS.get(name, name):<38} {seconds:>9.2f} {share:>6.1f}%")
     lines.append(f"{'wall':<38} {wall:>9.2f} {100.0 if wall > 0 else 0.0:>6.1f}%")
+    towers = b.text_tower_s + b.image_tower_s
+    if towers > 0:
+        lines.append(
+            f"the towers' forward passes: {towers:.2f} s, {100 * towers / wall:.1f}% of the wall"
+        )
     decode = b.decode_read_s + b.decode_pil_s + b.decode_preprocess_s
     if decode > 0:
         where = (
