@@ -13,6 +13,12 @@ Measures, in one process with torch's threads:
   warm-up; their FLOPs counted with torch's
   `FlopCounterMode` (one image; each caption at its own token count). Printed: GFLOP, seconds,
   GFLOP/s and the share of that dtype's floor, and bf16's speed-up over fp32 per tower;
+- a cold run: `lexsem eval --profile` of that random ViT-B/32 (fp32, in a process of its own,
+  empty store) on the first N items of each SugarCrepe subset with generated JPEGs of COCO-like
+  sizes (as `make bench-peer` runs all 7,511): where its wall went (run.json
+  `timings.breakdown`: each part's seconds and share), the towers' forward time over the whole
+  run, the whole run's FLOPs (each image once, each unique caption at its own token count) over
+  its wall as a share of the fp32 floor, beside the towers alone and the towers inside the run;
 - a training step: lexsem's CLIP loss (`lexsem.train.losses`) on the small CLIP of
   `train_bench.py` (64-px ViT and text tower of width 128, 2 layers each), batch 64, fp32,
   forward + backward + AdamW, FLOPs counted on one step (the optimizer's element-wise work is
@@ -26,12 +32,15 @@ $LEXSEM_TEST_DATA (the SugarCrepe captions).
 
     python bench/floor_bench.py                  # 32 images, 256 captions, fp32 and bf16
     python bench/floor_bench.py --images 64 --texts 1024 --json floor.json
+    python bench/floor_bench.py --run-items 0      # no cold run
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,6 +60,8 @@ from floor import (  # bench/ is not a package: its folder is on the path
     text_flops,
 )
 from public_data import public_data  # bench/ is not a package: its folder is on the path
+
+BATCH = 64
 
 ARCH = "ViT-B-32"
 SUBSETS = ("add_att", "add_obj", "replace_att", "replace_obj", "replace_rel", "swap_att",
@@ -118,6 +129,78 @@ def towers(
     return out
 
 
+def run_flops(ckpt: Path, texts: list[str], n_images: int) -> tuple[int, int]:
+    """(FLOPs of the run's images, of its unique texts) through the fp32 towers."""
+    from lexsem.models.factory import load_model
+
+    enc = load_model(f"openclip:{ARCH}@{ckpt}?quick_gelu=false&dtype=fp32", device="cpu")
+    try:
+        return n_images * image_flops(enc), text_flops(enc, texts)
+    finally:
+        enc.unload()
+
+
+def cold_run(
+    ckpt: Path, data: Path, tmp: Path, per_subset: int, floors: dict[str, float], alone: dict
+) -> dict[str, Any]:
+    """A cold `lexsem eval --profile` (fp32, batch 64, empty store, a process of its own) on the
+    first `per_subset` items of each SugarCrepe subset: its breakdown and shares of the floor."""
+    from peer_bench import write_images, write_subsets
+
+    root = tmp / "root"
+    root.mkdir()
+    items = write_subsets(data / "sugarcrepe", root, SUBSETS, per_subset)
+    names = sorted({rec["filename"] for d in items.values() for rec in d.values()})
+    write_images(root / "val2017", names, 0, os.cpu_count() or 1)
+    texts = sorted({c for d in items.values() for rec in d.values()
+                    for c in (rec["caption"], rec["negative_caption"])})  # fmt: skip
+    out = tmp / "run"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1",
+           "LEXSEM_OFFLINE": "1", "LEXSEM_CACHE_DIR": str(tmp / "store")}  # fmt: skip
+    cmd = [sys.executable, "-c", "from lexsem.cli import app; app()", "eval",
+           "-m", f"openclip:{ARCH}@{ckpt}?quick_gelu=false", "-b", f"sugarcrepe:{root}",
+           "--coco-val2017", str(root / "val2017"), "--out", str(out), "--force",
+           "--device", "cpu", "--dtype", "fp32", "--batch-size", str(BATCH),
+           "--offline", "-q", "--profile"]  # fmt: skip
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    process_s = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"lexsem eval failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    t = json.loads((out / "run.json").read_text())["timings"]
+    b = t["breakdown"]
+    img_flops, txt_flops = run_flops(ckpt, texts, t["n_images_encoded"])
+    fp32 = floors["fp32"]
+    wall, towers_s = b["wall_s"], b["text_tower_s"] + b["image_tower_s"]
+    figures = {
+        "items": sum(len(d) for d in items.values()), "images": t["n_images_encoded"],
+        "texts": t["n_texts_encoded"], "process_s": process_s, "breakdown": b,
+        "image_flops": img_flops, "text_flops": txt_flops,
+        "towers_share_of_wall": towers_s / wall if wall > 0 else 0.0,
+        "run_floor_share": fraction(img_flops + txt_flops, wall, fp32),
+        "text_tower_in_run_floor_share": fraction(txt_flops, b["text_tower_s"], fp32),
+        "image_tower_in_run_floor_share": fraction(img_flops, b["image_tower_s"], fp32),
+        "text_tower_alone_floor_share": alone.get("text_floor_share", 0.0),
+        "image_tower_alone_floor_share": alone.get("image_floor_share", 0.0),
+    }  # fmt: skip
+    print(f"cold run: lexsem eval --profile, {figures['items']} items ({per_subset} per subset), "
+          f"{figures['images']} images, {figures['texts']} texts, fp32, batch {BATCH} "
+          f"({process_s:.1f} s as a process)")  # fmt: skip
+    for line in done.stderr.splitlines():
+        if line and not line.startswith(("warning", "note", "dtype")):
+            print(f"  {line}")
+    print(f"  towers' forward time / whole run: {100 * figures['towers_share_of_wall']:.0f}%")
+    print(floor_line("  whole run", img_flops + txt_flops, wall, fp32, "fp32"))
+    print(
+        f"  share of the fp32 floor: whole run {100 * figures['run_floor_share']:.0f}%; "
+        f"towers in the run: text {100 * figures['text_tower_in_run_floor_share']:.0f}%, "
+        f"image {100 * figures['image_tower_in_run_floor_share']:.0f}%; towers alone (above): "
+        f"text {100 * figures['text_tower_alone_floor_share']:.0f}%, "
+        f"image {100 * figures['image_tower_alone_floor_share']:.0f}%"
+    )
+    return figures
+
+
 def train_step(floors: dict[str, float], steps: int) -> dict[str, Any]:
     """FLOPs and time of a CLIP training step (fp32) on train_bench's small CLIP."""
     import torch
@@ -165,6 +248,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="run the bf16 towers on a CPU without native bf16 too (slow)",
     )
+    ap.add_argument(
+        "--run-items",
+        type=int,
+        default=30,
+        help="items per SugarCrepe subset in the cold run (default 30; 0: no cold run)",
+    )
     ap.add_argument("--json", type=Path, help="write the figures here")
     args = ap.parse_args(argv)
     data = public_data("sugarcrepe")
@@ -193,11 +282,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             torch.save(open_clip.create_model(ARCH).state_dict(), ckpt)
         print(f"random {ARCH}, CPU:")
         tower_figures = towers(ckpt, texts, args.images, floors, dtypes)
+        run = None
+        if args.run_items > 0:
+            run = cold_run(ckpt, data, Path(tmp), args.run_items, floors, tower_figures["fp32"])
     train = train_step(floors, args.steps)
     if args.json:
         args.json.write_text(json.dumps({
             "cpu": kind.line(), "bf16_flags": list(kind.flags), "threads": kind.threads,
-            "matmul_gflops": floors, "towers": tower_figures, "train_step": train,
+            "matmul_gflops": floors, "towers": tower_figures, "cold_run": run,
+            "train_step": train,
         }, indent=2))  # fmt: skip
     return 0
 

@@ -20,7 +20,10 @@ machine shared with other work the steadier comparison) and peak RSS (the larges
 its tree, as `wait4` reports it). Beside the ratio, the machine's floor (`floor.py`, in a
 process of its own: the CPU kind, the fp32 and bf16 matmul throughput, the FLOPs of one image
 and of every unique caption at its own token count) and the share of the fp32 floor each tower
-of the cold run reached (from its run.json timings). `--json OUT` writes every figure.
+of the cold run reached (from its run.json timings: `encode_s` and `image_s`, which also hold
+loading the model and reading and decoding the images; then each tower's forward alone and the
+whole run's wall, from `timings.breakdown`, with each part's share of the wall). `--json OUT`
+writes every figure.
 
     python bench/peer_bench.py                                 # all 7 subsets (~30 min, 2 cores)
     python bench/peer_bench.py --subsets swap_obj --limit 100  # a quick check
@@ -49,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from floor import floor_line
 from image_bench import make_jpeg
 
 SUBSETS = (
@@ -282,7 +286,7 @@ def floor_lines(figures: dict[str, Any]) -> list[str]:
     txt = floor["text_flops"] / t["encode_s"] / 1e9 if t.get("encode_s") else 0.0
     img_flops = floor["image_flops"] * t.get("n_images_encoded", 0)
     img = img_flops / t["image_s"] / 1e9 if t.get("image_s") else 0.0
-    return [
+    lines = [
         floor["cpu"],
         f"floor: matmul fp32 {gflops:.1f} GFLOP/s, bf16 {floor['matmul_gflops']['bf16']:.1f} "
         "GFLOP/s",
@@ -291,6 +295,25 @@ def floor_lines(figures: dict[str, Any]) -> list[str]:
         f"lexsem cold images (read, decode, encode): {img_flops / 1e9:.0f} GFLOP in "
         f"{t['image_s']:.1f} s = {img:.1f} GFLOP/s, {100 * img / gflops:.0f}% of the fp32 floor",
     ]
+    b = t.get("breakdown")
+    if b:  # the towers' forward alone, and the whole run's wall (run.json timings.breakdown)
+        for name, flops in (("text", floor["text_flops"]), ("image", img_flops)):
+            lines.append(floor_line(f"lexsem cold {name} tower (forward only)", flops,
+                                    b[f"{name}_tower_s"], gflops, "fp32"))  # fmt: skip
+        total = floor["text_flops"] + img_flops
+        lines.append(floor_line("lexsem cold whole run (wall)", total, b["wall_s"], gflops, "fp32"))
+        towers = b["text_tower_s"] + b["image_tower_s"]
+        lines.append(f"towers' forward / whole run: {100 * towers / b['wall_s']:.0f}%; "
+                     + ", ".join(f"{k} {100 * v / b['wall_s']:.0f}%"
+                                 for k, v in _parts(b).items()))  # fmt: skip
+    return lines
+
+
+def _parts(b: dict[str, Any]) -> dict[str, float]:
+    """The parts of a run's wall (run.json timings.breakdown), by name."""
+    names = ("start_up", "model_load", "data", "image_read", "image_decode", "tokenize",
+             "text_tower", "image_tower", "store", "scoring", "rest")  # fmt: skip
+    return {n: b.get(f"{n}_s", 0.0) for n in names}
 
 
 # -- main --------------------------------------------------------------------------------------

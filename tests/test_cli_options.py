@@ -37,6 +37,7 @@ EVAL_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "offline": None,  # a flag: checked below
     "ci": None,
     "quiet": None,  # progress, the other way round
+    "profile": None,  # shows run.json timings.breakdown: no setting of the run
 }
 TRAIN_OTHER: dict[str, tuple[type[BaseModel], str] | None] = {
     "lora_r": (LoraConfig, "r"),

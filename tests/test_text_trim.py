@@ -207,6 +207,29 @@ def test_the_engine_runs_the_trimmed_batches_of_one_call(
     assert np.array_equal(per_batch[order], one_call)
 
 
+def test_the_engine_tokenizes_each_text_once(open_clip_models: dict[str, Any]) -> None:
+    """The engine counts a chunk's tokens, then encodes it one batch per call: the token rows
+    of the count are the ones each call encodes (one tokenizer pass per text), and the vectors
+    are those of one `encode` call; nothing is kept once the chunk is encoded."""
+    from lexsem.engine.embed import embed_texts
+
+    enc = _encoder("lexsem-trim-argmax", open_clip_models)
+    texts = [*TEXTS, "a red cube", "the blue ball", "two dogs", "a photo of a cat on a mat"]
+    one_call = enc.encode(texts, batch_size=2)
+    seen: list[str] = []
+    tokenizer = enc.tokenizer
+
+    def counting(batch: list[str]) -> Any:
+        seen.extend(batch)
+        return tokenizer(batch)
+
+    enc._tokenizer = counting
+    per_batch, _ = embed_texts(enc, texts, None, batch_size=2)
+    assert sorted(seen) == sorted(enc.spec.format_text(t) for t in texts)
+    assert np.array_equal(per_batch, one_call)
+    assert enc._token_memo == {}
+
+
 def test_a_bf16_open_clip_tower_trims_too(open_clip_models: dict[str, Any]) -> None:
     """open_clip's bf16 converts the blocks' weights and leaves the positional embedding in
     fp32: the trimmed run is checked against the full width at bf16's rounding, not fp32's

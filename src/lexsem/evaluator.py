@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lexsem import clock
 from lexsem.benchmarks.coverage import row_coverage
 from lexsem.benchmarks.load import LoadedBenchmark, load_benchmark
 from lexsem.config import EvalConfig
@@ -50,7 +51,13 @@ from lexsem.paths import cache_dir as default_cache_dir
 from lexsem.results import build
 from lexsem.results.run import Run
 from lexsem.results.run_folder import check_out_dir
-from lexsem.results.schema import MetricResult, RecordedCoverage, RuleComparison, Timings
+from lexsem.results.schema import (
+    Breakdown,
+    MetricResult,
+    RecordedCoverage,
+    RuleComparison,
+    Timings,
+)
 from lexsem.stats.bootstrap import ci_memo
 from lexsem.stats.seeds import bootstrap_seed
 from lexsem.stats.ties import Hits
@@ -126,6 +133,10 @@ class Evaluator:
         work (`lexsem.results.run_folder.check_out_dir`)."""
         if out is not None:
             check_out_dir(out, force=force)
+        with clock.running() as run_clock:
+            return self._run(model, out, force, run_clock)
+
+    def _run(self, model: str | object, out: str | Path | None, force: bool, run_clock: Any) -> Run:
         t_start = time.perf_counter()
         cfg = self.config
         planned = self.plan(model)
@@ -142,15 +153,17 @@ class Evaluator:
         # recorded answers, people's votes: no store, no images
         by_item = bool(getattr(model, "by_item", False))
         use_store = cfg.use_cache and not by_item
-        store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if use_store else None
+        with clock.span("store"):
+            store = RequestStore(default_cache_dir(cfg.cache_dir), fkey) if use_store else None
         try:
             needs_images = plan.pairs or (plan.asks and not by_item)
             images = self.image_store() if needs_images else None
             outcome = execute(model, plan, store, images, self._options(), works)
         finally:
             if store is not None:
-                store.close()
-        started = (t_start, load_s)
+                with clock.span("store"):
+                    store.close()
+        started = (t_start, load_s, run_clock)
         run_fp = run_fingerprint(model, fp, works, cfg, caps)
         shown = Plan() if by_item else plan
         return self._finish(model, spec, run_fp, works, shown, outcome, started, out, force)
@@ -159,8 +172,9 @@ class Evaluator:
         """What `run` asks of `model`: the model (a spec is loaded lazily: no weights), its
         capabilities, each benchmark's tasks and the plan of unique requests. A model that can
         run none of them, or a file of it that cannot be read, fails here."""
-        model, spec = self._model(model)
-        _check_files(model)  # an unreadable or damaged model file fails before any data work
+        with clock.span("model_load"):  # its library imported, its files checked
+            model, spec = self._model(model)
+            _check_files(model)  # an unreadable or damaged model file fails before any data work
         caps = capabilities(model)
         if not caps:
             raise LexsemError(describe_missing(model))
@@ -169,7 +183,8 @@ class Evaluator:
             if refusal:
                 raise LexsemError(refusal)
         t0 = time.perf_counter()
-        works = [self._work(b, caps, model) for b in self.benchmarks()]
+        with clock.span("data"):
+            works = [self._work(b, caps, model) for b in self.benchmarks()]
         load_s = time.perf_counter() - t0
         plan = make_plan(works, pairs_as_texts=not caps & {PAIR, CHAT_SCORES})
         return Planned(model, spec, caps, works, plan, load_s)
@@ -192,15 +207,15 @@ class Evaluator:
         works: list[Work],
         plan: Plan,
         outcome: Outcome,
-        started: tuple[float, float],
+        started: tuple[float, float, Any],
         out: str | Path | None,
         force: bool,
     ) -> Run:
         """Scores -> hits per metric -> accuracies with CIs -> the `Run` (written to `out`)."""
         cfg = self.config
-        t_start, load_s = started
+        t_start, load_s, run_clock = started
         t2 = time.perf_counter()
-        with self._ci_store() as ci_store, ci_memo(ci_store):
+        with clock.span("scoring"), self._ci_store() as ci_store, ci_memo(ci_store):
             scored = [self._score(b_i, w, outcome.scores) for b_i, w in enumerate(works)]
         metrics_s = time.perf_counter() - t2
         record = build.run_record(
@@ -218,12 +233,7 @@ class Evaluator:
                 choice=any(t.answer_rule is not None for w in works for t in w.tasks),
             ),
             [r for s in scored for r in s.results],
-            Timings(
-                total_s=time.perf_counter() - t_start,
-                load_data_s=load_s,
-                metrics_s=metrics_s,
-                **_timing_defaults(outcome.timing),
-            ),
+            _timings(time.perf_counter() - t_start, load_s, metrics_s, outcome, run_clock),
         )
         tables = [t for s in scored for t in s.tables]
         table = pa.concat_tables(tables, promote_options="default") if tables else pa.table({})
@@ -490,6 +500,34 @@ def _items_table(
 def _named(info: Any, name: str | None) -> Any:
     """The model info with the display name `--name` gave (the run id does not depend on it)."""
     return info if name is None else info.model_copy(update={"name": name})
+
+
+def _timings(
+    total_s: float, load_s: float, metrics_s: float, outcome: Outcome, run_clock: Any
+) -> Timings:
+    """The run's timings: its counts, and where its wall (`total_s` after the start-up) went."""
+    timing = dict(outcome.timing)
+    workers = int(timing.pop("decode_workers", 0))
+    spent = run_clock.spent
+    wall = total_s + spent["start_up"]
+    parts = {f"{name}_s": max(0.0, spent[name]) for name in clock.PARTS}
+    breakdown = Breakdown(
+        wall_s=wall,
+        **parts,
+        rest_s=max(0.0, wall - sum(parts.values())),
+        decode_workers=workers,
+        decode_workers_s=run_clock.beside.get("decode", 0.0) if workers else 0.0,
+        decode_read_s=run_clock.beside.get("decode_read", 0.0),
+        decode_pil_s=run_clock.beside.get("decode_pil", 0.0),
+        decode_preprocess_s=run_clock.beside.get("decode_preprocess", 0.0),
+    )
+    return Timings(
+        total_s=total_s,
+        load_data_s=load_s,
+        metrics_s=metrics_s,
+        breakdown=breakdown,
+        **_timing_defaults(timing),
+    )
 
 
 def _timing_defaults(timing: dict[str, Any]) -> dict[str, Any]:

@@ -55,15 +55,24 @@ def eval_cmd(
     settings: EvalSettings = EvalSettings.DEFAULTS,
     ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the table.")] = False,
     quiet: quiet_option("No table nor progress: errors and warnings only.") = False,
+    profile: Annotated[
+        bool,
+        typer.Option(
+            "--profile",
+            help="Also print where the wall time went (start-up, model load, images, "
+            "tokenizing, each tower, the store, scoring, the rest; run.json timings.breakdown).",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate a model on benchmarks; writes run.json + items.parquet and prints the table.
     Progress goes to stderr: a bar on a terminal, a line every few seconds when piped. Ctrl-C
     keeps what was computed (the cache): the same command resumes."""
-    from lexsem import paths
+    from lexsem import clock, paths
     from lexsem.cli.quiet import quiet_libraries
     from lexsem.evaluator import Evaluator
     from lexsem.outputs import check_output_dir, named_paths
 
+    clock.count_start_up()  # the run's wall starts with this process
     quiet_libraries(quiet)
     if out is None:
         stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -85,6 +94,53 @@ def eval_cmd(
     check_output_dir(out, kind="run.json", inputs=inputs)  # not the data, model or cache folder
     run = Evaluator(config).run(model, out=out, force=force)  # checks --out first
     _eval_summary(run.record, out, quiet=quiet, ci=ci)
+    if profile and run.record.timings.breakdown is not None:
+        typer.echo(profile_table(run.record.timings.breakdown), err=True)
+
+
+# how `--profile` names each part of the wall
+PART_LABELS = {
+    "start_up": "start-up (imports, command line)",
+    "model_load": "model load (library, files, weights)",
+    "data": "benchmarks loaded",
+    "image_read": "images read and hashed",
+    "image_decode": "waiting for decoded images",
+    "tokenize": "tokenizing",
+    "text_tower": "text tower (forward)",
+    "image_tower": "image tower (forward)",
+    "store": "request store (lookups, writes)",
+    "scoring": "scoring, bootstrap intervals",
+    "rest": "the rest",
+}
+
+
+def profile_table(b: Any) -> str:
+    """Where the wall went (`Breakdown`): each part's seconds and share, then the decoding
+    work done beside it."""
+    wall = b.wall_s
+    lines = [f"{'part':<38} {'seconds':>9} {'share':>7}"]
+    for name, seconds in b.parts().items():
+        share = 100 * seconds / wall if wall > 0 else 0.0
+        lines.append(f"{PART_LABELS.get(name, name):<38} {seconds:>9.2f} {share:>6.1f}%")
+    lines.append(f"{'wall':<38} {wall:>9.2f} {100.0 if wall > 0 else 0.0:>6.1f}%")
+    towers = b.text_tower_s + b.image_tower_s
+    if towers > 0:
+        lines.append(
+            f"the towers' forward passes: {towers:.2f} s, {100 * towers / wall:.1f}% of the wall"
+        )
+    decode = b.decode_read_s + b.decode_pil_s + b.decode_preprocess_s
+    if decode > 0:
+        where = (
+            f"in {b.decode_workers} DataLoader worker(s), beside the wall: "
+            f"{b.decode_workers_s:.2f} s"
+            if b.decode_workers
+            else "in the run's thread (within the wait above)"
+        )
+        lines.append(
+            f"image decoding {where}; of it file reads {b.decode_read_s:.2f} s, PIL decodes "
+            f"{b.decode_pil_s:.2f} s, preprocessing {b.decode_preprocess_s:.2f} s"
+        )
+    return "\n".join(lines)
 
 
 def _slug(text: str) -> str:

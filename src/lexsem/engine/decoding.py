@@ -13,10 +13,12 @@ without reading their files again.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from lexsem.clock import overlapped, span
 from lexsem.engine.image_scan import Scan, pixel_limit
 from lexsem.engine.keys import image_key
 from lexsem.errors import ModelError
@@ -72,6 +74,7 @@ class _Sample(NamedTuple):
     reason: str | None  # None: ok; else an ImageError reason or "preprocess"
     message: str | None
     image: Any = None  # the decoded image, sent back to be kept in memory (`DecodedImages`)
+    took: tuple[float, float, float] = (0.0, 0.0, 0.0)  # seconds reading, decoding, preprocessing
 
 
 class _Batch(NamedTuple):
@@ -79,6 +82,9 @@ class _Batch(NamedTuple):
     inputs: Any  # collated inputs of the ok samples, None when there are none
     errors: list[Any]  # (slot, reason, message) per failed sample
     images: list[Any]  # per ok sample: its decoded image to keep, or None
+    # seconds the batch took where it was made: reading, decoding, preprocessing (its samples'
+    # sums) and in all (collating included)
+    took: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)
 
 
 class DecodeDataset:
@@ -116,26 +122,30 @@ class DecodeDataset:
         key, src = self.entries[slot]
         image = self.decoded.get(key)
         if image is not None:  # a copy: a `preprocess` may change its image in place
-            return self._preprocessed(slot, image.copy(), None)
+            return self._preprocessed(slot, image.copy(), None, (0.0, 0.0))
         profile = self.profiles.get(key, self.default)
+        t0 = time.perf_counter()
         try:
             data = src.read()
         except ImageError as exc:
             return _Sample(slot, None, exc.reason, exc.detail)
         if image_key(data, profile=profile) != key:
             return _Sample(slot, None, "changed", f"image {src.ref!r} changed while being read")
+        t1 = time.perf_counter()
         try:
             image = decode(data, profile, max_pixels=self.max_pixels, ref=src.ref)
         except ImageError as exc:  # over the pixel limit, or not decodable
             return _Sample(slot, None, exc.reason, exc.detail)
-        return self._preprocessed(slot, image, image if self.keep else None)
+        took = (t1 - t0, time.perf_counter() - t1)
+        return self._preprocessed(slot, image, image if self.keep else None, took)
 
-    def _preprocessed(self, slot: int, image: Any, keep: Any) -> _Sample:
+    def _preprocessed(self, slot: int, image: Any, keep: Any, took: tuple[float, float]) -> _Sample:
+        t0 = time.perf_counter()
         try:
             inputs = self.preprocess(image)
         except Exception as exc:
             return _Sample(slot, None, "preprocess", f"{type(exc).__name__}: {exc}")
-        return _Sample(slot, inputs, None, None, keep)
+        return _Sample(slot, inputs, None, None, keep, (*took, time.perf_counter() - t0))
 
 
 def _stacked(inputs: list[Any]) -> Any:
@@ -150,10 +160,29 @@ def _stacked(inputs: list[Any]) -> Any:
 
 
 def _collate(samples: list[_Sample]) -> _Batch:
+    t0 = time.perf_counter()
     ok = [s for s in samples if s.reason is None]
     inputs = _stacked([s.inputs for s in ok]) if ok else None
     errors = [(s.slot, s.reason, s.message) for s in samples if s.reason is not None]
-    return _Batch([s.slot for s in ok], inputs, errors, [s.image for s in ok])
+    parts = [sum(s.took[i] for s in samples) for i in range(3)]
+    took = (*parts, sum(parts) + time.perf_counter() - t0)
+    return _Batch([s.slot for s in ok], inputs, errors, [s.image for s in ok], took)  # type: ignore[arg-type]
+
+
+def timed_batches(batches: Iterator[_Batch]) -> Iterator[_Batch]:
+    """`batches`, the wait for each timed as the run's `image_decode` (`lexsem.clock`), and
+    the work each took where it was made counted beside the run (`overlapped`)."""
+    while True:
+        with span("image_decode"):
+            batch = next(batches, None)
+        if batch is None:
+            return
+        for name, seconds in zip(_DECODE_WORK, batch.took, strict=True):
+            overlapped(name, seconds)
+        yield batch
+
+
+_DECODE_WORK = ("decode_read", "decode_pil", "decode_preprocess", "decode")
 
 
 def _dataset(
@@ -273,7 +302,8 @@ def start_decoding(
     )
     dataset = _dataset(entries, model.preprocess, scan, store, decoded)
     # workers start here, before any progress-bar thread exists
-    batches = iter(decode_loader(dataset, batch_size, workers, pin=cuda))
+    with span("image_decode"):
+        batches = timed_batches(iter(decode_loader(dataset, batch_size, workers, pin=cuda)))
     return Decoding(entries, refs_of, workers, len(dataset.decoded), batches)
 
 

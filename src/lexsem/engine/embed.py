@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from lexsem.clock import span
 from lexsem.engine.keys import content_key
 from lexsem.engine.progress_bar import Progress
 from lexsem.engine.request_store import RequestStore
@@ -60,7 +61,8 @@ def encode_batch(
 ) -> np.ndarray:
     """One encoder call on the batch `texts`, as float32, checked: one row per text, of
     dimension `dim` when it is known."""
-    vecs = np.asarray(encoder.encode(texts, batch_size=batch_size))
+    with span("text_tower"):
+        vecs = np.asarray(encoder.encode(texts, batch_size=batch_size))
     if vecs.ndim != 2 or vecs.shape[0] != len(texts):
         raise ModelError(
             f"encoder {encoder.name!r} returned shape {vecs.shape} for {len(texts)} texts"

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from lexsem.clock import span
 from lexsem.engine.decoding import keep_decoded
 from lexsem.engine.image_reading import ImageReading
 from lexsem.engine.image_scan import Scan, count_reasons
@@ -141,7 +142,8 @@ def _dim(vectors: Mapping[str, np.ndarray]) -> int | None:
 
 def encode_image_batch(encoder: ImageEncoder, inputs: Any, n: int, dim: int | None) -> np.ndarray:
     """`encoder.encode_images(inputs)` as float32, checked: n rows of the known dimension."""
-    vecs = np.asarray(encoder.encode_images(inputs))
+    with span("image_tower"):
+        vecs = np.asarray(encoder.encode_images(inputs))
     if vecs.ndim != 2 or vecs.shape[0] != n:
         raise ModelError(
             f"image encoder {encoder.name!r} returned shape {vecs.shape} for {n} images"

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lexsem.clock import span
 from lexsem.engine.decoding import Decoding, start_decoding
 from lexsem.engine.image_scan import OnError, Scan, scan_for
 from lexsem.engine.request_store import RequestStore
@@ -59,11 +60,13 @@ class ImageReading:
         cache: RequestStore | None,
         batch_size: int,
     ) -> Scan:
-        """The checked scan of `refs` under `model`'s decode profiles (`scan_for`)."""
-        return scan_for(
-            model, refs, store, cache, on_error=self.on_error, labels=self.labels,
-            exif_transpose=self.exif_transpose, profiles=self.profiles, batch_size=batch_size,
-        )  # fmt: skip
+        """The checked scan of `refs` under `model`'s decode profiles (`scan_for`): the files
+        read and hashed, timed as the run's `image_read`."""
+        with span("image_read"):
+            return scan_for(
+                model, refs, store, cache, on_error=self.on_error, labels=self.labels,
+                exif_transpose=self.exif_transpose, profiles=self.profiles, batch_size=batch_size,
+            )  # fmt: skip
 
     def decode(
         self, model: Any, keys: Sequence[str], scan: Scan, store: ImageStore, batch_size: int

@@ -61,6 +61,7 @@ import numpy as np
 from filelock import FileLock
 from filelock import Timeout as LockTimeout
 
+from lexsem.clock import span
 from lexsem.errors import CacheError
 
 __all__ = [
@@ -293,10 +294,8 @@ class RequestStore:
         self._select_sql: dict[tuple[str, int], str] = {}
         self.writable = not readonly
         self._file: tuple[int, int] | None = None  # the file written to (device, inode)
-        if readonly:
-            self._conn = self._open_readonly()
-        else:
-            self._conn = self._open_for_writing()
+        with span("store"):
+            self._conn = self._open_readonly() if readonly else self._open_for_writing()
 
     def _open_for_writing(self) -> sqlite3.Connection | None:
         """Open for writing; where writes are refused, read-only with a warning."""
@@ -505,15 +504,18 @@ class RequestStore:
 
     def get_vectors(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors among `keys` (hits only), as float32 1-D arrays."""
-        return self._get(_TABLES["vectors"], keys)
+        with span("store"):
+            return self._get(_TABLES["vectors"], keys)
 
     def get_scalars(self, keys: Sequence[str]) -> dict[str, float]:
         """The stored scalars among `keys` (hits only), as Python floats (float64)."""
-        return self._get(_TABLES["scalars"], keys)
+        with span("store"):
+            return self._get(_TABLES["scalars"], keys)
 
     def get_records(self, keys: Sequence[str]) -> dict[str, Any]:
         """The stored records among `keys` (hits only), as decoded JSON values."""
-        return self._get(_TABLES["records"], keys)
+        with span("store"):
+            return self._get(_TABLES["records"], keys)
 
     def count(self, kind: ValueKind | None = None) -> int:
         """The number of stored values of `kind` (all kinds when None)."""
@@ -621,7 +623,9 @@ class RequestStore:
         if not np.issubdtype(arr.dtype, np.floating):
             raise ValueError(f"vectors must be floating point, got dtype {arr.dtype}")
         arr = np.ascontiguousarray(arr, dtype=_F32)
-        self._put(_TABLES["vectors"], keys, [(int(arr.shape[1]), row.tobytes()) for row in arr])
+        with span("store"):
+            rows = [(int(arr.shape[1]), row.tobytes()) for row in arr]
+            self._put(_TABLES["vectors"], keys, rows)
 
     def put_scalars(self, keys: Sequence[str], values: Sequence[float] | np.ndarray) -> None:
         """Store `values` (one real number per key, kept as float64; NaN and inf included)."""
@@ -634,7 +638,8 @@ class RequestStore:
         if arr.dtype.kind not in "fiu":
             raise ValueError(f"values must be real numbers, got dtype {arr.dtype}")
         rows = [(1, struct.pack("<d", v)) for v in arr.astype(np.float64).tolist()]
-        self._put(_TABLES["scalars"], keys, rows)
+        with span("store"):
+            self._put(_TABLES["scalars"], keys, rows)
 
     def put_records(
         self, keys: Sequence[str], docs: Sequence[Any], *, replace: bool = False
@@ -652,7 +657,8 @@ class RequestStore:
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"the record for key {str(key)[:12]} is not JSON: {exc}") from exc
             rows.append((len(blob), blob))
-        self._put(_TABLES["records"], keys, rows, replace=replace)
+        with span("store"):
+            self._put(_TABLES["records"], keys, rows, replace=replace)
 
     def _writable(self) -> sqlite3.Connection | None:
         """The connection to write with; None when writes are refused where the store lies

@@ -182,6 +182,11 @@ def _add(timing: dict[str, Any], **counts: int) -> None:
         timing[k] = timing.get(k, 0) + v
 
 
+def _note_workers(timing: dict[str, Any], workers: int) -> None:
+    """The most DataLoader workers a step decoded with (the run's `decode_workers`)."""
+    timing["decode_workers"] = max(int(timing.get("decode_workers", 0)), int(workers))
+
+
 def _add_reasons(timing: dict[str, Any], reasons: dict[str, int]) -> None:
     into = timing.setdefault("image_skip_reasons", {})
     for k, v in reasons.items():
@@ -208,6 +213,7 @@ def _pairs(run: _Run) -> None:
         out.scores.pair_index.update({(profile, r, t): base + i for i, (r, t) in enumerate(pairs)})
         values.append(np.asarray(vals))
         _add_stats(out.timing, pst, _PAIR_STATS)
+        _note_workers(out.timing, pst.num_workers)
     out.scores.pair_values = np.concatenate(values)
 
 
@@ -334,4 +340,5 @@ def _images(run: _Run) -> None:
         out.scores.image_index.update({(profile, r): base + i for i, r in enumerate(refs)})
         units.append(l2_normalize(img))
         _add_stats(out.timing, ist, _IMAGE_STATS)
+        _note_workers(out.timing, ist.num_workers)
     out.scores.image_unit = np.concatenate(units)

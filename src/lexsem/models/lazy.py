@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from lexsem.clock import span
 from lexsem.errors import LexsemError, ModelError
 from lexsem.models.device import DtypeChoice, dtype_choice, select_device
 from lexsem.models.integrity import check_model_files, check_safe_pickles
@@ -205,11 +206,12 @@ class LazyModel:
     def _ensure_loaded(self) -> Any:
         """The loaded model (loading it on first use)."""
         if self._model is None:
-            path = getattr(self.source, "path", None)
-            if path is not None and Path(path).exists():
-                check_safe_pickles(weight_files(path))
-            self._model = self._load()
-            self._loaded_state = weights_state(self._model)
+            with span("model_load"):
+                path = getattr(self.source, "path", None)
+                if path is not None and Path(path).exists():
+                    check_safe_pickles(weight_files(path))
+                self._model = self._load()
+                self._loaded_state = weights_state(self._model)
         return self._model
 
     def unload(self) -> None:

@@ -5,7 +5,7 @@ Bump SCHEMA_VERSION on any incompatible change; `load_run` refuses versions it d
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -134,6 +134,43 @@ class Config(_Model):
         return out
 
 
+class Breakdown(_Model):
+    """Where a run's wall time went (`lexsem.clock`): exclusive parts on the run's thread, whose
+    sum with `rest_s` is `wall_s`. The wall runs from the process's start (CLI runs: start-up
+    included) or the run's start (`Evaluator.run`) to its results; writing the run folder is
+    after it. `decode_workers_s` is work beside the wall: the seconds DataLoader workers spent
+    reading, decoding and preprocessing images (summed over workers) while the run went on;
+    the wall's share of decoding is `image_decode_s`, the time the run waited for batches."""
+
+    wall_s: float
+    start_up_s: float = 0.0  # process start to the run's start (imports; CLI runs only)
+    model_load_s: float = 0.0  # the model's files checked and its weights loaded
+    data_s: float = 0.0  # the benchmarks loaded
+    image_read_s: float = 0.0  # image files read and hashed (main process)
+    image_decode_s: float = 0.0  # waiting for decoded batches
+    tokenize_s: float = 0.0
+    text_tower_s: float = 0.0  # text model calls, less tokenizing and loading
+    image_tower_s: float = 0.0  # image model calls
+    store_s: float = 0.0  # the request stores: opening, lookups, writes
+    scoring_s: float = 0.0  # hits, accuracies, bootstrap intervals
+    rest_s: float = 0.0  # wall less the parts above
+    decode_workers: int = 0  # DataLoader workers (0: decoding ran in the run's thread)
+    decode_workers_s: float = 0.0  # their work, beside the wall (0 without workers)
+    # of that work (or of the in-thread decoding): file reads, PIL decodes, preprocessing
+    decode_read_s: float = 0.0
+    decode_pil_s: float = 0.0
+    decode_preprocess_s: float = 0.0
+
+    PARTS: ClassVar[tuple[str, ...]] = (
+        "start_up_s", "model_load_s", "data_s", "image_read_s", "image_decode_s", "tokenize_s",
+        "text_tower_s", "image_tower_s", "store_s", "scoring_s", "rest_s",
+    )  # fmt: skip
+
+    def parts(self) -> dict[str, float]:
+        """Each part of the wall (rest included), in seconds, in display order."""
+        return {name.removesuffix("_s"): getattr(self, name) for name in self.PARTS}
+
+
 class Timings(_Model):
     total_s: float
     load_data_s: float
@@ -161,6 +198,16 @@ class Timings(_Model):
     n_requests_imported: int = 0
     n_requests_sent: int = 0
     n_request_attempts: int = 0
+    # where the wall time went (absent in older runs)
+    breakdown: Breakdown | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_no_breakdown(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`breakdown` only where the run has one: older records as they were written."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("breakdown", "") is None:
+            del out["breakdown"]
+        return out
 
 
 class RuleComparison(_Model):

@@ -66,6 +66,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lexsem.clock import span
 from lexsem.errors import ModelError
 from lexsem.models.device import torch_dtype
 from lexsem.models.hf_config import read_config
@@ -351,13 +352,14 @@ class _DualBase(LazyTextEncoder):
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, Any]:
         """Formatted texts → the text tower's inputs (torch tensors, on the CPU; model loaded)."""
-        enc = self._tokenizer(
-            list(texts),
-            padding="max_length" if self.family.padding == "max_length" else True,
-            truncation=True,
-            max_length=self._limit,
-            return_tensors="pt",
-        )
+        with span("tokenize"):
+            enc = self._tokenizer(
+                list(texts),
+                padding="max_length" if self.family.padding == "max_length" else True,
+                truncation=True,
+                max_length=self._limit,
+                return_tensors="pt",
+            )
         inputs = {"input_ids": enc["input_ids"]}
         if self.family.attention_mask and "attention_mask" in enc:
             inputs["attention_mask"] = enc["attention_mask"]
@@ -366,12 +368,13 @@ class _DualBase(LazyTextEncoder):
     def _token_lengths(self, texts: list[str]) -> list[int] | None:
         if self.family.padding == "max_length":
             return None  # every batch is padded to the same width
-        enc = self._tokenizer(
-            self.format_texts(texts),
-            truncation=True,
-            max_length=self._limit,
-            return_attention_mask=False,
-        )
+        with span("tokenize"):
+            enc = self._tokenizer(
+                self.format_texts(texts),
+                truncation=True,
+                max_length=self._limit,
+                return_attention_mask=False,
+            )
         return [len(ids) for ids in enc["input_ids"]]
 
     def text_features(self, model: Any, inputs: dict[str, Any]) -> Any:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from lexsem.clock import span
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, NORMALIZE, TEXT_INPUT, Option
 from lexsem.models.text_encoder import LazyTextEncoder
@@ -59,13 +60,14 @@ class SentenceTransformerEncoder(LazyTextEncoder):
     def _token_lengths(self, texts: list[str]) -> list[int]:
         model = self._model
         prompt = self.spec.prefix or ""
-        enc = model.tokenizer(
-            [prompt + t for t in self._formatted(texts)],
-            truncation=True,
-            max_length=model.max_seq_length,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
+        with span("tokenize"):  # the counts only: encode's own tokenizing is the tower's
+            enc = model.tokenizer(
+                [prompt + t for t in self._formatted(texts)],
+                truncation=True,
+                max_length=model.max_seq_length,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
         return [len(ids) for ids in enc["input_ids"]]
 
     def _encode_batches(self, texts: list[str], batch_size: int) -> np.ndarray:

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 import lexsem.paths as paths
+from lexsem.clock import span
 from lexsem.errors import LexsemError, ModelError
 from lexsem.models.backends.openclip import install
 from lexsem.models.backends.openclip.checkpoints import (
@@ -64,6 +65,9 @@ from lexsem.models.backends.openclip.trim import CausalTextTower, causal_text_to
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, TEXT_INPUT, Option, flag
 from lexsem.models.text_encoder import LazyTextEncoder
+
+# the most token rows `_tokenize` keeps between encoder calls (the engine's chunk is 4,096)
+TOKEN_MEMO_MAX = 16384
 
 
 class OpenClipEncoder(LazyTextEncoder):
@@ -319,14 +323,18 @@ class OpenClipEncoder(LazyTextEncoder):
         return self._tokenizer
 
     def _tokenize(self, formatted: list[str]) -> Any:
-        """Token ids (n, context) of formatted texts, reusing the rows `_token_lengths` made."""
+        """Token ids (n, context) of formatted texts, reusing the rows `_token_lengths` made:
+        the engine counts a whole chunk's tokens (`batch_order`, `batch_sizes`), then encodes it
+        one batch per call, and each text goes through the tokenizer once. `_encode_batches`
+        drops the rows of the texts it encoded (all of them past `TOKEN_MEMO_MAX`)."""
         import torch
 
-        memo = self._token_memo
-        missing = [t for t in dict.fromkeys(formatted) if t not in memo]
-        if missing:
-            memo.update(zip(missing, self.tokenizer(missing), strict=True))
-        return torch.stack([memo[t] for t in formatted])
+        with span("tokenize"):
+            memo = self._token_memo
+            missing = [t for t in dict.fromkeys(formatted) if t not in memo]
+            if missing:
+                memo.update(zip(missing, self.tokenizer(missing), strict=True))
+            return torch.stack([memo[t] for t in formatted])
 
     def _token_lengths(self, texts: list[str]) -> list[int] | None:
         """Tokens up to the pooled (end-of-text) one, where batches are trimmed to them; None
@@ -351,8 +359,12 @@ class OpenClipEncoder(LazyTextEncoder):
                     else:
                         emb = model.encode_text(tokens)
                     out.append(emb.to(torch.float32).cpu().numpy())
-        finally:
-            self._token_memo.clear()
+        finally:  # this call's rows go; rows counted for the caller's next calls stay
+            memo = self._token_memo
+            for text in formatted:
+                memo.pop(text, None)
+            if len(memo) > TOKEN_MEMO_MAX:
+                memo.clear()
         return np.concatenate(out, axis=0)
 
     def batch_sizes(self, texts: Sequence[str], batch_size: int) -> list[int]:
