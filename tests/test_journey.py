@@ -4,7 +4,7 @@
 README names, answered by the study server's scripted participants → exported → the build
 resumes and freezes (data card, Parquet) → `eval -b build:DIR` → a `sweep` of three models over
 the frozen build and a shipped benchmark → a human baseline study of the frozen items →
-`report` with the human row paired → `explore`'s slice "every model wrong" → its figure,
+`report` with the human row paired → `publish`'s leaderboard → `explore`'s slice "every model wrong" → its figure,
 benchmark file and study exported → the exported benchmark evaluates to the slice's hits and the
 exported study is created and answered.
 
@@ -287,6 +287,13 @@ def test_one_researchers_day(
              "--task", "tot", "--device", "cpu")  # fmt: skip
         hits = [r["hit"] for r in Run.load(again).items.to_pylist() if r["metric"] == "tot"]
         assert len(hits) == hard.size and not any(hits), name  # every model wrong, as sliced
+
+    # a leaderboard of the day: every model and the people on the frozen build, ranked
+    said = _run("publish", str(sweep), str(human), "-o", str(tmp_path / "site"))
+    assert f"{len(models) + 1} models" in said
+    board = json.loads((tmp_path / "site" / "leaderboard.json").read_text())
+    (day,) = [s for s in board["sections"] if s["benchmark"] == "build:build"]
+    assert {r["model"] for r in day["rows"] if not r["published"]} == {*models, "human"}
 
     # the exported study: its script creates it; a participant answers it
     study_zip = explorer.get(f"/export/study?{query}")
