@@ -4,12 +4,12 @@
 README names, answered by the study server's scripted participants → exported → the build
 resumes and freezes (data card, Parquet) → `eval -b build:DIR` → a `sweep` of three models over
 the frozen build and a shipped benchmark → a human baseline study of the frozen items →
-`report` with the human row paired → `publish`'s leaderboard → `explore`'s slice "every model wrong" → its figure,
-benchmark file and study exported → the exported benchmark evaluates to the slice's hits and the
-exported study is created and answered.
+`report` with the human row paired → `publish`'s leaderboard → `explore`'s slice "every model
+wrong" → its figure, benchmark file and study exported → the exported benchmark evaluates to
+the slice's hits and the exported study is created and answered.
 
 Each hand-off asserts what the next step reads (row counts, columns, digests), not only exit
-statuses. Tiny randomly initialised models and MiniLM; under a minute on two cores.
+statuses. Tiny randomly initialised models and MiniLM; about a minute on two cores.
 """
 
 from __future__ import annotations
