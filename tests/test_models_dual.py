@@ -554,7 +554,7 @@ def test_spec_options_and_aliases() -> None:
     for alias, name in want.items():
         a = parse_model_spec(alias)
         assert (a.backend, a.name, a.alias) == ("clip", name, alias)
-        assert ALIASES[alias] == f"clip:{name}"
+        assert ALIASES.get(alias).spec == f"clip:{name}"
 
 
 @pytest.mark.parametrize("family", DUAL)

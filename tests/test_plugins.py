@@ -19,8 +19,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lexsem import plugins
+from lexsem.benchmarks.user import FORMATS
 from lexsem.cli import app
 from lexsem.errors import LexsemError
+from lexsem.models.aliases import ALIASES
 from lexsem.models.backend_registry import BACKENDS
 from lexsem.sweep.executors import EXECUTORS
 
@@ -53,7 +55,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(plugins, "_entry_points", lambda: [])
     monkeypatch.setenv(plugins.ENV, "")
     monkeypatch.setattr(sys, "path", list(sys.path))
-    for registry in (EXECUTORS, BACKENDS):
+    for registry in (EXECUTORS, BACKENDS, ALIASES, FORMATS):
         for attr in ("_entries", "_loaded", "_origins"):
             monkeypatch.setattr(registry, attr, dict(getattr(registry, attr)))
     before = set(sys.modules)
@@ -155,6 +157,33 @@ def test_an_installed_plugin_that_fails_is_one_line_and_the_command_goes_on(
     assert "half_done" not in EXECUTORS
 
 
+@pytest.mark.parametrize(
+    ("line", "what", "listing"),
+    [
+        ('register_alias("minilm", "st:org/other")', "model alias 'minilm'", "models"),
+        ('register_format("scpp", "word_swaps", "m:parse", ".txt")',
+         "benchmark file format 'scpp'", "formats"),
+    ],
+)  # fmt: skip
+def test_a_plugin_alias_or_format_under_a_taken_name_is_refused_naming_both(
+    fresh: None, tmp_path: Path, line: str, what: str, listing: str
+) -> None:
+    path = tmp_path / "plug_taken_alias.py"
+    path.write_text(
+        "from lexsem.benchmarks.user import register_format\n"
+        f"from lexsem.models.aliases import register_alias\n\n{line}\n"
+    )
+    res = CliRunner().invoke(app, ["--plugin", str(path), "list", listing])
+    assert res.exit_code == 2
+    assert res.stderr.splitlines() == [
+        f"error: plugin {str(path)!r} (--plugin) cannot be loaded: LexsemError: {what} of "
+        f"plugin {str(path)!r} (--plugin) is refused: the name is already taken by lexsem "
+        "(built in)"
+    ]
+    assert ALIASES.get("minilm").spec == "st:sentence-transformers/all-MiniLM-L6-v2"
+    assert FORMATS.origin("scpp") is None
+
+
 @pytest.mark.parametrize("how", ["--plugin", "env", "grid"])
 def test_a_plugin_the_user_named_that_fails_is_an_error(
     fresh: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
@@ -221,11 +250,14 @@ def test_the_installed_example_plugin_is_seen_by_every_command(venv: Path, tmp_p
         "  study kind: plausible",
         "  executor: reverse",
         "  paper table: word_swaps_table",
+        "  model alias: bow-16",
+        "  benchmark file format: swaps",
     ]
     for what, name in [("backends", "bow:NAME"), ("benchmarks", "word_swaps:"),
                        ("tasks", "anchor_p2"), ("stages", "shout_captions"),
                        ("kinds", "plausible"), ("executors", "reverse"),
-                       ("tables", "word_swaps_table")]:  # fmt: skip
+                       ("tables", "word_swaps_table"), ("models", "bow-16 "),
+                       ("formats", "swaps:PATH")]:  # fmt: skip
         out = _lexsem(venv, tmp_path, "list", what).stdout.splitlines()
         (line,) = [x for x in out if x.startswith(name)]
         assert line.endswith("(plugin: example)"), (what, line)
@@ -241,6 +273,20 @@ def test_the_installed_example_plugin_is_seen_by_every_command(venv: Path, tmp_p
     # a bag of words ties a word swap with its positive; a replaced word it prefers to a
     # paraphrase of other words
     assert got[("tot", "swap")] == 0.0 and got[("anchor_p2", "replace")] == 100.0
+
+    # eval: the plugin's alias on a user's file in the plugin's format (one subset, the file's)
+    (tmp_path / "mine.txt").write_text(
+        "a dog chases a cat | a cat is chased by a dog | a cat chases a dog\n"
+        "two people ride bikes | a pair of cyclists ride along | two people push bikes\n"
+    )
+    _lexsem(venv, tmp_path, "eval", "-m", "bow-16", "-b", "swaps:mine.txt", "--n-boot", "0",
+            "-o", "mine", "-q")  # fmt: skip
+    mine = json.loads((tmp_path / "mine" / "run.json").read_text())
+    assert {(r["task"], r["subset"]) for r in mine["results"]} == {
+        ("tot", "mine"), ("anchor_p2", "mine")
+    }  # fmt: skip
+    assert mine["model"]["spec"] == "bow-16"
+    assert mine["model"]["fingerprint"] == {"backend": "bow", "name": "example", "dim": 16}
 
     # lexsem.evaluate from Python sees the entry point too
     code = (

@@ -46,7 +46,9 @@ def _frozen_benchmark(selector: str) -> Benchmark:
     inner, folder = frozen.resolve(selector)
     bench = user.user_benchmark(inner)
     files = {f["file"] for f in frozen.read_card(folder)["files"]}
-    if user.FORMATS[inner.partition(":")[0]][1] is None:  # parquet: subsets named by the data
+    if (
+        user.FORMATS.get(inner.partition(":")[0]).parser is None
+    ):  # parquet: subsets named by the data
         found = (p.relative_to(folder).as_posix() for p in folder.rglob("*.parquet"))
         extra = sorted(name for name in found if name not in files)
     else:

@@ -7,6 +7,7 @@ built-in one of the same format (tasks, aggregates, image decoding) and is recor
 as `origin: user` with the sha256 of every file read.
 
 Each format's fields and a minimal file: `SCHEMAS` (`lexsem list formats`, docs/extending.md).
+The formats are the registry `FORMATS`; a plugin adds one with `register_format`.
 The image reference of the JSON and TSV formats may be left out: text-only tasks run on such
 a file, image tasks name the item that has none.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from pathlib import Path
+from typing import NamedTuple
 
 from lexsem.benchmarks.base import Benchmark, LoadContext, LoadedSubset, Loader, SubsetSpec
 from lexsem.benchmarks.formats import (
@@ -28,16 +30,30 @@ from lexsem.benchmarks.frozen import CARD_JSON
 from lexsem.benchmarks.sources.files import Parser, parse_keeping_complete
 from lexsem.digests import sha256_file
 from lexsem.errors import DataError, LexsemError
-from lexsem.registry import did_you_mean
+from lexsem.registry import Registry, did_you_mean, import_object
 
-# format -> (registered benchmark it behaves as, parser or None for parquet, file extension)
-FORMATS: dict[str, tuple[str, Parser | None, str]] = {
-    "sugarcrepe": ("sugarcrepe", load_sugarcrepe_json, ".json"),
-    "scpp": ("sugarcrepe_pp", load_scpp_json, ".json"),
-    "visla": ("visla_generic", load_visla_generic_tsv, ".tsv"),
-    "visla_spatial": ("visla_spatial", load_visla_spatial_tsv, ".tsv"),
-    "bivlc": ("bivlc", None, ".parquet"),
-}
+
+class Format(NamedTuple):
+    """A `FORMAT:PATH` format: the registered benchmark it behaves as, its parser (a
+    `Parser`, a lazy "module:attr" naming one, or None for the built-in parquet format) and its
+    files' extension."""
+
+    like: str
+    parser: Parser | str | None
+    extension: str
+
+
+FORMATS: Registry[Format] = Registry(
+    "benchmark file format",
+    Format,
+    {
+        "sugarcrepe": Format("sugarcrepe", load_sugarcrepe_json, ".json"),
+        "scpp": Format("sugarcrepe_pp", load_scpp_json, ".json"),
+        "visla": Format("visla_generic", load_visla_generic_tsv, ".tsv"),
+        "visla_spatial": Format("visla_spatial", load_visla_spatial_tsv, ".tsv"),
+        "bivlc": Format("bivlc", None, ".parquet"),
+    },
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,14 +108,38 @@ SCHEMAS: dict[str, Schema] = {
 }
 
 
+def register_format(
+    name: str, like: str, parser: Parser | str, extension: str, *, replace: bool = False
+) -> None:
+    """Register the format `name` of `-b NAME:PATH`: files of `extension` (`.txt`) read by
+    `parser` (`parser(path, subset, *, strict=True) -> items`, or a lazy "module:attr" naming
+    it), the benchmark then behaving as the registered benchmark `like` (its tasks, aggregates,
+    image decoding). A taken name (a built-in one too) is refused unless `replace`; a plugin's,
+    naming both."""
+    if not name or not isinstance(name, str) or ":" in name or "/" in name:
+        raise LexsemError(f"a benchmark file format name has no ':' or '/', got {name!r}")
+    if not extension.startswith(".") or len(extension) < 2:
+        raise LexsemError(f"format {name!r}: its extension starts with '.', got {extension!r}")
+    if not (callable(parser) or isinstance(parser, str)):
+        raise LexsemError(f"format {name!r}: its parser must be callable or 'module:attr'")
+    FORMATS.add(name, Format(like, parser, extension), replace=replace)
+
+
 def describe_formats() -> str:
-    """Every `FORMAT:PATH` format: extension, layout, fields and a minimal file."""
+    """Every `FORMAT:PATH` format: extension, layout, fields and a minimal file (a plugin's:
+    its first line only, marked `(plugin: NAME)`)."""
     blocks = []
-    for fmt, (like, _, ext) in FORMATS.items():
-        schema = SCHEMAS[fmt]
+    for fmt in FORMATS.entries():
+        like, _, ext = FORMATS.get(fmt)
+        header = f"{fmt}:PATH  ({ext} file, or a folder of them; read as {like})"
+        header += FORMATS.plugin_note(fmt)
+        schema = SCHEMAS.get(fmt)
+        if schema is None:
+            blocks.append(header)
+            continue
         optional = f"; optional: {', '.join(schema.optional)}" if schema.optional else ""
         blocks.append(
-            f"{fmt}:PATH  ({ext} file, or a folder of them; read as {like})\n"
+            f"{header}\n"
             f"  {schema.layout}\n"
             f"  fields: {', '.join(schema.required)}{optional}\n"
             f"  example:\n" + "\n".join(f"    {line}" for line in schema.example.splitlines())
@@ -113,9 +153,10 @@ def is_user_selector(selector: str) -> bool:
     if not sep or "/" in fmt or not rest:
         return False
     if fmt not in FORMATS:
+        known = list(FORMATS.entries())
         raise LexsemError(
             f"unknown benchmark file format {fmt!r} in {selector!r}"
-            f"{did_you_mean(fmt, list(FORMATS))}; known: {', '.join(FORMATS)}"
+            f"{did_you_mean(fmt, known)}; known: {', '.join(known)}"
         )
     return True
 
@@ -149,18 +190,19 @@ def user_benchmark(selector: str) -> Benchmark:
     from lexsem.benchmarks.catalog import get
 
     fmt, _, raw = selector.partition(":")
-    like, parse, ext = FORMATS[fmt]
+    like, parse, ext = FORMATS.get(fmt)
     path = Path(raw).expanduser()
     template = get(like)
     if parse is None:
         return _parquet_benchmark(template, fmt, path, selector)
+    parser: Parser = import_object(parse) if isinstance(parse, str) else parse  # type: ignore[assignment]
     files = {p.stem: p for p in _files(path, ext, selector)}
     return dataclasses.replace(
         template,
         name=f"{fmt}:{path.stem}",
         description=f"user file(s) {raw} read as {like}",
         subsets=tuple(SubsetSpec(stem, None, expected_items=0) for stem in files),
-        loader=_file_loader(parse, files),
+        loader=_file_loader(parser, files),
         origin="user",
         aggregates=(),
     )

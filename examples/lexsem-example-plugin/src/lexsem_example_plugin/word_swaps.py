@@ -1,5 +1,6 @@
 """`word_swaps`: text triplets (P1, P2, N) in a format of its own, one triplet a line as
-`P1 | P2 | N`, `[subset]` lines starting each subset; the file ships inside this package."""
+`P1 | P2 | N`, `[subset]` lines starting each subset; the file ships inside this package.
+`parse_swaps_file` reads a user's file of that format (`-b swaps:FILE.txt`), one subset."""
 
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from lexsem.errors import DataError
 DATA = Path(str(files(__package__) / "data" / "word_swaps.txt"))
 
 
-def parse_word_swaps(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
-    """The triplets of `subset`; a line that is not three `|`-separated texts names its line."""
+def parse_word_swaps(
+    path: Path, subset: str, *, strict: bool = True, every: bool = False
+) -> list[TripletItem]:
+    """The triplets of `subset` (`every`: all of the file's, as `subset`'s); a line that is
+    not three `|`-separated texts names its line."""
     items, current = [], None
     for line_no, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.strip()
@@ -29,9 +33,15 @@ def parse_word_swaps(path: Path, subset: str, *, strict: bool = True) -> list[Tr
             if strict:
                 raise DataError("not 'P1 | P2 | N'", file=path, line=line_no)
             continue
-        if current == subset:
+        if every or current == subset:
             items.append(TripletItem(f"{subset}-{len(items)}", subset, None, *parts))
     return items
+
+
+def parse_swaps_file(path: Path, subset: str, *, strict: bool = True) -> list[TripletItem]:
+    """A user's file in this format (`-b swaps:FILE.txt`): every triplet, `[subset]` lines
+    ignored, as the subset named after the file."""
+    return parse_word_swaps(path, subset, strict=strict, every=True)
 
 
 def load(bench: Benchmark, sub: SubsetSpec, ctx: LoadContext) -> LoadedSubset:
