@@ -22,6 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.annotate_studies import HOME, MadeStudy, make_study, need_annotate_extra, open_link
+from builders.local_http import free_port
 from lexsem.cli import app as cli_app
 
 need_annotate_extra()
@@ -377,7 +378,7 @@ def test_serve_warns_about_a_study_file_others_can_read(
     study.path.chmod(0o644)
     ran: list[object] = []
     monkeypatch.setattr("lexsem.annotate.http_server.run", lambda *a, **k: ran.append(a))
-    code, out = cli("serve", str(study.path))
+    code, out = cli("serve", str(study.path), "--port", str(free_port()))  # 8000 may be taken
     assert code == 0 and ran and "mode 0644" in out and "chmod 600" in out
 
 

@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -31,6 +30,7 @@ from typer.testing import CliRunner
 from builders.annotate_studies import make_study
 from builders.backends import IN_CI
 from builders.labelstudio_exports import shown_position
+from builders.local_http import free_port
 from lexsem.annotate import store
 from lexsem.annotate.labelstudio import KEY_FILE, read_key
 from lexsem.annotate.labelstudio_import import import_exports
@@ -59,12 +59,6 @@ class Setup:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def ls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     """A BiVLC study (overlap 2) exported, and Label Studio serving the export's images."""
@@ -76,7 +70,7 @@ def ls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
                                    str(folder / "ls")])  # fmt: skip
     assert res.exit_code == 0, res.output
     out = (folder / "ls").resolve()
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "LABEL_STUDIO_BASE_DATA_DIR": str(folder / "data"),
            "LABEL_STUDIO_LOCAL_FILES_SERVING_ENABLED": "true",
            "LABEL_STUDIO_LOCAL_FILES_DOCUMENT_ROOT": str(out),

@@ -4,7 +4,6 @@ user files of `fakes.TRIPLETS`, and synthetic run folders of any size (`syntheti
 from __future__ import annotations
 
 import contextlib
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ import pyarrow as pa
 
 import lexsem
 from builders.fakes import BagOfWordsEncoder, OtherDual, scpp_user_files
+from builders.local_http import free_port
 from builders.run_records import record, result
 from lexsem.results.run_folder import save_run
 from lexsem.results.schema import BenchmarkInfo, FileInfo
@@ -95,9 +95,7 @@ def served(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
     its base URL on 127.0.0.1 (tests send nothing beyond the loopback); stopped on exit."""
     import uvicorn
 
-    with socket.socket() as s:
-        s.bind((host, 0))
-        port = s.getsockname()[1]
+    port = free_port(host)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -4,10 +4,18 @@
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the system's choice), for a server a test starts."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, data: bytes) -> None:
