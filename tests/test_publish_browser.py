@@ -195,6 +195,10 @@ def test_layout_and_screenshots(browser: Any, site: Path, width: int) -> None:
     for name, path in (("index", site / "index.html"), ("model", model)):
         page.goto(path.as_uri())
         page.wait_for_load_state("load")
+        # the figures load lazily: every one loaded (scrolled to) before the layout is judged
+        page.evaluate("() => { for (const i of document.images) i.scrollIntoView(); }")
+        page.wait_for_function("() => [...document.images].every(i => i.complete)")
+        page.evaluate("() => window.scrollTo(0, 0)")
         check_layout(page)
         shots(site.parent, f"publish-{name}-{width}", page)
     if width < 600:  # the board is wider than a phone: it scrolls inside its box
