@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 import lexsem
-from builders.explore_runs import synthetic_runs, two_runs
+from builders.explore_runs import create_exported_study, synthetic_runs, two_runs
 from builders.fakes import BagOfWordsEncoder
 from lexsem.explore.app import create_app
 from lexsem.explore.runs_table import open_runs
@@ -224,30 +224,9 @@ def test_figure_and_study_exports(client: TestClient, tmp_path: Path) -> None:
     assert every.status_code == 200
 
 
-def _create_study(zipped: bytes, folder: Path) -> Any:
-    """The exported zip unpacked in `folder` and its `sh create-study.sh` run, `lexsem` being
-    this Python's lexsem: the finished process."""
-    import os
-    import subprocess
-    import sys
-
-    with zipfile.ZipFile(io.BytesIO(zipped)) as f:
-        f.extractall(folder / "study")
-    (folder / "bin").mkdir()
-    shim = folder / "bin" / "lexsem"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from lexsem.cli import app; app()" '
-                    '"$@"\n')  # fmt: skip
-    shim.chmod(0o755)
-    env = os.environ | {"PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    return subprocess.run(
-        ["sh", str(folder / "study" / "create-study.sh"), str(folder / "s.sqlite")],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-
-
 def test_a_study_of_text_only_runs_asks_text_only_questions(runs: Any, tmp_path: Path) -> None:
     text_only = TestClient(create_app(open_runs(runs[0][:1]), n_boot=0))  # bow: TOT only
-    res = _create_study(text_only.get("/export/study").content, tmp_path / "text")
+    res = create_exported_study(text_only.get("/export/study").content, tmp_path / "text")
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"study: {tmp_path / 'text' / 's.sqlite'} (tot)" in res.stdout
     both = TestClient(create_app(open_runs(runs[0]), n_boot=0))  # and the dual encoder's ITT

@@ -14,13 +14,8 @@ statuses. Tiny randomly initialised models and MiniLM; about a minute on two cor
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import shlex
-import subprocess
-import sys
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from builders.annotate_studies import MadeStudy, need_annotate_extra, role_policy
+from builders.explore_runs import create_exported_study
 from builders.tiny_dual_models import write_clip
 from builders.tiny_text_models import write_tiny_bert, write_tiny_st
 from lexsem.cli.app import app
@@ -298,7 +294,16 @@ def test_one_researchers_day(
     # the exported study: its script creates it; a participant answers it
     study_zip = explorer.get(f"/export/study?{query}")
     assert study_zip.status_code == 200
-    made = _create_exported_study(study_zip.content, tmp_path / "exported")
+    made = create_exported_study(
+        study_zip.content,
+        tmp_path / "exported",
+        "-n",
+        "1",
+        "--links",
+        str(tmp_path / "exported" / "links.json"),
+        "--base-url",
+        "",
+    )
     assert made.returncode == 0, made.stdout + made.stderr
     links = json.loads((tmp_path / "exported" / "links.json").read_text())
     path = tmp_path / "exported" / "s.sqlite"
@@ -325,23 +330,3 @@ def _grid(models: dict[str, str], build: Path, data: Path) -> str:
         f'benchmarks = [{json.dumps(f"build:{build}")}, "sugarcrepe_pp/swap_att"]\n'
         'options = { tasks = ["tot"] }\n'
     )
-
-
-def _create_exported_study(zipped: bytes, folder: Path) -> subprocess.CompletedProcess[str]:
-    """The explorer's study zip unpacked in `folder` and its `sh create-study.sh` run as its
-    README says, `lexsem` being this Python's, with two personal links written to
-    folder/links.json."""
-    with zipfile.ZipFile(io.BytesIO(zipped)) as f:
-        f.extractall(folder / "study")
-    (folder / "bin").mkdir()
-    shim = folder / "bin" / "lexsem"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from lexsem.cli import app; app()" '
-                    '"$@"\n')  # fmt: skip
-    shim.chmod(0o755)
-    env = os.environ | {"PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}"}
-    script = folder / "study" / "create-study.sh"
-    return subprocess.run(
-        ["sh", str(script), str(folder / "s.sqlite"), "-n", "1", "--links",
-         str(folder / "links.json"), "--base-url", ""],
-        env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip

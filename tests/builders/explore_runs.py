@@ -109,3 +109,27 @@ def served(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def create_exported_study(zipped: bytes, folder: Path, *options: str) -> Any:
+    """The explorer's study zip unpacked in `folder` and its `sh create-study.sh` run with
+    `folder/s.sqlite` and `options`, `lexsem` being this Python's lexsem: the finished
+    process."""
+    import io
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(zipped)) as f:
+        f.extractall(folder / "study")
+    (folder / "bin").mkdir()
+    shim = folder / "bin" / "lexsem"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -c "from lexsem.cli import app; app()" '
+                    '"$@"\n')  # fmt: skip
+    shim.chmod(0o755)
+    env = os.environ | {"PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    return subprocess.run(
+        ["sh", str(folder / "study" / "create-study.sh"), str(folder / "s.sqlite"), *options],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
