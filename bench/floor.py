@@ -105,7 +105,7 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int,
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    _count_cpu_attention()
+    _count_cpu_ops()
     counter = FlopCounterMode(display=False)
     fast = torch.backends.mha.get_fastpath_enabled()
     torch.backends.mha.set_fastpath_enabled(False)
@@ -117,22 +117,36 @@ def count_flops(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[int,
     return int(counter.get_total_flops()), out
 
 
-def _count_cpu_attention() -> None:
-    """Give torch's CPU flash attention (forward and backward) the FLOP formulas of its CUDA
-    kernels, which FlopCounterMode has: the same products (its formula counts a causal
-    attention's full square)."""
+def _count_cpu_ops() -> None:
+    """Give FlopCounterMode the formulas of the CPU ops it has none for: torch's CPU flash
+    attention (forward and backward) those of its CUDA kernels (the same products; the formula
+    counts a causal attention's full square), and oneDNN's fused linear layer
+    (`torch.ops.mkldnn._linear_pointwise`, both overloads: `lexsem`'s open_clip blocks on the
+    CPU, `blocks.py`) 2 FLOPs per multiply-add of its product, its bias, activation and
+    residual add not counted, as for any linear layer."""
     import torch
     from torch.utils import flop_counter as fc
 
     aten = torch.ops.aten
-    pairs = (
-        ("_scaled_dot_product_flash_attention_for_cpu", fc.sdpa_flop),
-        ("_scaled_dot_product_flash_attention_for_cpu_backward", fc.sdpa_backward_flop),
-    )
-    for name, formula in pairs:
-        op = getattr(aten, name, None)
+    pairs = [
+        (getattr(aten, "_scaled_dot_product_flash_attention_for_cpu", None), fc.sdpa_flop),
+        (
+            getattr(aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None),
+            fc.sdpa_backward_flop,
+        ),
+        (getattr(torch.ops.mkldnn, "_linear_pointwise", None), fc.shape_wrapper(_linear_flop)),
+    ]
+    for op, formula in pairs:
         if op is not None and op not in fc.flop_registry:
             fc.flop_registry[op] = formula
+
+
+def _linear_flop(x_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
+    """A linear layer's product: 2 x (output elements) x (input features)."""
+    out = 1
+    for size in out_shape:
+        out *= int(size)
+    return 2 * out * int(x_shape[-1])
 
 
 def fraction(flops: float, seconds: float, floor_gflops: float) -> float:

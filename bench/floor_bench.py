@@ -9,16 +9,20 @@ Measures, in one process with torch's threads:
   and, on a CPU with native bf16 (or with `--bf16`), in bf16: N generated images through
   `encode_images` (one batch) and N SugarCrepe captions through `encode` (the engine's text
   path: texts by token count, each batch run only up to its longest text, its blocks on the
-  texts' own tokens), each timed after a
-  warm-up; their FLOPs counted with torch's
-  `FlopCounterMode` (one image; each caption at its own token count). Printed: GFLOP, seconds,
-  GFLOP/s and the share of that dtype's floor, and bf16's speed-up over fp32 per tower;
-- a cold run: `lexsem eval --profile` of that random ViT-B/32 (fp32, in a process of its own,
-  empty store) on the first N items of each SugarCrepe subset with generated JPEGs of COCO-like
-  sizes (as `make bench-peer` runs all 7,511): where its wall went (run.json
-  `timings.breakdown`: each part's seconds and share), the towers' forward time over the whole
-  run, the whole run's FLOPs (each image once, each unique caption at its own token count) over
-  its wall as a share of the fp32 floor, beside the towers alone and the towers inside the run;
+  texts' own tokens), each timed after a warm-up, the tokenizer's calls apart (as a run's
+  `timings.breakdown` counts them); their FLOPs counted with torch's `FlopCounterMode` (one
+  image; each caption at its own token count; oneDNN's fused linear layers included).
+  Printed: GFLOP, seconds, GFLOP/s and the share of that dtype's floor, and bf16's speed-up
+  over fp32 per tower;
+- a cold run per dtype of the towers: `lexsem eval --profile` of that random ViT-B/32 (in a
+  process of its own, empty store) on the first N items of each SugarCrepe subset with
+  generated JPEGs of COCO-like sizes (`--run-items 3000`: all 7,511, as `make bench-peer`):
+  where its wall went (run.json `timings.breakdown`: each part's seconds and share), the
+  towers' forward time over the whole run, the whole run's FLOPs (each image once, each unique
+  caption at its own token count) over its wall as a share of the dtype's floor, beside the
+  towers alone and the towers inside the run; with both dtypes, the bf16 run's wall over the
+  fp32 run's beside the matmul floors' ratio, and the items whose hit differs between the two
+  runs per subset (`lexsem compare`);
 - a training step: lexsem's CLIP loss (`lexsem.train.losses`) on the small CLIP of
   `train_bench.py` (64-px ViT and text tower of width 128, 2 layers each), batch 64, fp32,
   forward + backward + AdamW, FLOPs counted on one step (the optimizer's element-wise work is
@@ -33,6 +37,7 @@ $LEXSEM_TEST_DATA (the SugarCrepe captions).
     python bench/floor_bench.py                  # 32 images, 256 captions, fp32 and bf16
     python bench/floor_bench.py --images 64 --texts 1024 --json floor.json
     python bench/floor_bench.py --run-items 0      # no cold run
+    python bench/floor_bench.py --run-items 3000 --texts 1024 --images 64   # all of SugarCrepe
 """
 
 from __future__ import annotations
@@ -79,13 +84,20 @@ def captions(data: Path, n: int) -> list[str]:
     return list(out)
 
 
-def best_time(fn: Callable[[], Any], repeats: int = 2) -> float:
-    """The best of `repeats` runs of `fn` (after the caller's warm-up)."""
-    best = float("inf")
+def best_time(fn: Callable[[], Any], repeats: int = 2) -> tuple[float, float]:
+    """The best of `repeats` runs of `fn` (after the caller's warm-up), less the time its
+    tokenizer's calls took (`lexsem.clock`'s `tokenize` part: a run counts tokenizing apart from
+    the text tower, `timings.breakdown`), and that tokenizing time: (seconds, tokenize seconds)."""
+    from lexsem import clock
+
+    best = (float("inf"), 0.0)
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+        with clock.running() as spent:
+            t0 = time.perf_counter()
+            fn()
+            took = time.perf_counter() - t0
+        tokenize = spent.spent["tokenize"]
+        best = min(best, (took - tokenize, tokenize))
     return best
 
 
@@ -107,12 +119,12 @@ def towers(
         enc.encode(texts[:8])
         img_flops = n_images * image_flops(enc)
         txt_flops = text_flops(enc, texts)
-        img_s = best_time(lambda enc=enc, pixels=pixels: enc.encode_images(pixels))
-        txt_s = best_time(lambda enc=enc: enc.encode(texts, batch_size=64))
+        img_s = best_time(lambda enc=enc, pixels=pixels: enc.encode_images(pixels))[0]
+        txt_s, tokenize_s = best_time(lambda enc=enc: enc.encode(texts, batch_size=64))
         out[dtype] = {
             "image_flops": img_flops, "image_s": img_s,
             "image_floor_share": fraction(img_flops, img_s, floors[dtype]),
-            "text_flops": txt_flops, "text_s": txt_s,
+            "text_flops": txt_flops, "text_s": txt_s, "tokenize_s": tokenize_s,
             "text_floor_share": fraction(txt_flops, txt_s, floors[dtype]),
             "text_trimmed": enc.trims_padding,
         }  # fmt: skip
@@ -120,7 +132,8 @@ def towers(
                          floors[dtype], dtype))  # fmt: skip
         print(floor_line(f"  {dtype} text tower, {len(texts)} captions"
                          f"{' (trimmed)' if enc.trims_padding else ' (full context)'}",
-                         txt_flops, txt_s, floors[dtype], dtype))  # fmt: skip
+                         txt_flops, txt_s, floors[dtype], dtype)
+              + f"; tokenizing apart: {tokenize_s:.2f} s")  # fmt: skip
         enc.unload()
     for tower in ("image", "text") if "bf16" in out else ():
         speed = out["fp32"][f"{tower}_s"] / out["bf16"][f"{tower}_s"]
@@ -140,11 +153,9 @@ def run_flops(ckpt: Path, texts: list[str], n_images: int) -> tuple[int, int]:
         enc.unload()
 
 
-def cold_run(
-    ckpt: Path, data: Path, tmp: Path, per_subset: int, floors: dict[str, float], alone: dict
-) -> dict[str, Any]:
-    """A cold `lexsem eval --profile` (fp32, batch 64, empty store, a process of its own) on the
-    first `per_subset` items of each SugarCrepe subset: its breakdown and shares of the floor."""
+def run_data(data: Path, tmp: Path, per_subset: int) -> tuple[Path, dict, list[str]]:
+    """The first `per_subset` items of each SugarCrepe subset as a user folder with generated
+    JPEGs of COCO-like sizes: (the folder, its items, its unique captions)."""
     from peer_bench import write_images, write_subsets
 
     root = tmp / "root"
@@ -154,13 +165,23 @@ def cold_run(
     write_images(root / "val2017", names, 0, os.cpu_count() or 1)
     texts = sorted({c for d in items.values() for rec in d.values()
                     for c in (rec["caption"], rec["negative_caption"])})  # fmt: skip
-    out = tmp / "run"
+    return root, items, texts
+
+
+def cold_run(
+    ckpt: Path, tmp: Path, prepared: tuple[Path, dict, list[str]], floors: dict[str, float],
+    alone: dict, dtype: str,
+) -> dict[str, Any]:  # fmt: skip
+    """A cold `lexsem eval --profile` (`dtype`, batch 64, empty store, a process of its own) on
+    the prepared SugarCrepe folder: its breakdown and shares of that dtype's floor."""
+    root, items, texts = prepared
+    out = tmp / f"run-{dtype}"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "HF_HUB_OFFLINE": "1",
-           "LEXSEM_OFFLINE": "1", "LEXSEM_CACHE_DIR": str(tmp / "store")}  # fmt: skip
+           "LEXSEM_OFFLINE": "1", "LEXSEM_CACHE_DIR": str(tmp / f"store-{dtype}")}  # fmt: skip
     cmd = [sys.executable, "-c", "from lexsem.cli import app; app()", "eval",
            "-m", f"openclip:{ARCH}@{ckpt}?quick_gelu=false", "-b", f"sugarcrepe:{root}",
            "--coco-val2017", str(root / "val2017"), "--out", str(out), "--force",
-           "--device", "cpu", "--dtype", "fp32", "--batch-size", str(BATCH),
+           "--device", "cpu", "--dtype", dtype, "--batch-size", str(BATCH),
            "--offline", "-q", "--profile"]  # fmt: skip
     t0 = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -170,35 +191,54 @@ def cold_run(
     t = json.loads((out / "run.json").read_text())["timings"]
     b = t["breakdown"]
     img_flops, txt_flops = run_flops(ckpt, texts, t["n_images_encoded"])
-    fp32 = floors["fp32"]
+    floor = floors[dtype]
     wall, towers_s = b["wall_s"], b["text_tower_s"] + b["image_tower_s"]
     figures = {
+        "dtype": dtype, "run": str(out),
         "items": sum(len(d) for d in items.values()), "images": t["n_images_encoded"],
         "texts": t["n_texts_encoded"], "process_s": process_s, "breakdown": b,
         "image_flops": img_flops, "text_flops": txt_flops,
         "towers_share_of_wall": towers_s / wall if wall > 0 else 0.0,
-        "run_floor_share": fraction(img_flops + txt_flops, wall, fp32),
-        "text_tower_in_run_floor_share": fraction(txt_flops, b["text_tower_s"], fp32),
-        "image_tower_in_run_floor_share": fraction(img_flops, b["image_tower_s"], fp32),
+        "run_floor_share": fraction(img_flops + txt_flops, wall, floor),
+        "text_tower_in_run_floor_share": fraction(txt_flops, b["text_tower_s"], floor),
+        "image_tower_in_run_floor_share": fraction(img_flops, b["image_tower_s"], floor),
         "text_tower_alone_floor_share": alone.get("text_floor_share", 0.0),
         "image_tower_alone_floor_share": alone.get("image_floor_share", 0.0),
     }  # fmt: skip
-    print(f"cold run: lexsem eval --profile, {figures['items']} items ({per_subset} per subset), "
-          f"{figures['images']} images, {figures['texts']} texts, fp32, batch {BATCH} "
+    print(f"cold run: lexsem eval --profile, {figures['items']} items, {figures['images']} "
+          f"images, {figures['texts']} texts, {dtype}, batch {BATCH} "
           f"({process_s:.1f} s as a process)")  # fmt: skip
     for line in done.stderr.splitlines():
         if line and not line.startswith(("warning", "note", "dtype")):
             print(f"  {line}")
     print(f"  towers' forward time / whole run: {100 * figures['towers_share_of_wall']:.0f}%")
-    print(floor_line("  whole run", img_flops + txt_flops, wall, fp32, "fp32"))
+    print(floor_line("  whole run", img_flops + txt_flops, wall, floor, dtype))
     print(
-        f"  share of the fp32 floor: whole run {100 * figures['run_floor_share']:.0f}%; "
+        f"  share of the {dtype} floor: whole run {100 * figures['run_floor_share']:.0f}%; "
         f"towers in the run: text {100 * figures['text_tower_in_run_floor_share']:.0f}%, "
         f"image {100 * figures['image_tower_in_run_floor_share']:.0f}%; towers alone (above): "
         f"text {100 * figures['text_tower_alone_floor_share']:.0f}%, "
         f"image {100 * figures['image_tower_alone_floor_share']:.0f}%"
     )
     return figures
+
+
+def dtype_comparison(runs: dict[str, dict[str, Any]], floors: dict[str, float]) -> dict:
+    """The bf16 run's wall over the fp32 run's beside the matmul floors' ratio, and the items
+    whose hit differs between the two (`lexsem compare`, per subset)."""
+    fp32, bf16 = runs["fp32"], runs["bf16"]
+    ratio = bf16["breakdown"]["wall_s"] / fp32["breakdown"]["wall_s"]
+    matmul = floors["fp32"] / floors["bf16"]
+    cmd = [sys.executable, "-c", "from lexsem.cli import app; app()", "compare",
+           fp32["run"], bf16["run"]]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    lines = [x.strip() for x in done.stdout.splitlines() if "hits differ" in x]
+    print(f"bf16 run / fp32 run: {ratio:.2f} of the wall (matmul floors: {matmul:.2f}; "
+          f"{ratio / matmul:.2f}x the floors' ratio)")  # fmt: skip
+    for line in lines or [f"lexsem compare: {done.stderr.strip()[-300:]}"]:
+        print(f"  {line}")
+    return {"wall_ratio": ratio, "matmul_ratio": matmul, "over_matmul": ratio / matmul,
+            "hits_differ": lines}  # fmt: skip
 
 
 def train_step(floors: dict[str, float], steps: int) -> dict[str, Any]:
@@ -282,14 +322,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             torch.save(open_clip.create_model(ARCH).state_dict(), ckpt)
         print(f"random {ARCH}, CPU:")
         tower_figures = towers(ckpt, texts, args.images, floors, dtypes)
-        run = None
+        runs: dict[str, Any] = {}
+        compared = None
         if args.run_items > 0:
-            run = cold_run(ckpt, data, Path(tmp), args.run_items, floors, tower_figures["fp32"])
+            prepared = run_data(data, Path(tmp), args.run_items)
+            for dtype in dtypes:
+                runs[dtype] = cold_run(ckpt, Path(tmp), prepared, floors, tower_figures[dtype],
+                                       dtype)  # fmt: skip
+            if len(runs) == 2:
+                compared = dtype_comparison(runs, floors)
     train = train_step(floors, args.steps)
     if args.json:
         args.json.write_text(json.dumps({
             "cpu": kind.line(), "bf16_flags": list(kind.flags), "threads": kind.threads,
-            "matmul_gflops": floors, "towers": tower_figures, "cold_run": run,
+            "matmul_gflops": floors, "towers": tower_figures, "cold_runs": runs,
+            "bf16_against_fp32": compared,
             "train_step": train,
         }, indent=2))  # fmt: skip
     return 0

@@ -80,3 +80,20 @@ def test_attention_in_inference_counts_its_projections() -> None:
     attention = 2 * (2 * 3 * 2 * 5 * 5 * 8)  # QK^T and AV: batch x heads x 5 x 5 x head dim
     assert flops == projections + attention
     assert torch.backends.mha.get_fastpath_enabled()  # restored
+
+
+def test_onednn_fused_linear_layers_are_counted_as_linear_layers() -> None:
+    """`lexsem`'s open_clip blocks run their linear layers as oneDNN's fused op on the CPU
+    (`blocks.py`): both of its overloads count 2 FLOPs per multiply-add, as `F.linear` does."""
+    import torch
+
+    floor = _floor()
+    mkldnn = torch.ops.mkldnn
+    if not torch.backends.mkldnn.is_available() or not hasattr(mkldnn, "_linear_pointwise"):
+        pytest.skip("this torch has no oneDNN fused linear op: lexsem runs F.linear instead")
+    x, w, b = torch.randn(5, 8), torch.randn(16, 8), torch.randn(16)
+    other = torch.randn(5, 16)
+    hand = 2 * 5 * 8 * 16
+    assert floor.count_flops(torch.nn.functional.linear, x, w, b)[0] == hand
+    assert floor.count_flops(mkldnn._linear_pointwise, x, w, b, "gelu", [], "none")[0] == hand
+    assert floor.count_flops(mkldnn._linear_pointwise.binary, x, other, w, b, "add")[0] == hand

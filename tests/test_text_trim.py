@@ -136,8 +136,9 @@ def test_causal_open_clip_towers_trim_to_the_same_embeddings(
 
 def test_packed_blocks_run_each_texts_own_tokens(open_clip_models: dict[str, Any]) -> None:
     """A trimmed batch's linear layers run on its texts' own tokens, no padding (the first
-    block's MLP sees as many rows as the batch has tokens), the last block's output projection
-    and MLP on the pooled tokens only; the embeddings are those of the padded run."""
+    block's MLP, behind its layer norm, sees as many rows as the batch has tokens), the last
+    block's output projection and MLP on the pooled tokens only; the embeddings are those of
+    the padded run."""
     from dataclasses import replace
 
     arch = "lexsem-trim-argmax"
@@ -149,7 +150,7 @@ def test_packed_blocks_run_each_texts_own_tokens(open_clip_models: dict[str, Any
     rows: list[int] = []
     blocks = m.model.transformer.resblocks
     hooks = [
-        b.mlp.c_fc.register_forward_hook(lambda mod, args, out: rows.append(args[0].shape[0]))
+        b.ln_2.register_forward_hook(lambda mod, args, out: rows.append(args[0].shape[0]))
         for b in (blocks[0], blocks[-1])
     ]
     try:

@@ -97,16 +97,6 @@ def assert_close_to_reference(
     """
     ratio = np.atleast_1d(relative_error(actual, expected, axis=axis, scale=scale))
     bad = ~(ratio <= rtol)
-    import os  # TEMP-NUMLOG
-
-    if os.environ.get("NUMLOG") and ratio.size:  # TEMP-NUMLOG
-        import inspect  # TEMP-NUMLOG
-
-        f = inspect.stack()[1]  # TEMP-NUMLOG
-        with open(os.environ["NUMLOG"], "a") as fh:  # TEMP-NUMLOG
-            fh.write(
-                f"{f.filename.split('/')[-1]}:{f.lineno} {rtol:g} {float(np.max(ratio)):.3g}\n"
-            )  # TEMP-NUMLOG
     if bad.any():
         worst = tuple(int(i) for i in np.unravel_index(int(np.argmax(ratio)), ratio.shape))
         unit = "values" if np.ndim(actual) <= 1 or axis is None else f"vectors along axis {axis}"

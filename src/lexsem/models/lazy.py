@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 from lexsem.clock import span
 from lexsem.errors import LexsemError, ModelError
 from lexsem.models.device import DtypeChoice, dtype_choice, select_device
+from lexsem.models.host_memory import keep_freed_memory
 from lexsem.models.integrity import check_model_files, check_safe_pickles
 from lexsem.models.options import COMMON, Option
 from lexsem.models.source import resolve_source, weight_files
@@ -212,6 +213,8 @@ class LazyModel:
                     check_safe_pickles(weight_files(path))
                 self._model = self._load()
                 self._loaded_state = weights_state(self._model)
+            if self._device == "cpu":  # a torch model on the CPU: its activations reuse memory
+                keep_freed_memory()
         return self._model
 
     def unload(self) -> None:

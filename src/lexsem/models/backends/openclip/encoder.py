@@ -62,6 +62,7 @@ from lexsem.models.backends.openclip.trained_activation import (
     trained_activation,
 )
 from lexsem.models.backends.openclip.trim import CausalTextTower, causal_text_tower
+from lexsem.models.backends.openclip.vision import VisionBlocks, vision_blocks
 from lexsem.models.device import torch_dtype
 from lexsem.models.options import COMMON, TEXT_INPUT, Option, flag
 from lexsem.models.text_encoder import LazyTextEncoder
@@ -87,7 +88,7 @@ class OpenClipEncoder(LazyTextEncoder):
     # Resize / CenterCrop, so a decode profile with rgb="model" hands it raw-mode images
     accepts_raw_mode: ClassVar[bool] = True
     # DataLoader workers need only the transform (`_causal` holds parts of the model)
-    _not_pickled = ("_model", "_tokenizer", "_causal")
+    _not_pickled = ("_model", "_tokenizer", "_causal", "_vision")
     # the activation a spec runs, without building it (`lexsem.models.activation`)
     spec_activation = staticmethod(spec_activation)
     spec: OpenClipSpec
@@ -117,6 +118,7 @@ class OpenClipEncoder(LazyTextEncoder):
         self._tokenizer: Any = None
         self._transform: Any = None
         self._causal: CausalTextTower | None = None
+        self._vision: VisionBlocks | None = None
         self._token_memo: dict[str, Any] = {}
 
     def _parse_spec(self, spec: Any, overrides: dict[str, object]) -> OpenClipSpec:
@@ -272,6 +274,7 @@ class OpenClipEncoder(LazyTextEncoder):
             )
         model.eval()  # the transform and tokenizer are the lazy properties below
         self._causal = self._trimmable_tower(model)
+        self._vision = self._vision_blocks(model)
         return model
 
     def _create(self, oc: Any, weights: str | None) -> Any:
@@ -306,6 +309,32 @@ class OpenClipEncoder(LazyTextEncoder):
             return None
         probe = self.tokenizer(["a", "a photo of a small red cube on a wooden table"])
         return tower if tower.matches_full_width(model, probe.to(self.device)) else None
+
+    def _vision_blocks(self, model: Any) -> VisionBlocks | None:
+        """The model's image tower run through `blocks.py` (`vision.py`) when it is a plain ViT
+        whose `encode_image` is open_clip's and the run gives open_clip's own features on a
+        probe image (unit vectors, to the dtype's rounding as in `trim.py`); else None."""
+        import torch
+        from open_clip.model import CLIP, CustomTextCLIP
+
+        tower = vision_blocks(model)
+        if tower is None or type(model).encode_image not in (
+            CLIP.encode_image,
+            CustomTextCLIP.encode_image,
+        ):
+            return None
+        h, w = _size2(self.image_config["size"])
+        dtype = torch_dtype(self.dtype)
+        probe = torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(0))
+        probe = probe.to(device=self.device, dtype=dtype)
+        with torch.inference_mode():
+            want, got = model.encode_image(probe).float(), tower.encode(probe).float()
+        tol = 1e-4 if dtype == torch.float32 else 5e-2
+        unit = torch.nn.functional.normalize
+        same = want.shape == got.shape and torch.allclose(
+            unit(want, dim=-1), unit(got, dim=-1), rtol=0, atol=tol
+        )
+        return tower if bool(same) else None
 
     @property
     def trims_padding(self) -> bool:
@@ -436,7 +465,9 @@ class OpenClipEncoder(LazyTextEncoder):
         model = self._ensure_loaded()
         dtype = torch_dtype(self.dtype)
         with torch.inference_mode():
-            emb = model.encode_image(batch.to(device=self.device, dtype=dtype))
+            pixels = batch.to(device=self.device, dtype=dtype)
+            vision = self._vision
+            emb = vision.encode(pixels) if vision is not None else model.encode_image(pixels)
         out = np.ascontiguousarray(emb.to(torch.float32).cpu().numpy(), dtype=np.float32)
         if out.ndim != 2 or out.shape[0] != n:
             raise ModelError(f"{self.name}: got image embeddings of shape {out.shape} for {n}")
