@@ -148,3 +148,27 @@ def test_equal_runs() -> None:
     assert equal_runs([5, 5, 3, 3, 3, 7]) == [(0, 2, 5, 0), (10, 3, 3, 2), (19, 1, 7, 5)]
     assert equal_runs([4]) == [(0, 1, 4, 0)]
     assert equal_runs([]) == []
+
+
+def test_towers_with_layer_scale_give_open_clips_features() -> None:
+    """Blocks with LayerScale (`ls_init_value`) keep it: their residual adds are not fused."""
+    require_module("open_clip")
+    from open_clip.model import CLIP
+
+    from lexsem.models.backends.openclip.trim import causal_text_tower
+
+    vision = {"image_size": 32, "layers": 2, "width": 64, "head_width": 32, "patch_size": 8,
+              "ls_init_value": 0.5}  # fmt: skip
+    torch.manual_seed(7)
+    model = CLIP(embed_dim=32, vision_cfg=vision, text_cfg=dict(SMALL_TEXT, ls_init_value=0.5))
+    model = model.eval()
+    tower = vision_blocks(model)
+    assert tower is not None and type(tower.blocks[0].ls_1) is not torch.nn.Identity
+    pixels = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(8))
+    text = causal_text_tower(model)
+    assert text is not None and text.packed is not None
+    oc = require_module("open_clip")
+    tokens = oc.get_tokenizer("ViT-B-32")(["a red cube", "two dogs beside a small green car"])
+    with torch.inference_mode():
+        assert_close_to_reference(tower.encode(pixels), model.encode_image(pixels))
+        assert_close_to_reference(text.encode(tokens), model.encode_text(tokens))
