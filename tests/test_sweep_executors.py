@@ -1,8 +1,9 @@
 """The same grid through the `local`, `shard` (two real processes, RANK/WORLD_SIZE) and `ray`
 (`ray.init(num_cpus=2)`) executors gives the same run folders; a Ray worker lost mid-sweep is
 retried, or its job reported and run alone by the next sweep, whose merged store then equals
-the store of a sweep never interrupted. A new executor (docs/extending.md's `reverse`) is one
-file and one registry line, and gives the run folders of `local`."""
+the store of a sweep never interrupted. A new executor (docs/extending.md's `reverse`, of the
+example plugin package) is one file and one registry line, and gives the run folders of
+`local`."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import builders.sweep_models  # noqa: F401  (registers the sweepfake: backend here)
+from builders.example_plugin import ROOT, SOURCE, package_modules, registry_line
 from builders.sweep_folders import (
     local_ray,
     same_runs,
@@ -33,7 +35,8 @@ from lexsem.sweep.runner import run_sweep
 
 ray = pytest.importorskip("ray") if not os.environ.get("CI") else __import__("ray")
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "docs" / "examples"
+REVERSE = SOURCE / "reverse.py"
+REGISTRY_LINE = 'EXECUTORS.add("reverse", '
 
 
 @pytest.fixture(scope="module")
@@ -127,23 +130,32 @@ def test_a_ray_sweep_whose_worker_died_reruns_only_that_job(
     same_store_rows(store_rows(tmp_path / "cache"), store_rows(tmp_path / "cache2"))
 
 
-@pytest.mark.parametrize("name", ["reverse_executor.py", "register_reverse.py"])
-def test_the_doc_shows_the_executor_example(name: str) -> None:
-    doc = (EXAMPLES.parent / "extending.md").read_text()
-    assert (EXAMPLES / name).read_text() in doc
+def test_the_doc_shows_the_executor_example() -> None:
+    doc = (ROOT / "docs" / "extending.md").read_text()
+    assert f"# {REVERSE.relative_to(ROOT)}\n{REVERSE.read_text()}" in doc
+    assert f"`{registry_line(REGISTRY_LINE)}`" in doc
+
+
+@pytest.fixture
+def example_modules() -> Iterator[None]:
+    with package_modules():
+        yield
 
 
 def test_a_new_executor_is_one_file_and_one_registry_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, example_modules: None
 ) -> None:
-    """docs/extending.md's `reverse` executor, registered by a grid plugin, runs a sweep end to
-    end from the command line: its jobs in reverse order, the run folders and the store of the
+    """docs/extending.md's `reverse` executor (the example plugin's file), registered by the
+    plugin's registry line in a module a grid names in its `plugins`, runs a sweep end to end
+    from the command line: its jobs in reverse order, the run folders and the store of the
     `local` executor."""
-    monkeypatch.syspath_prepend(str(EXAMPLES))
+    (tmp_path / "register_reverse.py").write_text(
+        f"from lexsem.sweep.executors import EXECUTORS\n\n{registry_line(REGISTRY_LINE)}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(EXECUTORS, "_entries", dict(EXECUTORS._entries))
     monkeypatch.setattr(EXECUTORS, "_loaded", {})
-    for mod in ("reverse_executor", "register_reverse"):
-        monkeypatch.delitem(sys.modules, mod, raising=False)
+    monkeypatch.delitem(sys.modules, "register_reverse", raising=False)
     models = ["sweepfake:a", "sweepfake:b?dim=16"]
     grids = {
         ex: write_grid(tmp_path / f"{ex}.toml", tmp_path / f"cache-{ex}", models)
