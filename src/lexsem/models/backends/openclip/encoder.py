@@ -88,7 +88,7 @@ class OpenClipEncoder(LazyTextEncoder):
     # Resize / CenterCrop, so a decode profile with rgb="model" hands it raw-mode images
     accepts_raw_mode: ClassVar[bool] = True
     # DataLoader workers need only the transform (`_causal` holds parts of the model)
-    _not_pickled = ("_model", "_tokenizer", "_causal", "_vision")
+    _not_pickled = ("_model", "_tokenizer", "_causal", "_vision", "_vision_probed")
     # the activation a spec runs, without building it (`lexsem.models.activation`)
     spec_activation = staticmethod(spec_activation)
     spec: OpenClipSpec
@@ -119,6 +119,7 @@ class OpenClipEncoder(LazyTextEncoder):
         self._transform: Any = None
         self._causal: CausalTextTower | None = None
         self._vision: VisionBlocks | None = None
+        self._vision_probed = False
         self._token_memo: dict[str, Any] = {}
 
     def _parse_spec(self, spec: Any, overrides: dict[str, object]) -> OpenClipSpec:
@@ -274,7 +275,8 @@ class OpenClipEncoder(LazyTextEncoder):
             )
         model.eval()  # the transform and tokenizer are the lazy properties below
         self._causal = self._trimmable_tower(model)
-        self._vision = self._vision_blocks(model)
+        self._vision = None  # the image tower's blocks: probed at the first image batch
+        self._vision_probed = False
         return model
 
     def _create(self, oc: Any, weights: str | None) -> Any:
@@ -466,6 +468,8 @@ class OpenClipEncoder(LazyTextEncoder):
         dtype = torch_dtype(self.dtype)
         with torch.inference_mode():
             pixels = batch.to(device=self.device, dtype=dtype)
+            if not self._vision_probed:  # a text-only run never pays for the image probe
+                self._vision, self._vision_probed = self._vision_blocks(model), True
             vision = self._vision
             emb = vision.encode(pixels) if vision is not None else model.encode_image(pixels)
         out = np.ascontiguousarray(emb.to(torch.float32).cpu().numpy(), dtype=np.float32)
