@@ -20,6 +20,7 @@ texts through an open_clip model (`peer_bench.py` runs it so, in a process of it
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
 import time
@@ -143,10 +144,7 @@ def _count_cpu_ops() -> None:
 
 def _linear_flop(x_shape: Any, *args: Any, out_shape: Any = None, **kwargs: Any) -> int:
     """A linear layer's product: 2 x (output elements) x (input features)."""
-    out = 1
-    for size in out_shape:
-        out *= int(size)
-    return 2 * out * int(x_shape[-1])
+    return 2 * math.prod(int(size) for size in out_shape) * int(x_shape[-1])
 
 
 def fraction(flops: float, seconds: float, floor_gflops: float) -> float:

@@ -80,6 +80,19 @@ class Products:
             attention_fp32=cpu_bf16,
         )
 
+    def qkv(self, block: Any, x: Any) -> Any:
+        """A block's QKV product of its first layer norm of `x`."""
+        attn = block.attn
+        return self.linear(self.norm(block.ln_1, x), (attn.in_proj_weight, attn.in_proj_bias))
+
+    def finish(self, block: Any, x: Any, a: Any) -> Any:
+        """The rest of a block after its attention output `a` (rows of `x`'s): `x` plus the
+        output projection of `a`, then plus the MLP of its second layer norm (`x` may be
+        overwritten)."""
+        x = self.add_linear(x, a, block.attn.out_proj, block.ls_1)
+        h, proj = self.mlp(block.mlp, self.norm(block.ln_2, x))
+        return self.add_linear(x, h, proj, block.ls_2)
+
     def linear(self, x: Any, layer: Any) -> Any:
         """`layer(x)` for an `nn.Linear` (or its weight and bias as `(weight, bias)`)."""
         import torch.nn.functional as F
@@ -139,6 +152,20 @@ class Products:
         if query is not None:
             q, causal = q[:, :, query], False
         return F.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2)
+
+
+def same_features(want: Any, got: Any, dtype: Any) -> bool:
+    """Whether two batches of features are the same as unit vectors, to the rounding of the
+    dtype the blocks compute in (fp32: 1e-4; fp16/bf16: 5e-2): a tower that is not what its
+    structure says gives other vectors altogether."""
+    import torch
+
+    if want.shape != got.shape:
+        return False
+    tol = 1e-4 if dtype == torch.float32 else 5e-2
+    unit = torch.nn.functional.normalize
+    return bool(torch.allclose(unit(want.float(), dim=-1), unit(got.float(), dim=-1), rtol=0,
+                               atol=tol))  # fmt: skip
 
 
 def _weight_bias(layer: Any) -> tuple[Any, Any]:

@@ -40,6 +40,7 @@ import lexsem.paths as paths
 from lexsem.clock import span
 from lexsem.errors import LexsemError, ModelError
 from lexsem.models.backends.openclip import install
+from lexsem.models.backends.openclip.blocks import same_features
 from lexsem.models.backends.openclip.checkpoints import (
     load_training_state,
     quiet_random_init,
@@ -118,8 +119,8 @@ class OpenClipEncoder(LazyTextEncoder):
         self._tokenizer: Any = None
         self._transform: Any = None
         self._causal: CausalTextTower | None = None
-        self._vision: VisionBlocks | None = None
-        self._vision_probed = False
+        self._vision: VisionBlocks | None = None  # the image tower's blocks: probed at the
+        self._vision_probed = False  # first image batch (reset by `unload`, with the weights)
         self._token_memo: dict[str, Any] = {}
 
     def _parse_spec(self, spec: Any, overrides: dict[str, object]) -> OpenClipSpec:
@@ -275,8 +276,6 @@ class OpenClipEncoder(LazyTextEncoder):
             )
         model.eval()  # the transform and tokenizer are the lazy properties below
         self._causal = self._trimmable_tower(model)
-        self._vision = None  # the image tower's blocks: probed at the first image batch
-        self._vision_probed = False
         return model
 
     def _create(self, oc: Any, weights: str | None) -> Any:
@@ -330,13 +329,8 @@ class OpenClipEncoder(LazyTextEncoder):
         probe = torch.randn(1, 3, h, w, generator=torch.Generator().manual_seed(0))
         probe = probe.to(device=self.device, dtype=dtype)
         with torch.inference_mode():
-            want, got = model.encode_image(probe).float(), tower.encode(probe).float()
-        tol = 1e-4 if dtype == torch.float32 else 5e-2
-        unit = torch.nn.functional.normalize
-        same = want.shape == got.shape and torch.allclose(
-            unit(want, dim=-1), unit(got, dim=-1), rtol=0, atol=tol
-        )
-        return tower if bool(same) else None
+            same = same_features(model.encode_image(probe), tower.encode(probe), dtype)
+        return tower if same else None
 
     @property
     def trims_padding(self) -> bool:

@@ -51,9 +51,8 @@ class PackedBlocks:
         mine = self.products
         last = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):
-            attn = block.attn
-            heads = attn.num_heads
-            qkv = mine.linear(mine.norm(block.ln_1, x), (attn.in_proj_weight, attn.in_proj_bias))
+            heads = block.attn.num_heads
+            qkv = mine.qkv(block, x)
             if i == last:  # only the pooled tokens are kept: one query per text
                 a = qkv.new_empty(n, dim)
                 for first, texts, tokens, row in runs:
@@ -68,9 +67,7 @@ class PackedBlocks:
                     rows = slice(first, first + texts * tokens)
                     out = mine.attention(qkv[rows], texts, tokens, heads, causal=True)
                     a[rows].view(texts, tokens, heads, -1).copy_(out)
-            x = mine.add_linear(x, a, attn.out_proj, block.ls_1)
-            h, proj = mine.mlp(block.mlp, mine.norm(block.ln_2, x))
-            x = mine.add_linear(x, h, proj, block.ls_2)
+            x = mine.finish(block, x, a)
         return x
 
 

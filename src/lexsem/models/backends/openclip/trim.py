@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lexsem.models.backends.openclip.blocks import same_features
 from lexsem.models.backends.openclip.packed import PackedBlocks, packed_blocks
 
 
@@ -75,13 +76,8 @@ class CausalTextTower:
         import torch
 
         with torch.inference_mode():
-            full = model.encode_text(tokens).float()
-            trimmed = self.encode(tokens).float()
-        if full.shape != trimmed.shape:
-            return False
-        tol = 1e-4 if self.transformer.get_cast_dtype() == torch.float32 else 5e-2
-        unit = torch.nn.functional.normalize
-        return bool(torch.allclose(unit(full, dim=-1), unit(trimmed, dim=-1), rtol=0, atol=tol))
+            full, trimmed = model.encode_text(tokens), self.encode(tokens)
+        return same_features(full, trimmed, self.transformer.get_cast_dtype())
 
 
 def causal_text_tower(model: Any) -> CausalTextTower | None:

@@ -46,18 +46,16 @@ class VisionBlocks:
         last = len(self.blocks) - 1
         kept = tokens
         for i, block in enumerate(self.blocks):
-            attn = block.attn
-            qkv = mine.linear(mine.norm(block.ln_1, x), (attn.in_proj_weight, attn.in_proj_bias))
+            heads = block.attn.num_heads
+            qkv = mine.qkv(block, x)
             query = slice(0, 1) if i == last and self.pooled_token_only else None
-            out = mine.attention(qkv, n, tokens, attn.num_heads, causal=False, query=query)
+            out = mine.attention(qkv, n, tokens, heads, causal=False, query=query)
             if query is not None:  # the class token only, from here on
                 kept = 1
                 x = x.view(n, tokens, dim)[:, 0].contiguous()
             a = qkv.new_empty(n * kept, dim)
-            a.view(n, kept, attn.num_heads, -1).copy_(out)
-            x = mine.add_linear(x, a, attn.out_proj, block.ls_1)
-            h, proj = mine.mlp(block.mlp, mine.norm(block.ln_2, x))
-            x = mine.add_linear(x, h, proj, block.ls_2)
+            a.view(n, kept, heads, -1).copy_(out)
+            x = mine.finish(block, x, a)
         pooled, _ = visual._pool(x.view(n, kept, dim))
         return pooled @ visual.proj if visual.proj is not None else pooled
 
